@@ -1,0 +1,522 @@
+"""The embedded engine: host operations, recording, watches, notices, wakes and the tool entry point.
+
+Everything here is transport-free. The HTTP, MCP and CLI faces call these methods (tools through
+``call_tool``), so a result is the same JSON from every face.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from .. import kinds as K
+from .. import validation as v
+from ..clock import Clock, system_clock
+from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError
+from ..keys import (check_agent_id, infer_kind, is_agent_qualified, main_key, parse_key, SESSION_KINDS)
+from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
+                       target_from_context_key)
+from ..settings import Settings
+from ..store import open_store
+from ..store.base import Store
+from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, MessageRow, PruneResult, QueueEntry,
+                             RecordOutcome, SessionRow, WakeRequest)
+from .wakes import Subscription, Wake, WakeCallback, WakeHub
+
+log = logging.getLogger("sessionwatch.engine")
+
+PROVENANCES = ("external_user", "inter_session", "internal_system")
+ROLES = ("user", "assistant", "system")
+MAX_CONTEXT_KEY = 2048
+
+
+class Periodic(Protocol):
+    """Timed work driven by ``run_due`` (the upstream monitor registers one)."""
+
+    def due_at(self) -> int | None: ...
+
+    def run_due(self, now: int) -> None: ...
+
+
+def default_store_url() -> str:
+    """``$SESSIONWATCH_STORE``, else a per-user state file."""
+    env = os.environ.get("SESSIONWATCH_STORE")
+    if env:
+        return env
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return "sqlite:///" + str(Path(base) / "sessionwatch" / "sessionwatch.db")
+
+
+def _actor(value: object) -> tuple[str, str | None]:
+    if value is None:
+        return "system", None
+    if not isinstance(value, Mapping):
+        raise InvalidArgument("actor must be an object {type, id}")
+    kind = v.one_of(value.get("type"), "actor.type", ("human", "agent", "system"))
+    actor_id = value.get("id")
+    if actor_id is not None:
+        actor_id = v.name(actor_id, "actor.id") if kind != "agent" else parse_key(actor_id, "actor.id").raw
+    return kind, actor_id
+
+
+def entry_json(e: QueueEntry) -> dict[str, Any]:
+    return {"id": e.id, "text": e.text, "ts": e.ts, "contextKey": e.context_key, "line": format_line(e.ts, e.text)}
+
+
+class Gateway:
+    """sessionwatch's engine. Open with :meth:`open`; close when done (or use ``with``)."""
+
+    def __init__(self, store: Store, *, clock: Clock | None = None, settings: Settings | None = None,
+                 sweep: bool = True, timers: bool | None = None) -> None:
+        self.store = store
+        self.settings = settings or Settings()
+        self._injected_clock = clock is not None
+        self.clock: Clock = clock or system_clock
+        self._closed = False
+        self._prune_lock = threading.Lock()
+        self._next_prune_at = 0
+        self._reply_cv = threading.Condition()
+        self._periodic: list[Periodic] = []
+        self._timer_event = threading.Event()
+        self.wakes = WakeHub(self.clock, self.settings.wake_coalesce_ms, self._still_pending,
+                             on_schedule=self._timer_event.set)
+        self._render = notice_template
+        self.swept = 0
+        if sweep:
+            self.sweep()
+        self.store.listen_wakes(lambda w: self.wakes.request([w]))
+        self._timer_thread: threading.Thread | None = None
+        if timers if timers is not None else not self._injected_clock:
+            self._timer_thread = threading.Thread(target=self._timer_loop, name="sessionwatch-timers", daemon=True)
+            self._timer_thread.start()
+
+    @classmethod
+    def open(cls, url: str | None = None, clock: Clock | None = None, *, settings: Settings | None = None,
+             timers: bool | None = None) -> Gateway:
+        """Open a store by URL and run the restart sweep; returns once the sweep has finished."""
+        return cls(open_store(url or default_store_url()), clock=clock, settings=settings, timers=timers)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._timer_event.set()
+        if self._timer_thread is not None:
+            self._timer_thread.join(timeout=5)
+        self.store.close()
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- timers ----------------------------------------------------------------------------------
+    def add_periodic(self, task: Periodic) -> None:
+        self._periodic.append(task)
+        self._timer_event.set()
+
+    def run_due(self, now: int | None = None) -> None:
+        """Run trailing wakes and periodic work that is due (tests with an injected clock call this)."""
+        now = self.clock() if now is None else now
+        self.wakes.run_due(now)
+        for task in list(self._periodic):
+            due = task.due_at()
+            if due is not None and due <= now:
+                try:
+                    task.run_due(now)
+                except Exception:
+                    log.exception("periodic task failed")
+        for req in self._safe(lambda: self.store.poll_wakes(self.wakes.watchers()), []):
+            self.wakes.request([req])
+
+    def _timer_loop(self) -> None:
+        while not self._closed:
+            dues = [d for d in [self.wakes.next_due(), *(t.due_at() for t in self._periodic)] if d is not None]
+            now = self.clock()
+            wait = 1.0 if not dues else max(0.0, min(1.0, (min(dues) - now) / 1000))
+            self._timer_event.wait(wait)
+            self._timer_event.clear()
+            if self._closed:
+                return
+            try:
+                self.run_due()
+            except Exception:
+                log.exception("timer tick failed")
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
+        """Reads degrade to a default instead of raising into a tool."""
+        try:
+            return fn()
+        except SessionwatchError:
+            raise
+        except Exception:
+            log.exception("store read failed; degrading to an empty result")
+            return default
+
+    def _still_pending(self, watcher: str) -> bool:
+        return self._safe(lambda: self.store.has_pending_notice(watcher), False)
+
+    def resolve(self, key: object, agent_id: object = None, *, caller_agent: str | None = None,
+                what: str = "sessionKey") -> tuple[str, str]:
+        """Validate a key and name its agent: the key's own, or for bare ``global`` the given/caller agent."""
+        k = parse_key(key, what)
+        if agent_id is not None:
+            agent_id = check_agent_id(agent_id)
+        if k.agent_id is not None:
+            if agent_id is not None and agent_id != k.agent_id:
+                raise InvalidArgument(f"agentId {agent_id!r} does not match the agent of {k.raw!r}")
+            return k.raw, k.agent_id
+        agent = agent_id or caller_agent
+        if agent is None:
+            raise InvalidArgument("a bare 'global' key needs agentId to name its agent")
+        return k.raw, agent
+
+    def session(self, key: object, agent_id: object = None, *, caller_agent: str | None = None,
+                what: str = "sessionKey") -> SessionRow:
+        skey, agent = self.resolve(key, agent_id, caller_agent=caller_agent, what=what)
+        row = self.store.get_session(skey, agent)
+        if row is None:
+            raise NotFound(f"session {skey!r} (agent {agent}) does not exist")
+        return row
+
+    def _clamp(self, occurred_at: object, now: int) -> int:
+        if isinstance(occurred_at, bool) or not isinstance(occurred_at, (int, float)) or not math.isfinite(occurred_at):
+            return now
+        return int(min(max(occurred_at, now - self.settings.occurred_at_window_ms), now))
+
+    # -- recording (best-effort) -----------------------------------------------------------------
+    def record(self, ev: EventInput) -> RecordOutcome | None:
+        """Record one event. Best-effort: a failure is logged and returns None; it never raises.
+
+        ``ev.occurred_at`` is clamped into [now - 24 h, now]; producer watchers that are not
+        agent-qualified (or equal the target) are dropped.
+        """
+        now = self.clock()
+        ev.occurred_at = self._clamp(ev.occurred_at, now)
+        if ev.watchers:
+            ev.watchers = tuple(dict.fromkeys(
+                w for w in ev.watchers if w and w != ev.session_key and is_agent_qualified(w)))
+        try:
+            outcome = self.store.record(ev, self._render, now, self.settings.queue_cap,
+                                        self.wakes.has_subscribers())
+        except Exception:
+            log.exception("recording %s for %s failed (best-effort; the action goes on)", ev.kind, ev.session_key)
+            return None
+        if outcome is not None and outcome.inserted:
+            if outcome.wakes:
+                self.wakes.request(outcome.wakes)
+            if now >= self._next_prune_at:
+                self._maybe_prune(now)
+        return outcome
+
+    def _maybe_prune(self, now: int) -> None:
+        if not self._prune_lock.acquire(blocking=False):
+            return  # join the in-flight prune instead of starting another
+        try:
+            self._next_prune_at = now + self.settings.prune_interval_ms
+            self.store.prune(now, self.settings.retention_ms, self.settings.max_events, force=False,
+                             interval_ms=self.settings.prune_interval_ms)
+        except Exception:
+            log.exception("throttled prune failed")
+        finally:
+            self._prune_lock.release()
+
+    # -- sessions --------------------------------------------------------------------------------
+    def put_session(self, key: object, *, agent_id: object = None, kind: object = None, spawned_by: object = None,
+                    label: object = None, created_by: object = None) -> dict[str, Any]:
+        skey, agent = self.resolve(key, agent_id)
+        if kind is not None:
+            kind = v.one_of(kind, "kind", SESSION_KINDS)
+        if spawned_by is not None:
+            spawned_by = parse_key(spawned_by, "spawnedBy").raw
+        label = v.optional_name(label, "label")
+        creator = _actor(created_by) if created_by is not None else None
+        now = self.clock()
+        row, created = self.store.put_session(SessionRow(
+            session_key=skey, agent_id=agent, session_id=uuid.uuid4().hex, kind=kind or infer_kind(parse_key(skey)),
+            created_at=now, updated_at=now, spawned_by=spawned_by, label=label))
+        if created and creator is not None:
+            self.record(EventInput(skey, agent, K.CREATED, creator[0], K.CREATED_SUMMARY, now, actor_id=creator[1],
+                                   session_id=row.session_id,
+                                   dedupe_key=f"created:{agent}:{skey}:{row.session_id}"))
+        out = row.to_json()
+        out["created"] = created
+        return out
+
+    def get_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
+        row = self.session(key, agent_id)
+        out = row.to_json()
+        out["stateVersion"] = self.state_version(row.session_key, row.agent_id)
+        return out
+
+    def list_sessions(self, *, agent_id: str | None = None, kinds: list[str] | None = None,
+                      limit: int = 50) -> list[SessionRow]:
+        return self._safe(lambda: self.store.list_sessions(agent_id, kinds, limit), [])
+
+    def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
+        row = self.session(key, agent_id)
+        new_id = uuid.uuid4().hex
+        self.store.reset_session(row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX)
+        return self.get_session(row.session_key, row.agent_id)
+
+    def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
+        skey, agent = self.resolve(key, agent_id)
+        deleted = self.store.delete_session(skey, agent, context_key_for(skey))
+        return {"deleted": deleted}
+
+    # -- producers -------------------------------------------------------------------------------
+    def inbound(self, key: object, text: object, *, channel: object, provenance: object = None,
+                source_session_key: object = None, human_id: object = None, lane: object = None,
+                occurred_at: object = None, run_id: object = None, agent_id: object = None,
+                dedupe_key: object = None) -> dict[str, Any]:
+        """A turn arriving in a session. A person's turn records ``human_direct_message`` when the
+        session has a spawn parent or a watcher; a group turn first registers main's ambient watch."""
+        row = self.session(key, agent_id)
+        body = v.text(text, "text")
+        chan = v.name(channel, "channel")
+        if provenance is not None:
+            provenance = v.one_of(provenance, "provenance", PROVENANCES)
+        source = parse_key(source_session_key, "sourceSessionKey").raw if source_session_key is not None else None
+        human = v.optional_name(human_id, "humanId")
+        lane = v.optional_name(lane, "lane")
+        run = v.optional_name(run_id, "runId")
+        dedupe = v.optional_name(dedupe_key, "dedupeKey")
+        if occurred_at is not None:
+            v.number(occurred_at, "occurredAt", minimum=-math.inf)
+        if provenance == "inter_session":
+            actor_type, actor_id = "agent", source
+        elif provenance == "internal_system":
+            actor_type, actor_id = "system", None
+        elif lane == "subagent":  # the parent's own dispatch into its child
+            actor_type, actor_id = "agent", row.spawned_by
+        else:
+            actor_type, actor_id = "human", human
+        msg = self.store.append_message(MessageRow(0, row.session_key, row.agent_id, "user", body, self.clock(),
+                                                   provenance=provenance, source_session_key=source, channel=chan))
+        self._notify_messages()
+        event: EventRecord | None = None
+        if actor_type == "human":
+            if row.kind == "group":
+                main = main_key(row.agent_id)
+                if main != row.session_key and self.store.get_session(main, row.agent_id) is not None:
+                    self._register(main, row.session_key, row.agent_id, "ambient-group")
+            outcome = self.record(EventInput(
+                row.session_key, row.agent_id, K.HUMAN_DIRECT_MESSAGE, "human", K.human_message_summary(chan),
+                occurred_at if occurred_at is not None else self.clock(), actor_id=human, session_id=row.session_id,
+                run_id=run, dedupe_key=dedupe, watchers=(row.spawned_by,) if row.spawned_by else (),
+                only_if_watched=not row.spawned_by))
+            event = outcome.event if outcome else None
+        return {"recorded": event is not None, "event": event.to_json() if event else None, "messageId": msg.id,
+                "actorType": actor_type}
+
+    def set_goal(self, key: object, action: object, *, objective: object = None, status: object = None,
+                 actor: object = None, agent_id: object = None) -> dict[str, Any]:
+        row = self.session(key, agent_id)
+        action = v.one_of(action, "action", K.GOAL_ACTIONS)
+        actor_type, actor_id = _actor(actor)
+        goal = dict(row.goal or {})
+        if action in ("create", "edit"):
+            goal["objective"] = v.text(objective, "objective", max_bytes=64 * 1024)
+            goal.setdefault("status", "active")
+        elif action == "status":
+            goal["status"] = v.name(status, "status")
+        else:
+            goal = {}
+        if action in ("edit", "status") and not row.goal:
+            raise InvalidArgument(f"session {row.session_key!r} has no goal to {action}; create it first")
+        now = self.clock()
+        self.store.update_session(row.session_key, row.agent_id, now, goal=goal or None)
+        outcome = self.record(EventInput(
+            row.session_key, row.agent_id, K.GOAL_CHANGED, actor_type,
+            K.goal_summary(action, goal.get("status")), now, actor_id=actor_id, session_id=row.session_id,
+            watchers=(row.spawned_by,) if row.spawned_by else ()))
+        return {"recorded": bool(outcome and outcome.event), "goal": goal or None,
+                "event": outcome.event.to_json() if outcome and outcome.event else None}
+
+    def begin_run(self, key: object, run_id: object, *, agent_id: object = None) -> dict[str, Any]:
+        row = self.session(key, agent_id)
+        run = v.name(run_id, "runId")
+        self.store.update_session(row.session_key, row.agent_id, self.clock(), active_run_id=run)
+        return {"sessionKey": row.session_key, "activeRunId": run}
+
+    def end_run(self, key: object, run_id: object, status: object, *, agent_id: object = None) -> dict[str, Any]:
+        """End a run: ``run_completed`` (ok) or ``run_failed`` {outcome}; the first outcome per run wins."""
+        row = self.session(key, agent_id)
+        run = v.name(run_id, "runId")
+        status = v.one_of(status, "status", K.RUN_STATUSES)
+        now = self.clock()
+        was_active = self.store.end_run(row.session_key, row.agent_id, run, now)
+        kind = K.RUN_COMPLETED if status == "ok" else K.RUN_FAILED
+        outcome = self.record(EventInput(
+            row.session_key, row.agent_id, kind, "system", K.run_end_summary(status), now,
+            session_id=row.session_id, run_id=run, dedupe_key=f"run-terminal:{run}",
+            payload=None if status == "ok" else {"outcome": status},
+            watchers=(row.spawned_by,) if row.spawned_by else ()))
+        return {"recorded": bool(outcome and outcome.inserted), "wasActive": was_active,
+                "event": outcome.event.to_json() if outcome and outcome.event else None}
+
+    def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
+        row = self.session(key, agent_id)
+        op = v.name(operation_id, "operationId")
+        outcome = self.record(EventInput(row.session_key, row.agent_id, K.COMPACTED, "system", K.COMPACTED_SUMMARY,
+                                         self.clock(), session_id=row.session_id, dedupe_key=f"compacted:{op}"))
+        return {"recorded": bool(outcome and outcome.inserted),
+                "event": outcome.event.to_json() if outcome and outcome.event else None}
+
+    # -- transcripts -----------------------------------------------------------------------------
+    def append_message(self, key: object, role: object, text: object, *, agent_id: object = None,
+                       imported: bool = False) -> dict[str, Any]:
+        """Append to a session's transcript (an assistant reply answers a waiting ``sessions_send``)."""
+        row = self.session(key, agent_id)
+        role = v.one_of(role, "role", ROLES)
+        body = v.text(text, "text", allow_empty=True)
+        msg = self.store.append_message(MessageRow(0, row.session_key, row.agent_id, role, body, self.clock(),
+                                                   imported=bool(imported)))
+        self._notify_messages()
+        return msg.to_json()
+
+    def _notify_messages(self) -> None:
+        with self._reply_cv:
+            self._reply_cv.notify_all()
+
+    def wait_for_reply(self, key: str, agent: str, after_id: int, timeout_s: float) -> MessageRow | None:
+        """The first assistant message after ``after_id`` within ``timeout_s`` of real time."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            replies = self.store.messages(key, agent, 200, after_id=after_id, role="assistant")
+            if replies:
+                return replies[0]
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self._closed:
+                return None
+            with self._reply_cv:
+                self._reply_cv.wait(min(remaining, 0.25))
+
+    def own_user_texts(self, key: str, agent: str) -> list[str]:
+        return self._safe(lambda: self.store.own_user_texts(key, agent, self.settings.own_recent_texts), [])
+
+    # -- watches, notices, queue -----------------------------------------------------------------
+    def _register(self, watcher: str, target: str, target_agent: str, provenance: str) -> bool:
+        try:
+            return self.store.register_watch(watcher, target, target_agent, provenance, self.clock())
+        except Exception:
+            log.exception("watch registration %s -> %s failed", watcher, target)
+            return False
+
+    def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
+        """Explicit watch (what ``sessions_send watch: true`` does), seeded at the target's head."""
+        w = parse_key(watcher, "watcher")
+        t, agent = self.resolve(target, agent_id, what="target")
+        return self._register(w.raw, t, agent, "explicit")
+
+    def unwatch(self, watcher: object, target: object) -> bool:
+        w = parse_key(watcher, "watcher").raw
+        t = parse_key(target, "target").raw
+        return self.store.unwatch(w, t, context_key_for(t), self.clock())
+
+    def cursors(self, *, watcher: object = None, target: object = None) -> list[dict[str, Any]]:
+        w = parse_key(watcher, "watcher").raw if watcher is not None else None
+        t = parse_key(target, "target").raw if target is not None else None
+        return [c.to_json() for c in self._safe(lambda: self.store.cursors(w, t), [])]
+
+    def acknowledge(self, watcher: object, targets: list[str]) -> int:
+        """Acknowledge pending notices of ``watcher`` for ``targets`` (what a drain does for its entries)."""
+        w = parse_key(watcher, "watcher").raw
+        try:
+            wakes = self.store.acknowledge(w, targets, self._render, self.clock(), self.settings.queue_cap)
+        except Exception:
+            log.exception("acknowledge for %s failed", w)
+            return 0
+        self.wakes.request(wakes)
+        return len(targets)
+
+    def enqueue_system_event(self, key: object, text: object, *, context_key: object = None,
+                             agent_id: object = None) -> dict[str, Any]:
+        skey, _ = self.resolve(key, agent_id)
+        body = v.text(text, "text")
+        ctx = None
+        if context_key is not None:
+            ctx = v.text(context_key, "contextKey", max_bytes=MAX_CONTEXT_KEY).lower()
+        entry = self.store.enqueue(skey, body, ctx, self.clock(), self.settings.queue_cap,
+                                   notice=parse_notice(body, ctx))
+        return {"queued": entry is not None, "entry": entry_json(entry) if entry else None}
+
+    def peek_system_events(self, key: object, *, agent_id: object = None) -> list[dict[str, Any]]:
+        skey, _ = self.resolve(key, agent_id)
+        return [entry_json(e) for e in self._safe(lambda: self.store.peek(skey, self._render), [])]
+
+    def drain_system_events(self, key: object, *, agent_id: object = None) -> list[dict[str, Any]]:
+        """A watcher's turn consumes its queue: returns the entries and acknowledges session-state ones."""
+        skey, _ = self.resolve(key, agent_id)
+        try:
+            entries, wakes = self.store.drain(skey, target_from_context_key, self._render, self.clock(),
+                                              self.settings.queue_cap)
+        except Exception:
+            log.exception("drain for %s failed", skey)
+            return []
+        self.wakes.request(wakes)
+        return [entry_json(e) for e in entries]
+
+    def subscribe_wakes(self, key: object, callback: WakeCallback) -> Subscription:
+        """Call ``callback(Wake)`` for wakes of watcher ``key``; returns an unsubscribe handle.
+
+        The callback runs on the thread that committed the notice (or the timer thread): keep it short
+        and thread-safe.
+        """
+        return self.wakes.subscribe(parse_key(key, "sessionKey").raw, callback)
+
+    # -- reconciliation --------------------------------------------------------------------------
+    def state_version(self, key: object, agent_id: object = None) -> int:
+        skey, agent = self.resolve(key, agent_id)
+        return self._safe(lambda: self.store.state_version(skey, agent), 0)
+
+    def changes_since(self, key: object, after: object, *, agent_id: object = None,
+                      limit: int | None = None) -> ChangesPage:
+        skey, agent = self.resolve(key, agent_id)
+        after = v.integer(after, "changesSince")
+        page = self.settings.changes_page_size
+        lim = page if limit is None else max(1, min(page, int(limit)))
+        return self._safe(lambda: self.store.changes_since(skey, agent, after, lim), EMPTY_PAGE)
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def sweep(self) -> int:
+        """Re-materialize unacknowledged notices (restart sweep), then a forced prune."""
+        now = self.clock()
+        try:
+            count, wakes = self.store.sweep(self._render, now, self.settings.queue_cap)
+        except Exception:
+            log.exception("restart sweep failed")
+            count, wakes = 0, []
+        self.swept = count
+        self.wakes.request(wakes)
+        self.prune(force=True)
+        return count
+
+    def prune(self, *, force: bool = True) -> PruneResult:
+        now = self.clock()
+        with self._prune_lock:
+            self._next_prune_at = now + self.settings.prune_interval_ms
+            try:
+                return self.store.prune(now, self.settings.retention_ms, self.settings.max_events, force=force,
+                                        interval_ms=self.settings.prune_interval_ms)
+            except Exception:
+                log.exception("prune failed")
+                return PruneResult(skipped=True)
+
+    # -- tools -----------------------------------------------------------------------------------
+    def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,
+                  agent_id: str | None = None) -> dict[str, Any]:
+        """Run one tool as ``caller``. Errors come back as ``{"error": {"code", "message"}}``."""
+        from .tools import run_tool
+
+        return run_tool(self, name, args if args is not None else {}, caller, agent_id)

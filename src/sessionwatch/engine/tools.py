@@ -1,0 +1,279 @@
+"""The tool layer: one definition per tool (schema, description, handler), shared by every face."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import kinds as K
+from .. import validation as v
+from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
+from ..keys import SESSION_KINDS, SessionKey, check_agent_id, is_agent_qualified, parse_key
+from ..settings import MAX_LIST_LIMIT
+from ..store.records import EventInput, MessageRow, SessionRow
+
+if TYPE_CHECKING:
+    from .gateway import Gateway
+
+log = logging.getLogger("sessionwatch.tools")
+
+MAX_SEND_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Caller:
+    key: str
+    agent_id: str
+    parsed: SessionKey
+
+    @property
+    def qualified(self) -> bool:
+        return self.parsed.qualified
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: Callable[[Gateway, Mapping[str, Any], Caller], dict[str, Any]]
+    acts_as_caller: bool = False
+
+
+KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 512,
+              "description": "A session key: 'agent:<agentId>:<rest>' or the bare 'global'."}
+
+
+def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
+
+
+def _caller_must_exist(gw: Gateway, caller: Caller) -> None:
+    if gw.store.get_session(caller.key, caller.agent_id) is None:
+        raise NotFound(f"caller session {caller.key!r} does not exist; create it first (put_session)")
+
+
+# -- sessions_spawn ------------------------------------------------------------------------------
+def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    if args.get("label") is not None and args.get("sessionKey") is not None:
+        raise InvalidArgument("sessions_spawn takes label or sessionKey, not both")
+    agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else caller.agent_id
+    label = v.optional_name(args.get("label"), "label")
+    task = v.text(args["task"], "task") if args.get("task") is not None else None
+    run_id = v.name(args["runId"], "runId") if args.get("runId") is not None else uuid.uuid4().hex
+    if args.get("sessionKey") is not None:
+        child = parse_key(args["sessionKey"], "sessionKey")
+        if not child.qualified:
+            raise InvalidArgument("a spawned session needs an agent-qualified key")
+        if args.get("agentId") is not None and child.agent_id != agent:
+            raise InvalidArgument(f"agentId {agent!r} does not match the agent of {child.raw!r}")
+        agent = child.agent_id or agent
+    else:
+        child = parse_key(f"agent:{agent}:subagent:{label or uuid.uuid4().hex[:12]}", "label")
+    if child.raw == caller.key:
+        raise InvalidArgument("a session cannot spawn itself")
+    _caller_must_exist(gw, caller)
+    existing = gw.store.get_session(child.raw, agent)
+    if existing is not None and existing.spawned_by != caller.key:
+        raise Conflict(f"session {child.raw!r} exists and was not spawned by {caller.key!r}")
+    now = gw.clock()
+    if existing is None:
+        row, _ = gw.store.put_session(SessionRow(child.raw, agent, uuid.uuid4().hex, "subagent", now, now,
+                                                 spawned_by=caller.key, label=label))
+        gw.record(EventInput(child.raw, agent, K.CREATED, "agent", K.CREATED_SUMMARY, now, actor_id=caller.key,
+                             session_id=row.session_id, dedupe_key=f"created:{agent}:{child.raw}:{row.session_id}"))
+    else:
+        row = existing
+    if row.active_run_id != run_id:
+        gw.store.update_session(child.raw, agent, now, active_run_id=run_id)
+        gw.record(EventInput(child.raw, agent, K.CHILD_SPAWNED, "agent", K.CHILD_SPAWNED_SUMMARY, now,
+                             actor_id=caller.key, session_id=row.session_id, run_id=run_id,
+                             dedupe_key=f"child-spawned:{run_id}", watchers=(caller.key,)))
+        if task is not None:
+            gw.store.append_message(MessageRow(0, child.raw, agent, "user", task, now, provenance="inter_session",
+                                               source_session_key=caller.key, channel="subagent"))
+    version = gw.state_version(child.raw, agent)
+    return {"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id, "stateVersion": version,
+            "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}
+
+
+# -- sessions_send -------------------------------------------------------------------------------
+def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    target = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id)
+    message = v.text(args.get("message"), "message")
+    watch = v.boolean(args["watch"], "watch") if "watch" in args else None
+    timeout = 0.0
+    if args.get("timeoutSeconds") is not None:
+        timeout = v.number(args["timeoutSeconds"], "timeoutSeconds", maximum=MAX_SEND_TIMEOUT_S)
+    _caller_must_exist(gw, caller)
+    msg = gw.store.append_message(MessageRow(0, target.session_key, target.agent_id, "user", message, gw.clock(),
+                                             provenance="inter_session", source_session_key=caller.key))
+    gw._notify_messages()
+    out: dict[str, Any] = {"status": "accepted", "messageId": msg.id}
+    if watch is True:
+        out["watched"] = (caller.qualified and caller.key != target.session_key
+                          and gw._register(caller.key, target.session_key, target.agent_id, "explicit"))
+    if timeout > 0:
+        reply = gw.wait_for_reply(target.session_key, target.agent_id, msg.id, timeout)
+        if reply is None:
+            out["status"] = "timeout"
+        else:
+            out["status"] = "ok"
+            out["reply"] = reply.text
+    watched = "" if "watched" not in out else (" Watching it now." if out["watched"] else " Not watched.")
+    if out["status"] == "ok":
+        out["text"] = f"Reply from {target.session_key}:\n{out['reply']}"
+    elif out["status"] == "timeout":
+        out["text"] = f"Delivered to {target.session_key}; no reply within {timeout:g} s.{watched}"
+    else:
+        out["text"] = f"Delivered to {target.session_key} (message {msg.id}).{watched}"
+    return out
+
+
+# -- session_status ------------------------------------------------------------------------------
+def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    key = args.get("sessionKey", caller.key)
+    if key is None:
+        key = caller.key
+    row = gw.session(key, caller_agent=caller.agent_id)
+    since = v.integer(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
+    version = gw.state_version(row.session_key, row.agent_id)
+    out: dict[str, Any] = {"sessionKey": row.session_key, "agentId": row.agent_id, "sessionId": row.session_id,
+                           "kind": row.kind, "stateVersion": version}
+    if row.spawned_by:
+        out["spawnedBy"] = row.spawned_by
+    if row.active_run_id:
+        out["activeRunId"] = row.active_run_id
+    if row.goal:
+        out["goal"] = row.goal
+    lines = [f"Session {row.session_key} (agent {row.agent_id}, {row.kind})", f"sessionId: {row.session_id}",
+             f"stateVersion: {version}"]
+    if row.spawned_by:
+        lines.append(f"spawnedBy: {row.spawned_by}")
+    if row.active_run_id:
+        lines.append(f"activeRun: {row.active_run_id}")
+    if row.goal:
+        lines.append(f"goal: {row.goal.get('objective', '')} [{row.goal.get('status', '')}]")
+    if since is not None:
+        changes = gw.changes_since(row.session_key, since, agent_id=row.agent_id).to_json()
+        out["stateChanges"] = changes
+        block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
+        lines += ["", "Session state changes:", "```json", block, "```"]
+    out["text"] = "\n".join(lines)
+    return out
+
+
+# -- sessions_list -------------------------------------------------------------------------------
+def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    limit = v.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT) if args.get("limit") is not None else 50
+    agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else None
+    kinds = v.string_list(args["kinds"], "kinds", SESSION_KINDS) if args.get("kinds") is not None else None
+    rows = gw.list_sessions(agent_id=agent, kinds=kinds, limit=limit)
+    versions = gw._safe(lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), {})
+    sessions = []
+    lines = []
+    for r in rows:
+        item: dict[str, Any] = {"sessionKey": r.session_key, "agentId": r.agent_id, "kind": r.kind}
+        if r.spawned_by:
+            item["spawnedBy"] = r.spawned_by
+        if r.label:
+            item["label"] = r.label
+        version = versions.get((r.session_key, r.agent_id), 0)
+        if version:
+            item["stateVersion"] = version
+        sessions.append(item)
+        lines.append(f"- {r.session_key} [{r.kind}]" + (f" stateVersion {version}" if version else "")
+                     + (f" spawnedBy {r.spawned_by}" if r.spawned_by else ""))
+    return {"sessions": sessions, "text": "\n".join(lines) if lines else "No sessions."}
+
+
+# -- sessions_history ----------------------------------------------------------------------------
+def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    row = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id)
+    limit = v.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
+    msgs = gw._safe(lambda: gw.store.messages(row.session_key, row.agent_id, limit), [])
+    lines = [f"[{m.role}] {m.text}" for m in msgs]
+    return {"sessionKey": row.session_key, "messages": [m.to_json() for m in msgs],
+            "text": "\n".join(lines) if lines else f"No messages in {row.session_key}."}
+
+
+# -- session_unwatch -----------------------------------------------------------------------------
+def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    target = parse_key(args.get("sessionKey"), "sessionKey").raw
+    if not caller.qualified:
+        return {"unwatched": False, "text": "A bare 'global' session holds no watches."}
+    done = gw.unwatch(caller.key, target)
+    return {"unwatched": done,
+            "text": f"Stopped watching {target}." if done else f"{caller.key} was not watching {target}; muted."}
+
+
+TOOLS: dict[str, Tool] = {t.name: t for t in (
+    Tool("sessions_spawn",
+         "Spawn a child session (default key agent:<agentId>:subagent:<label>) and start its run. You watch "
+         "it from its spawn version on: you are told once when someone else changes it.",
+         _obj({"label": {"type": "string", "maxLength": 200}, "sessionKey": KEY_SCHEMA,
+               "agentId": {"type": "string", "maxLength": 200}, "task": {"type": "string"},
+               "runId": {"type": "string", "maxLength": 200}}),
+         _spawn, acts_as_caller=True),
+    Tool("sessions_send",
+         "Send a message into another session as an inter-session turn. watch: true also watches the "
+         "target from now on. timeoutSeconds > 0 waits for its reply.",
+         _obj({"sessionKey": KEY_SCHEMA, "message": {"type": "string", "minLength": 1},
+               "watch": {"type": "boolean"},
+               "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": MAX_SEND_TIMEOUT_S}},
+              ["sessionKey", "message"]),
+         _send, acts_as_caller=True),
+    Tool("session_status",
+         "Status of a session (default: yours) with its stateVersion. Pass changesSince N (the number in a "
+         "stale notice) to get the exact typed changes after N. Never moves a cursor.",
+         _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0}}),
+         _status),
+    Tool("sessions_list",
+         "List sessions with kind, spawn parent and stateVersion (when non-zero).",
+         _obj({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
+               "agentId": {"type": "string", "maxLength": 200},
+               "kinds": {"type": "array", "items": {"type": "string", "enum": list(SESSION_KINDS)}}}),
+         _list),
+    Tool("sessions_history",
+         "Recent messages of a session's transcript (not the signal log).",
+         _obj({"sessionKey": KEY_SCHEMA, "limit": {"type": "integer", "minimum": 1, "maximum": 200}},
+              ["sessionKey"]),
+         _history),
+    Tool("session_unwatch",
+         "Stop watching a session: drops your cursor and its pending notice, and mutes spawn-parent notices "
+         "for it until you watch it again.",
+         _obj({"sessionKey": KEY_SCHEMA}, ["sessionKey"]),
+         _unwatch, acts_as_caller=True),
+)}
+
+
+def run_tool(gw: Gateway, name: str, args: Mapping[str, Any], caller: str, agent_id: str | None) -> dict[str, Any]:
+    try:
+        tool = TOOLS.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise UnknownTool(f"unknown tool {name!r}; tools: {', '.join(sorted(TOOLS))}")
+        who = parse_key(caller, "caller")
+        if who.qualified:
+            if agent_id is not None and check_agent_id(agent_id) != who.agent_id:
+                raise InvalidArgument(f"agentId {agent_id!r} does not match the caller's agent")
+            caller_agent = who.agent_id
+        elif agent_id is None:
+            raise InvalidArgument("a bare 'global' caller must name its agent (agentId / X-Agent-Id)")
+        else:
+            caller_agent = check_agent_id(agent_id)
+        allowed = set(tool.input_schema["properties"])
+        v.check_args(args, allowed, name)
+        for required in tool.input_schema["required"]:
+            if args.get(required) is None:
+                raise InvalidArgument(f"{name}: missing required argument {required!r}")
+        assert caller_agent is not None
+        return tool.handler(gw, args, Caller(who.raw, caller_agent, who))
+    except SessionwatchError as exc:
+        return exc.to_json()
+    except Exception as exc:  # a store failure must not escape as a crash of the caller
+        log.exception("tool %s failed", name)
+        return StoreUnavailable(f"{name} failed: {exc.__class__.__name__}: {exc}").to_json()

@@ -1,0 +1,102 @@
+"""Session keys: ``agent:<agentId>:<rest>``, subagent keys, main keys and the bare ``global`` key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import InvalidArgument
+
+GLOBAL_KEY = "global"
+MAX_KEY_LENGTH = 512
+MAIN_KEY = "main"
+SESSION_KINDS = ("main", "direct", "group", "subagent", "cron", "other")
+_GROUP_PARTS = frozenset({"group", "channel", "room"})
+_DIRECT_PARTS = frozenset({"direct", "dm"})
+
+
+@dataclass(frozen=True, slots=True)
+class SessionKey:
+    raw: str
+    agent_id: str | None  # None for the bare global key
+    rest: str | None
+
+    @property
+    def qualified(self) -> bool:
+        return self.agent_id is not None
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.rest is not None and self.rest.lower().startswith("subagent:")
+
+
+def _check_text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidArgument(f"{what} must not be empty")
+    if len(value) > MAX_KEY_LENGTH:
+        raise InvalidArgument(f"{what} is longer than {MAX_KEY_LENGTH} characters")
+    for ch in value:
+        if ch.isspace() or ord(ch) < 32 or ord(ch) == 127:
+            raise InvalidArgument(f"{what} {value!r} contains whitespace or control characters")
+    return value
+
+
+def parse_key(value: object, what: str = "sessionKey") -> SessionKey:
+    """Parse and validate a session key; raise InvalidArgument with a clear reason."""
+    raw = _check_text(value, what)
+    if raw == GLOBAL_KEY:
+        return SessionKey(raw, None, None)
+    parts = raw.split(":")
+    if any(p == "" for p in parts):
+        raise InvalidArgument(f"{what} {raw!r} has an empty ':'-separated part")
+    if parts[0] != "agent" or len(parts) < 3:
+        raise InvalidArgument(
+            f"{what} {raw!r} is not a session key: expected 'agent:<agentId>:<rest>' or 'global'")
+    return SessionKey(raw, parts[1], ":".join(parts[2:]))
+
+
+def is_agent_qualified(raw: str) -> bool:
+    parts = raw.split(":")
+    return len(parts) >= 3 and parts[0] == "agent" and all(parts)
+
+
+def is_subagent_key(raw: str) -> bool:
+    parts = raw.split(":", 2)
+    return len(parts) == 3 and parts[0] == "agent" and parts[2].lower().startswith("subagent:")
+
+
+def agent_of(raw: str) -> str | None:
+    parts = raw.split(":", 2)
+    return parts[1] if len(parts) == 3 and parts[0] == "agent" else None
+
+
+def main_key(agent_id: str) -> str:
+    return f"agent:{agent_id}:{MAIN_KEY}"
+
+
+def check_agent_id(value: object, what: str = "agentId") -> str:
+    text = _check_text(value, what)
+    if ":" in text:
+        raise InvalidArgument(f"{what} {text!r} must not contain ':'")
+    if len(text) > 200:
+        raise InvalidArgument(f"{what} is longer than 200 characters")
+    return text
+
+
+def infer_kind(key: SessionKey) -> str:
+    """Kind of a session from its key: main, subagent, group, cron, direct or other."""
+    if key.rest is None:
+        return "main"
+    if key.rest == MAIN_KEY:
+        return "main"
+    parts = key.rest.lower().split(":")
+    if parts[0] == "subagent":
+        return "subagent"
+    if any(p in _GROUP_PARTS for p in parts):
+        return "group"
+    if parts[0] == "cron":
+        return "cron"
+    if any(p in _DIRECT_PARTS for p in parts):
+        return "direct"
+    return "other"

@@ -1,0 +1,79 @@
+"""The closed set of event kinds, who may cause them, their summaries and payload projection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+HUMAN_DIRECT_MESSAGE = "human_direct_message"
+GOAL_CHANGED = "goal_changed"
+UPSTREAM_MISSING = "upstream_missing"
+CHILD_SPAWNED = "child_spawned"
+RUN_COMPLETED = "run_completed"
+RUN_FAILED = "run_failed"
+COMPACTED = "compacted"
+CREATED = "created"
+ADOPTED = "adopted"
+IMPORTED = "imported"
+
+ALL_KINDS = frozenset({HUMAN_DIRECT_MESSAGE, GOAL_CHANGED, UPSTREAM_MISSING, CHILD_SPAWNED, RUN_COMPLETED,
+                       RUN_FAILED, COMPACTED, CREATED, ADOPTED, IMPORTED})
+# Kinds that advance watcher cursors and queue a stale notice.
+NOTIFY_ELIGIBLE = frozenset({HUMAN_DIRECT_MESSAGE, GOAL_CHANGED, UPSTREAM_MISSING})
+# Kinds that seed (overwrite) the producer watchers' cursors at the event's sequence.
+SEEDING = frozenset({CHILD_SPAWNED})
+
+ACTOR_TYPES = frozenset({"human", "agent", "system"})
+RUN_STATUSES = ("ok", "error", "timeout", "cancelled")
+GOAL_ACTIONS = ("create", "edit", "status", "clear")
+
+_RUN_FAILED_SUMMARY = {"error": "child run failed", "timeout": "child run timed out",
+                       "cancelled": "child run cancelled"}
+
+
+def human_message_summary(channel: str | None) -> str:
+    name = (channel or "").strip()
+    return f"human message via {name or 'unknown'}"
+
+
+def goal_summary(action: str, status: str | None = None) -> str:
+    if action == "create":
+        return "goal created"
+    if action == "edit":
+        return "goal objective changed"
+    if action == "status":
+        return f"goal status changed to {status}"
+    return "goal cleared"
+
+
+def run_end_summary(status: str) -> str:
+    return "child run completed" if status == "ok" else _RUN_FAILED_SUMMARY[status]
+
+
+def upstream_missing_summary(catalog_id: str) -> str:
+    return f"upstream missing via {catalog_id}"
+
+
+def adopted_summary(catalog_id: str) -> str:
+    return f"adopted from {catalog_id}"
+
+
+CHILD_SPAWNED_SUMMARY = "child session spawned"
+COMPACTED_SUMMARY = "session compacted"
+CREATED_SUMMARY = "session created"
+
+
+def project_payload(payload: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What ``session_status`` shows of a payload: outcome, channel and turns only."""
+    if not payload:
+        return None
+    out: dict[str, Any] = {}
+    outcome = payload.get("outcome")
+    if outcome in ("error", "timeout", "cancelled"):
+        out["outcome"] = outcome
+    channel = payload.get("channel")
+    if isinstance(channel, str) and channel:
+        out["channel"] = channel
+    turns = payload.get("turns")
+    if isinstance(turns, int) and not isinstance(turns, bool) and 0 < turns <= 2**53 - 1:
+        out["turns"] = turns
+    return out or None

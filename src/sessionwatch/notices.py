@@ -1,0 +1,79 @@
+"""Stale-state notice text, the context-key codec and the system-event line format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+CONTEXT_PREFIX = "session-state:"
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeTemplate:
+    """The notice for one target: ``prefix + str(last_seen) + suffix``; the store fills in last_seen."""
+
+    target: str
+    prefix: str
+    suffix: str
+    context_key: str
+
+    def text(self, last_seen: int) -> str:
+        return f"{self.prefix}{last_seen}{self.suffix}"
+
+
+def notice_template(target: str) -> NoticeTemplate:
+    return NoticeTemplate(
+        target=target,
+        prefix=(f'Session "{target}" changed (other actor). Reconcile before acting: '
+                f'session_status sessionKey "{target}" changesSince '),
+        suffix=".",
+        context_key=context_key_for(target),
+    )
+
+
+def notice_text(target: str, last_seen: int) -> str:
+    """The byte-exact v1 notice text."""
+    return notice_template(target).text(last_seen)
+
+
+def context_key_for(target: str) -> str:
+    return CONTEXT_PREFIX + target.encode("utf-8").hex()
+
+
+def target_from_context_key(context_key: str | None) -> str | None:
+    """Decode a session-state context key; None for anything else (fail closed)."""
+    if not context_key or not context_key.lower().startswith(CONTEXT_PREFIX):
+        return None
+    payload = context_key[len(CONTEXT_PREFIX):]
+    if not payload or len(payload) % 2:
+        return None
+    try:
+        return bytes.fromhex(payload).decode("utf-8", errors="strict")
+    except ValueError:
+        return None
+
+
+def format_timestamp(ms: int) -> str:
+    """ISO-8601 UTC with milliseconds, e.g. 2026-11-30T10:20:37.123Z."""
+    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def format_line(ts_ms: int, text: str) -> str:
+    """``System: [<timestamp>] <text>``; continuation lines keep the ``System: `` prefix."""
+    first, *rest = text.split("\n")
+    lines = [f"System: [{format_timestamp(ts_ms)}] {first}"]
+    lines.extend(f"System: {line}" for line in rest)
+    return "\n".join(lines)
+
+
+def parse_notice(text: str, context_key: str | None) -> tuple[str, int] | None:
+    """(target, last_seen) when ``text`` is exactly the notice for the target its context key names."""
+    target = target_from_context_key(context_key)
+    if target is None:
+        return None
+    t = notice_template(target)
+    middle = text[len(t.prefix):len(text) - len(t.suffix)] if text.startswith(t.prefix) and text.endswith(t.suffix) else ""
+    if not middle.isascii() or not middle.isdigit() or (len(middle) > 1 and middle[0] == "0"):
+        return None
+    return target, int(middle)

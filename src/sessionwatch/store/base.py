@@ -1,0 +1,186 @@
+"""The one narrow interface every storage backend implements.
+
+Each write method is one transaction. Methods that queue notices take a ``render`` callable
+(target key -> NoticeTemplate) so the notice format stays in the engine while the store writes the
+queue rows in the same transaction as the change that causes them. Backends pass the shared
+conformance suite in ``tests/conformance``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ..notices import NoticeTemplate
+from .records import (ChangesPage, Cursor, EventInput, Link, MessageRow, Node, PruneResult, QueueEntry,
+                      RecordOutcome, SessionRow, WakeRequest)
+
+Render = Callable[[str], NoticeTemplate]
+WakeListener = Callable[[WakeRequest], None]
+
+
+class Store(ABC):
+    """Storage backend. ``url`` names it; ``multi_process`` says whether other processes share it."""
+
+    url: str
+    multi_process: bool = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def listen_wakes(self, listener: WakeListener) -> None:
+        """Deliver wake requests committed by *other* processes (no-op for single-process stores)."""
+
+    def poll_wakes(self, watchers: Iterable[str]) -> list[WakeRequest]:
+        """Fallback for missed cross-process wake notifications (empty for single-process stores)."""
+        return []
+
+    # -- signal log ------------------------------------------------------------------------------
+    @abstractmethod
+    def record(self, ev: EventInput, render: Render, now: int, queue_cap: int,
+               want_wakes: bool) -> RecordOutcome | None:
+        """Insert one event, bump its head, seed or update cursors and queue notices, atomically.
+
+        Returns None when ``ev.only_if_watched`` and nothing watches the session (nothing written).
+        A duplicate dedupe key returns the existing event with ``inserted=False`` and changes nothing.
+        """
+
+    @abstractmethod
+    def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage: ...
+
+    @abstractmethod
+    def state_version(self, session_key: str, agent_id: str) -> int: ...
+
+    @abstractmethod
+    def state_versions(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]: ...
+
+    @abstractmethod
+    def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool,
+              interval_ms: int) -> PruneResult:
+        """Retention prune. Unless ``force``, skipped when one ran within ``interval_ms`` (shared)."""
+
+    # -- cursors and the notice queue ------------------------------------------------------------
+    @abstractmethod
+    def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str,
+                       now: int) -> bool:
+        """Explicit or ambient watch seeded at the target's head; never clobbers an existing row."""
+
+    @abstractmethod
+    def unwatch(self, watcher: str, target: str, context_key: str, now: int) -> bool: ...
+
+    @abstractmethod
+    def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]: ...
+
+    @abstractmethod
+    def acknowledge(self, watcher: str, targets: Sequence[str], render: Render, now: int,
+                    queue_cap: int) -> list[WakeRequest]:
+        """Ack the frozen watermark of each target; queue exactly one reopen where material moved on."""
+
+    @abstractmethod
+    def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
+                queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
+        """Append with dedupe (context key + exact text) and the cap. ``notice`` = (target, last_seen)
+        marks a canonical stale-state notice, which backends may store compactly."""
+
+    @abstractmethod
+    def peek(self, session_key: str, render: Render) -> list[QueueEntry]: ...
+
+    @abstractmethod
+    def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render,
+              now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        """Remove the queue and acknowledge its session-state entries, in one transaction."""
+
+    @abstractmethod
+    def has_pending_notice(self, watcher: str) -> bool: ...
+
+    @abstractmethod
+    def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
+        """Re-materialize every unacknowledged notice whose watcher session exists."""
+
+    # -- sessions and transcripts ----------------------------------------------------------------
+    @abstractmethod
+    def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
+        """Create, or update kind/spawned_by/label of, a session. Returns (row, created)."""
+
+    @abstractmethod
+    def get_session(self, session_key: str, agent_id: str) -> SessionRow | None: ...
+
+    @abstractmethod
+    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]: ...
+
+    @abstractmethod
+    def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
+        """Set session_id, active_run_id, goal or spawned_by (only the given fields)."""
+
+    @abstractmethod
+    def end_run(self, session_key: str, agent_id: str, run_id: str, now: int) -> bool:
+        """Clear the active run if it is ``run_id``; True if it was."""
+
+    @abstractmethod
+    def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
+                      context_prefix: str) -> bool: ...
+
+    @abstractmethod
+    def delete_session(self, session_key: str, agent_id: str, context_key: str) -> bool: ...
+
+    @abstractmethod
+    def append_message(self, msg: MessageRow) -> MessageRow: ...
+
+    @abstractmethod
+    def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
+                 role: str | None = None) -> list[MessageRow]:
+        """The newest ``limit`` messages (after ``after_id``), oldest first."""
+
+    @abstractmethod
+    def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
+        """The newest user-role, non-imported message texts, newest first."""
+
+    # -- upstream links and paired nodes ---------------------------------------------------------
+    @abstractmethod
+    def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
+        """Insert, keep progress on the same source, or rebase. Returns (link, 'created'|'same'|'rebased')."""
+
+    @abstractmethod
+    def get_link(self, session_key: str, agent_id: str) -> Link | None: ...
+
+    @abstractmethod
+    def links(self, catalog_id: str | None = None) -> list[Link]: ...
+
+    @abstractmethod
+    def watched_links(self) -> list[Link]:
+        """Links whose session key is the target of at least one watch cursor."""
+
+    @abstractmethod
+    def advance_link(self, session_key: str, agent_id: str, expected_updated_at: int,
+                     marker: dict[str, Any], now: int) -> bool:
+        """Compare-and-swap the marker; also clears the miss streak."""
+
+    @abstractmethod
+    def set_link_misses(self, session_key: str, agent_id: str, expected_updated_at: int, count: int) -> bool: ...
+
+    @abstractmethod
+    def delete_link(self, session_key: str, agent_id: str, expected_updated_at: int | None = None) -> bool: ...
+
+    @abstractmethod
+    def put_node(self, node: Node) -> Node: ...
+
+    @abstractmethod
+    def get_node(self, node_id: str) -> Node | None: ...
+
+    @abstractmethod
+    def nodes(self) -> list[Node]: ...
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def try_lock(self, name: str) -> Any:
+        """A cross-process lock for single-runner work (monitor ticks); None when not taken."""
+        return _NullLock()
+
+
+class _NullLock:
+    def __enter__(self) -> _NullLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None

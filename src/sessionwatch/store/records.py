@@ -1,0 +1,236 @@
+"""Plain data passed between the engine and a store. No behaviour beyond serialization."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kinds import project_payload
+
+
+@dataclass(slots=True)
+class EventInput:
+    """One event to record. ``watchers`` are producer-known watchers (for example the spawn parent)."""
+
+    session_key: str
+    agent_id: str
+    kind: str
+    actor_type: str
+    summary: str
+    occurred_at: int
+    actor_id: str | None = None
+    session_id: str | None = None
+    run_id: str | None = None
+    dedupe_key: str | None = None
+    payload: dict[str, Any] | None = None
+    watchers: tuple[str, ...] = ()
+    only_if_watched: bool = False
+
+
+@dataclass(slots=True)
+class EventRecord:
+    sequence: int
+    session_key: str
+    agent_id: str
+    kind: str
+    actor_type: str
+    occurred_at: int
+    summary: str
+    actor_id: str | None = None
+    session_id: str | None = None
+    run_id: str | None = None
+    dedupe_key: str | None = None
+    payload: dict[str, Any] | None = None
+
+    def projected(self) -> dict[str, Any]:
+        """The ``session_status`` shape: only the public fields, payload projected."""
+        out: dict[str, Any] = {"sequence": self.sequence, "kind": self.kind, "actorType": self.actor_type,
+                               "occurredAt": self.occurred_at, "summary": self.summary}
+        if self.actor_id is not None:
+            out["actorId"] = self.actor_id
+        if self.run_id is not None:
+            out["runId"] = self.run_id
+        payload = project_payload(self.payload)
+        if payload is not None:
+            out["payload"] = payload
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The full internal shape (payload not projected)."""
+        out = self.projected()
+        out.update(sessionKey=self.session_key, agentId=self.agent_id)
+        if self.session_id is not None:
+            out["sessionId"] = self.session_id
+        if self.dedupe_key is not None:
+            out["dedupeKey"] = self.dedupe_key
+        if self.payload is not None:
+            out["payload"] = self.payload
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WakeRequest:
+    watcher: str
+    target: str
+
+
+@dataclass(slots=True)
+class RecordOutcome:
+    event: EventRecord | None
+    inserted: bool
+    wakes: list[WakeRequest] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ChangesPage:
+    events: list[EventRecord]
+    truncated: bool
+    earliest_available_sequence: int
+    history_gap: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"events": [e.projected() for e in self.events], "truncated": self.truncated,
+                "earliestAvailableSequence": self.earliest_available_sequence, "historyGap": self.history_gap}
+
+
+EMPTY_PAGE = ChangesPage([], False, 0, False)
+
+
+@dataclass(slots=True)
+class Cursor:
+    watcher: str
+    target: str
+    last_seen: int
+    notified: int
+    material: int
+    provenance: str
+    updated_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"watcher": self.watcher, "target": self.target, "lastSeen": self.last_seen,
+                "notified": self.notified, "material": self.material, "provenance": self.provenance,
+                "updatedAt": self.updated_at}
+
+
+@dataclass(slots=True)
+class QueueEntry:
+    id: int
+    session_key: str
+    text: str
+    context_key: str | None
+    ts: int
+    queue_only: bool = False
+    target: str | None = None  # set for stale-state notices
+
+
+@dataclass(slots=True)
+class SessionRow:
+    session_key: str
+    agent_id: str
+    session_id: str
+    kind: str
+    created_at: int
+    updated_at: int
+    spawned_by: str | None = None
+    label: str | None = None
+    active_run_id: str | None = None
+    goal: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"sessionKey": self.session_key, "agentId": self.agent_id,
+                               "sessionId": self.session_id, "kind": self.kind,
+                               "createdAt": self.created_at, "updatedAt": self.updated_at}
+        if self.spawned_by is not None:
+            out["spawnedBy"] = self.spawned_by
+        if self.label is not None:
+            out["label"] = self.label
+        if self.active_run_id is not None:
+            out["activeRunId"] = self.active_run_id
+        if self.goal is not None:
+            out["goal"] = self.goal
+        return out
+
+
+@dataclass(slots=True)
+class MessageRow:
+    id: int
+    session_key: str
+    agent_id: str
+    role: str
+    text: str
+    created_at: int
+    provenance: str | None = None
+    source_session_key: str | None = None
+    channel: str | None = None
+    imported: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "role": self.role, "text": self.text, "ts": self.created_at}
+        if self.provenance is not None:
+            out["provenance"] = self.provenance
+        if self.source_session_key is not None:
+            out["sourceSessionKey"] = self.source_session_key
+        if self.channel is not None:
+            out["channel"] = self.channel
+        if self.imported:
+            out["imported"] = True
+        return out
+
+
+@dataclass(slots=True)
+class PruneResult:
+    rows_deleted: int = 0
+    cursors_deleted: int = 0
+    heads_stamped: int = 0
+    skipped: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rowsDeleted": self.rows_deleted, "cursorsDeleted": self.cursors_deleted,
+                "headsStamped": self.heads_stamped, "skipped": self.skipped}
+
+
+@dataclass(slots=True)
+class Link:
+    """An adopted catalog thread linked to a session."""
+
+    session_key: str
+    agent_id: str
+    catalog_id: str
+    host_id: str
+    thread_id: str
+    upstream_kind: str
+    upstream_ref: dict[str, Any]
+    marker: dict[str, Any]
+    created_at: int
+    updated_at: int
+    last_scanned_at: int | None = None
+    miss_count: int = 0
+    miss_link_updated_at: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sessionKey": self.session_key, "agentId": self.agent_id, "catalogId": self.catalog_id,
+                "hostId": self.host_id, "threadId": self.thread_id, "upstreamKind": self.upstream_kind,
+                "upstreamRef": self.upstream_ref, "marker": self.marker, "lastScannedAt": self.last_scanned_at,
+                "missCount": self.miss_count, "createdAt": self.created_at, "updatedAt": self.updated_at}
+
+
+@dataclass(slots=True)
+class Node:
+    node_id: str
+    url: str
+    token: str
+    created_at: int
+    updated_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodeId": self.node_id, "url": self.url, "createdAt": self.created_at,
+                "updatedAt": self.updated_at}
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def loads_or_none(text: str | None) -> Any:
+    return None if text is None else json.loads(text)

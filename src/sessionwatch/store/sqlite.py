@@ -1,0 +1,702 @@
+"""SQLite backend: one file, WAL, one transaction per write, set-based fan-out."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..kinds import NOTIFY_ELIGIBLE, SEEDING
+from ..keys import is_agent_qualified, is_subagent_key
+from .base import Render, Store
+from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
+                      QueueEntry, RecordOutcome, SessionRow, WakeRequest, dumps, loads_or_none)
+
+log = logging.getLogger("sessionwatch.store.sqlite")
+
+PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA foreign_keys=OFF",
+    "PRAGMA wal_autocheckpoint=1000",
+    "PRAGMA journal_size_limit=67108864",
+)
+
+_EVENT_COLS = ("sequence, session_key, agent_id, kind, actor_type, occurred_at, summary, actor_id, "
+               "session_id, run_id, dedupe_key, payload_json")
+_INSERT_EVENT = (
+    "INSERT INTO events (dedupe_key, session_key, session_id, agent_id, kind, actor_type, actor_id, run_id,"
+    " occurred_at, summary, payload_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence")
+_UPSERT_HEAD = (
+    "INSERT INTO heads (session_key, agent_id, last_sequence, updated_at) VALUES (?,?,?,?)"
+    " ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = excluded.last_sequence,"
+    " updated_at = excluded.updated_at")
+_SEED_CURSOR = (
+    "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at)"
+    " VALUES (?1, ?2, ?3, ?3, ?3, 'explicit', ?4) ON CONFLICT (target, watcher) DO UPDATE SET"
+    " last_seen = ?3, notified = ?3, material = ?3, updated_at = ?4")
+# Material update for a producer-known watcher; creates the row (last_seen 0) when absent.
+_MATERIAL_UPSERT = (
+    "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at)"
+    " VALUES (?1, ?2, 0, ?3, ?3, 'explicit', ?4) ON CONFLICT (target, watcher) DO UPDATE SET"
+    " notified = CASE WHEN notified = last_seen THEN ?3 ELSE notified END, material = ?3, updated_at = ?4")
+# Material update for every registered watcher of the target except the actor (self-suppression).
+# material < ?1 skips rows the producer upsert above already moved to this sequence.
+_MATERIAL_UPDATE = (
+    "UPDATE cursors SET notified = CASE WHEN notified = last_seen THEN ?1 ELSE notified END,"
+    " material = ?1, updated_at = ?2 WHERE target = ?3 AND material < ?1 AND watcher IS NOT ?4")
+# Ambient (queue-only) notices replace older entries with the same context key, unless exactly one
+# identical entry is queued already. ?1 target, ?2 sequence, ?3 context key.
+_AMBIENT_REPLACE = (
+    "DELETE FROM system_events WHERE (target = ?1 OR context_key = ?3) AND session_key IN ("
+    " SELECT c.watcher FROM cursors c WHERE c.target = ?1 AND c.material = ?2"
+    "  AND c.provenance = 'ambient-group' AND NOT ("
+    "   (SELECT count(*) FROM system_events e WHERE e.session_key = c.watcher"
+    "    AND (e.target = ?1 OR e.context_key = ?3)) = 1"
+    "   AND EXISTS (SELECT 1 FROM system_events e WHERE e.session_key = c.watcher AND e.target = ?1"
+    "               AND e.last_seen = c.last_seen)))")
+# One notice per cursor moved by this event; dedupe on context key + exact text, that is on
+# (target, last_seen) for explicit cursors, and on the context key alone after the replace step for
+# ambient ones. ?4 is this statement's queue position, ?5 the time.
+_ENQUEUE_NOTICES = (
+    "INSERT INTO system_events (session_key, id, target, last_seen, ts, queue_only)"
+    " SELECT c.watcher, ?4, ?1, c.last_seen, ?5, c.provenance = 'ambient-group'"
+    " FROM cursors c WHERE c.target = ?1 AND c.material = ?2 AND NOT EXISTS ("
+    "  SELECT 1 FROM system_events e WHERE e.session_key = c.watcher AND ("
+    "   (e.target = ?1 AND (c.provenance = 'ambient-group' OR e.last_seen = c.last_seen))"
+    "   OR (c.provenance = 'ambient-group' AND e.context_key = ?3)))")
+# Evict the oldest entries of every queue that just grew past the cap. The cut-off per watcher is
+# computed once (materialized) rather than per queue row.
+_TRIM_NOTICED_QUEUES = (
+    "WITH cut AS MATERIALIZED (SELECT c.watcher AS w, (SELECT e2.id FROM system_events e2"
+    "  WHERE e2.session_key = c.watcher ORDER BY e2.id DESC LIMIT 1 OFFSET ?3) AS upto"
+    " FROM cursors c WHERE c.target = ?1 AND c.material = ?2)"
+    " DELETE FROM system_events WHERE (session_key, id) IN"
+    " (SELECT e.session_key, e.id FROM cut JOIN system_events e ON e.session_key = cut.w AND e.id <= cut.upto"
+    "  WHERE cut.upto IS NOT NULL)")
+_NEXT_POSITION = "UPDATE meta SET value = value + 1 WHERE key = 'queue_position' RETURNING value"
+_QUEUE_COLS = "id, session_key, target, last_seen, context_key, text, ts, queue_only"
+_WAKE_WATCHERS = "SELECT watcher FROM cursors WHERE target = ? AND material = ? AND provenance = 'explicit'"
+_ACK = (
+    "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
+    " WHERE watcher = ?2 AND target IN (SELECT value FROM json_each(?3))"
+    " RETURNING target, last_seen, material, provenance")
+_ACK_ONE = (
+    "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
+    " WHERE watcher = ?2 AND target = ?3 RETURNING target, last_seen, material, provenance")
+
+
+def sqlite_path(url: str) -> str:
+    """``sqlite:///rel.db``, ``sqlite:////abs.db`` or a plain path -> filesystem path."""
+    if url.startswith("sqlite:///"):
+        return url[len("sqlite:///"):]
+    if url.startswith("sqlite://"):
+        return url[len("sqlite://"):]
+    return url
+
+
+def _event(row: Sequence[Any]) -> EventRecord:
+    return EventRecord(sequence=row[0], session_key=row[1], agent_id=row[2], kind=row[3], actor_type=row[4],
+                       occurred_at=row[5], summary=row[6], actor_id=row[7], session_id=row[8], run_id=row[9],
+                       dedupe_key=row[10], payload=loads_or_none(row[11]))
+
+
+def _session(row: Sequence[Any]) -> SessionRow:
+    return SessionRow(session_key=row[0], agent_id=row[1], session_id=row[2], kind=row[3], spawned_by=row[4],
+                      label=row[5], active_run_id=row[6], goal=loads_or_none(row[7]), created_at=row[8],
+                      updated_at=row[9])
+
+
+_SESSION_COLS = ("session_key, agent_id, session_id, kind, spawned_by, label, active_run_id, goal_json,"
+                 " created_at, updated_at")
+_MESSAGE_COLS = "id, session_key, agent_id, role, text, created_at, provenance, source_session_key, channel, imported"
+_LINK_COLS = ("session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json,"
+              " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at")
+
+
+def _message(row: Sequence[Any]) -> MessageRow:
+    return MessageRow(id=row[0], session_key=row[1], agent_id=row[2], role=row[3], text=row[4],
+                      created_at=row[5], provenance=row[6], source_session_key=row[7], channel=row[8],
+                      imported=bool(row[9]))
+
+
+def _link(row: Sequence[Any]) -> Link:
+    return Link(session_key=row[0], agent_id=row[1], catalog_id=row[2], host_id=row[3], thread_id=row[4],
+                upstream_kind=row[5], upstream_ref=json.loads(row[6]), marker=json.loads(row[7]),
+                created_at=row[8], updated_at=row[9], last_scanned_at=row[10], miss_count=row[11],
+                miss_link_updated_at=row[12])
+
+
+def _entry(row: Sequence[Any], render: Render) -> QueueEntry:
+    """A queue row (``_QUEUE_COLS``) as an entry; compact notice rows are rendered here."""
+    if row[2] is not None:
+        t = render(row[2])
+        return QueueEntry(row[0], row[1], t.text(row[3]), t.context_key, row[6], bool(row[7]), target=row[2])
+    return QueueEntry(row[0], row[1], row[5], row[4], row[6], bool(row[7]))
+
+
+def apply_migrations(conn: sqlite3.Connection) -> int:
+    """Apply numbered migration files newer than ``PRAGMA user_version``; safe with concurrent openers."""
+    folder = resources.files("sessionwatch.store").joinpath("migrations/sqlite")
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+    conn.execute("BEGIN IMMEDIATE")  # serializes concurrent starts; the version is re-read under the lock
+    try:
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        for f in files:
+            version = int(f.name.split("_", 1)[0])
+            if version > current:
+                for statement in f.read_text().split(";\n"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={version}")
+                current = version
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return current
+
+
+class SQLiteStore(Store):
+    """The embedded default backend. Thread-safe: one connection behind a lock."""
+
+    multi_process = False
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        path = sqlite_path(url)
+        if path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            path = str(Path(path).expanduser())
+        self.path = path
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=512)
+        for pragma in PRAGMAS:
+            self._conn.execute(pragma)
+        self.schema_version = apply_migrations(self._conn)
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA optimize")
+            except sqlite3.Error:
+                pass
+            self._conn.close()
+
+    # -- helpers ---------------------------------------------------------------------------------
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    def _enqueue_one(self, conn: sqlite3.Connection, session_key: str, text: str, context_key: str | None,
+                     ts: int, queue_cap: int, queue_only: bool, notice: tuple[str, int] | None = None) -> QueueEntry | None:
+        """Append one entry with dedupe (or replace, for queue-only) and evict past the cap.
+
+        ``notice`` = (target, last_seen) stores a stale-state notice compactly; its ``text`` and
+        ``context_key`` must be the rendered ones.
+        """
+        target, last_seen = notice if notice else (None, None)
+        same_ctx = ("session_key = ?1 AND (context_key IS ?2" + (" OR target = ?3)" if target else ")"))
+        ctx_args: tuple[Any, ...] = (session_key, context_key, target) if target else (session_key, context_key)
+        if queue_only:
+            rows = conn.execute(f"SELECT target, last_seen, text FROM system_events WHERE {same_ctx}",
+                                ctx_args).fetchall()
+            if len(rows) == 1 and (rows[0][2] == text if rows[0][0] is None else notice == (rows[0][0], rows[0][1])):
+                return None
+            if rows:
+                conn.execute(f"DELETE FROM system_events WHERE {same_ctx}", ctx_args)
+        elif target is not None:
+            if conn.execute("SELECT 1 FROM system_events WHERE session_key = ? AND target = ? AND last_seen = ?",
+                            (session_key, target, last_seen)).fetchone():
+                return None
+        elif conn.execute("SELECT 1 FROM system_events WHERE session_key = ? AND context_key IS ? AND text = ?",
+                          (session_key, context_key, text)).fetchone():
+            return None
+        position = conn.execute(_NEXT_POSITION).fetchone()[0]
+        conn.execute("INSERT INTO system_events (session_key, id, target, last_seen, context_key, text, ts,"
+                     " queue_only) VALUES (?,?,?,?,?,?,?,?)",
+                     (session_key, position, target, last_seen, None if target else context_key,
+                      None if target else text, ts, int(queue_only)))
+        conn.execute(
+            "DELETE FROM system_events WHERE session_key = ?1 AND id <= (SELECT id FROM system_events"
+            " WHERE session_key = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)", (session_key, queue_cap))
+        return QueueEntry(position, session_key, text, context_key, ts, queue_only, target=target)
+
+    def _enqueue_notice(self, conn: sqlite3.Connection, watcher: str, target: str, last_seen: int, render: Render,
+                        now: int, queue_cap: int, queue_only: bool) -> None:
+        t = render(target)
+        self._enqueue_one(conn, watcher, t.text(last_seen), t.context_key, now, queue_cap, queue_only,
+                          (target, last_seen))
+
+    # -- signal log ------------------------------------------------------------------------------
+    def record(self, ev: EventInput, render: Render, now: int, queue_cap: int,
+               want_wakes: bool) -> RecordOutcome | None:
+        key = ev.session_key
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if ev.only_if_watched and conn.execute(
+                        "SELECT 1 FROM cursors WHERE target = ? LIMIT 1", (key,)).fetchone() is None:
+                    conn.execute("ROLLBACK")
+                    return None
+                payload = None if ev.payload is None else dumps(ev.payload)
+                row = conn.execute(_INSERT_EVENT, (ev.dedupe_key, key, ev.session_id, ev.agent_id, ev.kind,
+                                                   ev.actor_type, ev.actor_id, ev.run_id, ev.occurred_at,
+                                                   ev.summary, payload)).fetchone()
+                if row is None:
+                    existing = conn.execute(f"SELECT {_EVENT_COLS} FROM events WHERE dedupe_key = ?",
+                                            (ev.dedupe_key,)).fetchone()
+                    conn.execute("COMMIT")
+                    return RecordOutcome(None if existing is None else _event(existing), False)
+                seq = row[0]
+                conn.execute(_UPSERT_HEAD, (key, ev.agent_id, seq, now))
+                wakes: list[WakeRequest] = []
+                if ev.kind in SEEDING:
+                    for w in ev.watchers:
+                        conn.execute(_SEED_CURSOR, (w, key, seq, now))
+                        conn.execute("DELETE FROM watch_mutes WHERE watcher = ? AND target = ?", (w, key))
+                elif ev.kind in NOTIFY_ELIGIBLE:
+                    moved = 0
+                    for w in ev.watchers:
+                        if w == ev.actor_id or conn.execute(
+                                "SELECT 1 FROM watch_mutes WHERE watcher = ? AND target = ?", (w, key)).fetchone():
+                            continue
+                        conn.execute(_MATERIAL_UPSERT, (w, key, seq, now))
+                        moved += 1
+                    moved += conn.execute(_MATERIAL_UPDATE, (seq, now, key, ev.actor_id)).rowcount
+                    if moved:
+                        params = (key, seq, render(key).context_key)
+                        conn.execute(_AMBIENT_REPLACE, params)
+                        position = conn.execute(_NEXT_POSITION).fetchone()[0]
+                        if conn.execute(_ENQUEUE_NOTICES, params + (position, now)).rowcount:
+                            conn.execute(_TRIM_NOTICED_QUEUES, (key, seq, queue_cap))
+                        if want_wakes:
+                            wakes = [WakeRequest(w, key) for (w,) in conn.execute(_WAKE_WATCHERS, (key, seq))
+                                     if not is_subagent_key(w)]
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return RecordOutcome(EventRecord(seq, key, ev.agent_id, ev.kind, ev.actor_type, ev.occurred_at,
+                                         ev.summary, ev.actor_id, ev.session_id, ev.run_id, ev.dedupe_key,
+                                         ev.payload), True, wakes)
+
+    def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_EVENT_COLS} FROM events WHERE session_key = ? AND agent_id = ? AND sequence > ?"
+                " ORDER BY sequence LIMIT ?", (session_key, agent_id, after, limit + 1)).fetchall()
+            head = conn.execute("SELECT last_sequence, pruned_max_sequence FROM heads"
+                                " WHERE session_key = ? AND agent_id = ?", (session_key, agent_id)).fetchone()
+            earliest_row = conn.execute("SELECT min(sequence) FROM events WHERE session_key = ? AND agent_id = ?",
+                                        (session_key, agent_id)).fetchone()
+        last, pruned = head if head else (0, 0)
+        earliest = earliest_row[0] if earliest_row and earliest_row[0] is not None else (last + 1 if last > 0 else 0)
+        return ChangesPage([_event(r) for r in rows[:limit]], len(rows) > limit, earliest, after < pruned)
+
+    def state_version(self, session_key: str, agent_id: str) -> int:
+        with self._lock:
+            row = self._conn.execute("SELECT last_sequence FROM heads WHERE session_key = ? AND agent_id = ?",
+                                     (session_key, agent_id)).fetchone()
+        return row[0] if row else 0
+
+    def state_versions(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        out: dict[tuple[str, str], int] = {}
+        keys = sorted({k for k, _ in pairs})
+        with self._read() as conn:
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                for k, a, v in conn.execute(
+                        "SELECT session_key, agent_id, last_sequence FROM heads WHERE session_key IN"
+                        f" ({','.join('?' * len(chunk))})", chunk):
+                    out[(k, a)] = v
+        return {p: out[p] for p in pairs if p in out}
+
+    def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int) -> PruneResult:
+        result = PruneResult()
+        cutoff = now - retention_ms
+        with self._tx() as conn:
+            if not force:
+                last = conn.execute("SELECT value FROM meta WHERE key = 'last_prune_at'").fetchone()
+                if last is not None and now - int(last[0]) < interval_ms:
+                    result.skipped = True
+                    return result
+            conn.execute("INSERT INTO meta (key, value) VALUES ('last_prune_at', ?)"
+                         " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(now),))
+            # Age: stamp the pruned watermarks first, then delete (index probe when nothing is old).
+            if conn.execute("SELECT 1 FROM events WHERE occurred_at < ? LIMIT 1", (cutoff,)).fetchone():
+                result.heads_stamped += self._stamp(conn, "occurred_at < ?", cutoff)
+                result.rows_deleted += conn.execute("DELETE FROM events WHERE occurred_at < ?", (cutoff,)).rowcount
+            # Cap: sequences are dense except for holes, so max - min + 1 bounds the row count cheaply.
+            lo, hi = conn.execute("SELECT min(sequence), max(sequence) FROM events").fetchone()
+            if lo is not None and hi - lo + 1 > max_rows:
+                boundary = conn.execute("SELECT sequence FROM events ORDER BY sequence DESC LIMIT 1 OFFSET ?",
+                                        (max_rows,)).fetchone()
+                if boundary is not None:
+                    result.heads_stamped += self._stamp(conn, "sequence <= ?", boundary[0])
+                    result.rows_deleted += conn.execute("DELETE FROM events WHERE sequence <= ?",
+                                                        (boundary[0],)).rowcount
+            result.cursors_deleted = conn.execute("DELETE FROM cursors WHERE updated_at < ?", (cutoff,)).rowcount
+        return result
+
+    @staticmethod
+    def _stamp(conn: sqlite3.Connection, where: str, arg: int) -> int:
+        return conn.execute(
+            "UPDATE heads SET pruned_max_sequence = m.mx FROM (SELECT session_key, agent_id, max(sequence) AS mx"
+            f" FROM events WHERE {where} GROUP BY session_key, agent_id) AS m"
+            " WHERE heads.session_key = m.session_key AND heads.agent_id = m.agent_id"
+            " AND m.mx > heads.pruned_max_sequence", (arg,)).rowcount
+
+    # -- cursors and the queue -------------------------------------------------------------------
+    def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str, now: int) -> bool:
+        if watcher == target or not is_agent_qualified(watcher) or not is_agent_qualified(target):
+            return False
+        with self._tx() as conn:
+            if provenance != "explicit" and conn.execute(
+                    "SELECT 1 FROM watch_mutes WHERE watcher = ? AND target = ?", (watcher, target)).fetchone():
+                return False
+            existing = conn.execute("SELECT provenance FROM cursors WHERE watcher = ? AND target = ?",
+                                    (watcher, target)).fetchone()
+            if provenance == "explicit":
+                conn.execute("DELETE FROM watch_mutes WHERE watcher = ? AND target = ?", (watcher, target))
+            if existing is not None:
+                if existing[0] == "ambient-group" and provenance == "explicit":
+                    conn.execute("UPDATE cursors SET provenance = 'explicit' WHERE watcher = ? AND target = ?",
+                                 (watcher, target))
+                return True
+            head = conn.execute("SELECT last_sequence FROM heads WHERE session_key = ? AND agent_id = ?",
+                                (target, target_agent)).fetchone()
+            h = head[0] if head else 0
+            conn.execute("INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance,"
+                         " updated_at) VALUES (?,?,?,?,?,?,?)", (watcher, target, h, h, h, provenance, now))
+        return True
+
+    def unwatch(self, watcher: str, target: str, context_key: str, now: int) -> bool:
+        with self._tx() as conn:
+            deleted = conn.execute("DELETE FROM cursors WHERE watcher = ? AND target = ?",
+                                   (watcher, target)).rowcount
+            conn.execute("DELETE FROM system_events WHERE session_key = ? AND (target = ? OR context_key = ?)",
+                         (watcher, target, context_key))
+            conn.execute("INSERT INTO watch_mutes (watcher, target, created_at) VALUES (?,?,?)"
+                         " ON CONFLICT DO NOTHING", (watcher, target, now))
+        return deleted > 0
+
+    def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
+        sql = "SELECT watcher, target, last_seen, notified, material, provenance, updated_at FROM cursors"
+        where, args = [], []
+        if watcher is not None:
+            where.append("watcher = ?")
+            args.append(watcher)
+        if target is not None:
+            where.append("target = ?")
+            args.append(target)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self._lock:
+            return [Cursor(*r) for r in self._conn.execute(sql + " ORDER BY watcher, target", args)]
+
+    def _ack(self, conn: sqlite3.Connection, watcher: str, targets: Sequence[str], render: Render, now: int,
+             queue_cap: int) -> list[WakeRequest]:
+        if len(targets) == 1:
+            rows = conn.execute(_ACK_ONE, (now, watcher, targets[0])).fetchall()
+        else:
+            rows = conn.execute(_ACK, (now, watcher, json.dumps(list(targets)))).fetchall()
+        wakes: list[WakeRequest] = []
+        for target, last_seen, material, provenance in rows:
+            if material > last_seen:  # material moved on after the notice froze: exactly one reopen
+                queue_only = provenance == "ambient-group"
+                self._enqueue_notice(conn, watcher, target, last_seen, render, now, queue_cap, queue_only)
+                if not queue_only and not is_subagent_key(watcher):
+                    wakes.append(WakeRequest(watcher, target))
+        return wakes
+
+    def acknowledge(self, watcher: str, targets: Sequence[str], render: Render, now: int,
+                    queue_cap: int) -> list[WakeRequest]:
+        if not targets:
+            return []
+        with self._tx() as conn:
+            return self._ack(conn, watcher, targets, render, now, queue_cap)
+
+    def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
+                queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
+        with self._tx() as conn:
+            return self._enqueue_one(conn, session_key, text, context_key, ts, queue_cap, queue_only, notice)
+
+    def peek(self, session_key: str, render: Render) -> list[QueueEntry]:
+        with self._lock:
+            return [_entry(r, render) for r in self._conn.execute(
+                f"SELECT {_QUEUE_COLS} FROM system_events WHERE session_key = ? ORDER BY id", (session_key,))]
+
+    def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int,
+              queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        with self._tx() as conn:
+            entries = [_entry(r, render) for r in conn.execute(
+                f"SELECT {_QUEUE_COLS} FROM system_events WHERE session_key = ? ORDER BY id", (session_key,))]
+            conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
+            targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
+                                         if t is not None))
+            wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
+        return entries, wakes
+
+    def has_pending_notice(self, watcher: str) -> bool:
+        with self._lock:
+            return self._conn.execute(
+                "SELECT 1 FROM system_events WHERE session_key = ? AND queue_only = 0"
+                " AND (target IS NOT NULL OR context_key LIKE 'session-state:%') LIMIT 1", (watcher,)).fetchone() is not None
+
+    def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
+        wakes: list[WakeRequest] = []
+        with self._tx() as conn:
+            rows = conn.execute(
+                "UPDATE cursors SET notified = material, updated_at = ?1 WHERE material > last_seen"
+                " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
+                " RETURNING watcher, target, last_seen, provenance", (now,)).fetchall()
+            rows.sort()
+            for watcher, target, last_seen, provenance in rows:
+                queue_only = provenance == "ambient-group"
+                self._enqueue_notice(conn, watcher, target, last_seen, render, now, queue_cap, queue_only)
+                if not queue_only and not is_subagent_key(watcher):
+                    wakes.append(WakeRequest(watcher, target))
+        return len(rows), wakes
+
+    # -- sessions and transcripts ----------------------------------------------------------------
+    def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
+        with self._tx() as conn:
+            existing = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
+                                    (row.session_key, row.agent_id)).fetchone()
+            if existing is None:
+                conn.execute(f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                             (row.session_key, row.agent_id, row.session_id, row.kind, row.spawned_by, row.label,
+                              row.active_run_id, None if row.goal is None else dumps(row.goal), row.created_at,
+                              row.updated_at))
+                return row, True
+            current = _session(existing)
+            current.kind = row.kind or current.kind
+            current.spawned_by = row.spawned_by if row.spawned_by is not None else current.spawned_by
+            current.label = row.label if row.label is not None else current.label
+            current.updated_at = row.updated_at
+            conn.execute("UPDATE sessions SET kind = ?, spawned_by = ?, label = ?, updated_at = ?"
+                         " WHERE session_key = ? AND agent_id = ?",
+                         (current.kind, current.spawned_by, current.label, current.updated_at,
+                          row.session_key, row.agent_id))
+            return current, False
+
+    def get_session(self, session_key: str, agent_id: str) -> SessionRow | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
+                                     (session_key, agent_id)).fetchone()
+        return None if row is None else _session(row)
+
+    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]:
+        sql = f"SELECT {_SESSION_COLS} FROM sessions"
+        where: list[str] = []
+        args: list[Any] = []
+        if agent_id is not None:
+            where.append("agent_id = ?")
+            args.append(agent_id)
+        if kinds:
+            where.append(f"kind IN ({','.join('?' * len(kinds))})")
+            args.extend(kinds)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, session_key LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            return [_session(r) for r in self._conn.execute(sql, args)]
+
+    _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
+                  "spawned_by": "spawned_by"}
+
+    def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
+        sets, args = ["updated_at = ?"], [now]
+        for name, value in fields.items():
+            sets.append(f"{self._UPDATABLE[name]} = ?")
+            args.append(dumps(value) if name == "goal" and value is not None else value)
+        with self._tx() as conn:
+            return conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_key = ? AND agent_id = ?",
+                                (*args, session_key, agent_id)).rowcount > 0
+
+    def end_run(self, session_key: str, agent_id: str, run_id: str, now: int) -> bool:
+        with self._tx() as conn:
+            return conn.execute("UPDATE sessions SET active_run_id = NULL, updated_at = ? WHERE session_key = ?"
+                                " AND agent_id = ? AND active_run_id = ?",
+                                (now, session_key, agent_id, run_id)).rowcount > 0
+
+    def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
+                      context_prefix: str) -> bool:
+        with self._tx() as conn:
+            found = conn.execute("UPDATE sessions SET session_id = ?, active_run_id = NULL, updated_at = ?"
+                                 " WHERE session_key = ? AND agent_id = ?",
+                                 (new_session_id, now, session_key, agent_id)).rowcount > 0
+            if found:
+                conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
+                conn.execute("DELETE FROM system_events WHERE session_key = ? AND (target IS NOT NULL"
+                             " OR context_key LIKE ?)", (session_key, context_prefix + "%"))
+            return found
+
+    def delete_session(self, session_key: str, agent_id: str, context_key: str) -> bool:
+        with self._tx() as conn:
+            found = conn.execute("DELETE FROM sessions WHERE session_key = ? AND agent_id = ?",
+                                 (session_key, agent_id)).rowcount > 0
+            conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            conn.execute("DELETE FROM events WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            conn.execute("DELETE FROM heads WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            conn.execute("DELETE FROM messages WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            conn.execute("DELETE FROM cursors WHERE watcher = ?1 OR target = ?1", (session_key,))
+            conn.execute("DELETE FROM watch_mutes WHERE watcher = ?1 OR target = ?1", (session_key,))
+            conn.execute("DELETE FROM system_events WHERE session_key = ?1 OR target = ?1 OR context_key = ?2",
+                         (session_key, context_key))
+            return found
+
+    def append_message(self, msg: MessageRow) -> MessageRow:
+        with self._tx() as conn:
+            row = conn.execute(
+                "INSERT INTO messages (session_key, agent_id, role, text, provenance, source_session_key, channel,"
+                " imported, created_at) VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
+                (msg.session_key, msg.agent_id, msg.role, msg.text, msg.provenance, msg.source_session_key,
+                 msg.channel, int(msg.imported), msg.created_at)).fetchone()
+        msg.id = row[0]
+        return msg
+
+    def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
+                 role: str | None = None) -> list[MessageRow]:
+        sql = (f"SELECT {_MESSAGE_COLS} FROM messages WHERE session_key = ? AND agent_id = ? AND id > ?"
+               + (" AND role = ?" if role else "") + " ORDER BY id DESC LIMIT ?")
+        args: list[Any] = [session_key, agent_id, after_id] + ([role] if role else []) + [limit]
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [_message(r) for r in reversed(rows)]
+
+    def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute(
+                "SELECT text FROM messages WHERE session_key = ? AND agent_id = ? AND role = 'user'"
+                " AND imported = 0 ORDER BY id DESC LIMIT ?", (session_key, agent_id, limit))]
+
+    # -- upstream links and nodes ----------------------------------------------------------------
+    def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
+        with self._tx() as conn:
+            row = conn.execute(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
+                               (link.session_key, link.agent_id)).fetchone()
+            if row is None:
+                link.created_at = now
+                link.updated_at = now
+                link.last_scanned_at = None
+                link.miss_count = 0
+                link.miss_link_updated_at = None
+                conn.execute(f"INSERT INTO upstream_links ({_LINK_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                             (link.session_key, link.agent_id, link.catalog_id, link.host_id, link.thread_id,
+                              link.upstream_kind, dumps(link.upstream_ref), dumps(link.marker), now, now, None, 0,
+                              None))
+                return link, "created"
+            old = _link(row)
+            updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
+            same = (old.catalog_id, old.thread_id, old.host_id, old.upstream_kind, dumps(old.upstream_ref)) == (
+                link.catalog_id, link.thread_id, link.host_id, link.upstream_kind, dumps(link.upstream_ref))
+            if same:
+                conn.execute("UPDATE upstream_links SET updated_at = ?, miss_count = 0, miss_link_updated_at = NULL"
+                             " WHERE session_key = ? AND agent_id = ?", (updated_at, link.session_key, link.agent_id))
+                old.updated_at, old.miss_count, old.miss_link_updated_at = updated_at, 0, None
+                return old, "same"
+            conn.execute(
+                "UPDATE upstream_links SET catalog_id = ?, host_id = ?, thread_id = ?, upstream_kind = ?,"
+                " upstream_ref_json = ?, last_marker_json = ?, last_scanned_at = NULL, miss_count = 0,"
+                " miss_link_updated_at = NULL, updated_at = ? WHERE session_key = ? AND agent_id = ?",
+                (link.catalog_id, link.host_id, link.thread_id, link.upstream_kind, dumps(link.upstream_ref),
+                 dumps(link.marker), updated_at, link.session_key, link.agent_id))
+            link.created_at, link.updated_at, link.last_scanned_at = old.created_at, updated_at, None
+            link.miss_count, link.miss_link_updated_at = 0, None
+            return link, "rebased"
+
+    def get_link(self, session_key: str, agent_id: str) -> Link | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
+                                     (session_key, agent_id)).fetchone()
+        return None if row is None else _link(row)
+
+    def links(self, catalog_id: str | None = None) -> list[Link]:
+        sql = f"SELECT {_LINK_COLS} FROM upstream_links"
+        args: tuple[Any, ...] = ()
+        if catalog_id is not None:
+            sql += " WHERE catalog_id = ?"
+            args = (catalog_id,)
+        with self._lock:
+            return [_link(r) for r in self._conn.execute(sql + " ORDER BY session_key, agent_id", args)]
+
+    def watched_links(self) -> list[Link]:
+        with self._lock:
+            return [_link(r) for r in self._conn.execute(
+                f"SELECT {_LINK_COLS} FROM upstream_links l WHERE EXISTS"
+                " (SELECT 1 FROM cursors c WHERE c.target = l.session_key) ORDER BY session_key, agent_id")]
+
+    def advance_link(self, session_key: str, agent_id: str, expected_updated_at: int, marker: dict[str, Any],
+                     now: int) -> bool:
+        with self._tx() as conn:
+            return conn.execute(
+                "UPDATE upstream_links SET last_marker_json = ?, last_scanned_at = ?,"
+                " updated_at = max(?, updated_at + 1), miss_count = 0, miss_link_updated_at = NULL"
+                " WHERE session_key = ? AND agent_id = ? AND updated_at = ?",
+                (dumps(marker), now, now, session_key, agent_id, expected_updated_at)).rowcount > 0
+
+    def set_link_misses(self, session_key: str, agent_id: str, expected_updated_at: int, count: int) -> bool:
+        with self._tx() as conn:
+            return conn.execute(
+                "UPDATE upstream_links SET miss_count = ?, miss_link_updated_at = ?"
+                " WHERE session_key = ? AND agent_id = ? AND updated_at = ?",
+                (count, expected_updated_at if count else None, session_key, agent_id,
+                 expected_updated_at)).rowcount > 0
+
+    def delete_link(self, session_key: str, agent_id: str, expected_updated_at: int | None = None) -> bool:
+        with self._tx() as conn:
+            if expected_updated_at is None:
+                return conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ?",
+                                    (session_key, agent_id)).rowcount > 0
+            return conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ? AND updated_at = ?",
+                                (session_key, agent_id, expected_updated_at)).rowcount > 0
+
+    def put_node(self, node: Node) -> Node:
+        with self._tx() as conn:
+            conn.execute("INSERT INTO nodes (node_id, url, token, created_at, updated_at) VALUES (?,?,?,?,?)"
+                         " ON CONFLICT (node_id) DO UPDATE SET url = excluded.url, token = excluded.token,"
+                         " updated_at = excluded.updated_at",
+                         (node.node_id, node.url, node.token, node.created_at, node.updated_at))
+        return self.get_node(node.node_id) or node
+
+    def get_node(self, node_id: str) -> Node | None:
+        with self._lock:
+            row = self._conn.execute("SELECT node_id, url, token, created_at, updated_at FROM nodes WHERE node_id = ?",
+                                     (node_id,)).fetchone()
+        return None if row is None else Node(*row)
+
+    def nodes(self) -> list[Node]:
+        with self._lock:
+            return [Node(*r) for r in self._conn.execute(
+                "SELECT node_id, url, token, created_at, updated_at FROM nodes ORDER BY node_id")]

@@ -1,0 +1,55 @@
+"""Shared fixtures. ``store_url`` runs a test against every backend (SQLite always; PostgreSQL when
+tests/support/pg.py can reach the server), each test with a fresh store."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from sessionwatch import Gateway
+from sessionwatch.clock import ManualClock
+
+
+def _backends() -> list[str]:
+    backends = ["sqlite"]
+    if os.environ.get("SESSIONWATCH_TEST_PG", "1") != "0":
+        try:
+            from tests.support import pg
+        except ImportError:
+            return backends
+        if pg.available():
+            backends.append("postgresql")
+    return backends
+
+
+BACKENDS = _backends()
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/state.db"
+        return
+    from tests.support import pg
+
+    with pg.fresh_database() as url:
+        yield url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path}/state.db"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def gw(store_url: str, clock: ManualClock) -> Iterator[Gateway]:
+    gateway = Gateway.open(store_url, clock=clock)
+    yield gateway
+    gateway.close()
