@@ -87,6 +87,7 @@ class Gateway:
         self.wakes = WakeHub(self.clock, self.settings.wake_coalesce_ms, self._still_pending,
                              on_schedule=self._timer_event.set)
         self._render = notice_template
+        self._upstream: Any = None
         self.swept = 0
         if sweep:
             self.sweep()
@@ -512,6 +513,36 @@ class Gateway:
             except Exception:
                 log.exception("prune failed")
                 return PruneResult(skipped=True)
+
+    # -- upstream monitoring (sessionwatch.upstream; imported on first use) -----------------------
+    @property
+    def upstream(self) -> Any:
+        """The upstream service: catalogs, adoption links and the monitor."""
+        if self._upstream is None:
+            from ..upstream.service import UpstreamService
+
+            self._upstream = UpstreamService(self)
+        return self._upstream
+
+    def list_threads(self, catalog_id: str) -> list[dict[str, Any]]:
+        return self.upstream.list_threads(catalog_id)
+
+    def continue_thread(self, catalog_id: str, thread_id: str, *, session_key: str | None = None,
+                        agent_id: str | None = None, host_id: str = "gateway:local") -> dict[str, Any]:
+        return self.upstream.continue_thread(catalog_id, thread_id, session_key=session_key, agent_id=agent_id,
+                                             host_id=host_id)
+
+    def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
+        return self.upstream.link(session_key, agent_id)
+
+    def upstream_tick(self) -> dict[str, Any]:
+        return self.upstream.tick()
+
+    def upstream_results(self) -> dict[str, Any]:
+        return self.upstream.last_results()
+
+    def pair_node(self, node_id: str, url: str, token: str) -> dict[str, Any]:
+        return self.upstream.pair_node(node_id, url, token)
 
     # -- tools -----------------------------------------------------------------------------------
     def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,
