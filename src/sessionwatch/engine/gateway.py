@@ -489,6 +489,12 @@ class Gateway:
         lim = page if limit is None else max(1, min(page, int(limit)))
         return self._safe(lambda: self.store.changes_since(skey, agent, after, lim), EMPTY_PAGE)
 
+    def events_after(self, after: object = 0, limit: object = 200) -> list[dict[str, Any]]:
+        """The whole signal log after a sequence (every session), full payloads: for tailing."""
+        a = v.integer(after, "after")
+        n = v.integer(limit, "limit", minimum=1, maximum=1000)
+        return [e.to_json() for e in self._safe(lambda: self.store.events_after(a, n), [])]
+
     # -- maintenance -----------------------------------------------------------------------------
     def sweep(self) -> int:
         """Re-materialize unacknowledged notices (restart sweep), then a forced prune."""

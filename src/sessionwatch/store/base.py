@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..notices import NoticeTemplate
-from .records import (ChangesPage, Cursor, EventInput, Link, MessageRow, Node, PruneResult, QueueEntry,
+from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult, QueueEntry,
                       RecordOutcome, SessionRow, WakeRequest)
 
 Render = Callable[[str], NoticeTemplate]
@@ -49,6 +49,10 @@ class Store(ABC):
 
     @abstractmethod
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage: ...
+
+    @abstractmethod
+    def events_after(self, after: int, limit: int) -> list[EventRecord]:
+        """The whole log (every session) after a sequence, ascending: for tailing (``log --follow``)."""
 
     @abstractmethod
     def state_version(self, session_key: str, agent_id: str) -> int: ...

@@ -322,6 +322,11 @@ class SQLiteStore(Store):
         earliest = earliest_row[0] if earliest_row and earliest_row[0] is not None else (last + 1 if last > 0 else 0)
         return ChangesPage([_event(r) for r in rows[:limit]], len(rows) > limit, earliest, after < pruned)
 
+    def events_after(self, after: int, limit: int) -> list[EventRecord]:
+        with self._lock:
+            return [_event(r) for r in self._conn.execute(
+                f"SELECT {_EVENT_COLS} FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?", (after, limit))]
+
     def state_version(self, session_key: str, agent_id: str) -> int:
         with self._lock:
             row = self._conn.execute("SELECT last_sequence FROM heads WHERE session_key = ? AND agent_id = ?",
