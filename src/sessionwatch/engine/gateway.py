@@ -163,7 +163,7 @@ class Gateway:
             return default
 
     def _still_pending(self, watcher: str) -> bool:
-        return self._safe(lambda: self.store.has_pending_notice(watcher), False)
+        return self._safe(lambda: self.store.has_pending_notice(watcher, self.settings.queue_cap), False)
 
     def resolve(self, key: object, agent_id: object = None, *, caller_agent: str | None = None,
                 what: str = "sessionKey") -> tuple[str, str]:
@@ -205,6 +205,8 @@ class Gateway:
         if ev.watchers:
             ev.watchers = tuple(dict.fromkeys(
                 w for w in ev.watchers if w and w != ev.session_key and is_agent_qualified(w)))
+        if not is_agent_qualified(ev.session_key):
+            ev.watchers = ()  # a bare 'global' target holds no cursors: it gets the log only
         try:
             outcome = self.store.record(ev, self._render, now, self.settings.queue_cap,
                                         self.wakes.has_subscribers())
@@ -224,7 +226,7 @@ class Gateway:
         try:
             self._next_prune_at = now + self.settings.prune_interval_ms
             self.store.prune(now, self.settings.retention_ms, self.settings.max_events, force=False,
-                             interval_ms=self.settings.prune_interval_ms)
+                             interval_ms=self.settings.prune_interval_ms, queue_cap=self.settings.queue_cap)
         except Exception:
             log.exception("throttled prune failed")
         finally:
@@ -265,12 +267,12 @@ class Gateway:
     def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
         new_id = uuid.uuid4().hex
-        self.store.reset_session(row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX)
+        self.store.reset_session(row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX, self.settings.queue_cap)
         return self.get_session(row.session_key, row.agent_id)
 
     def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
         skey, agent = self.resolve(key, agent_id)
-        deleted = self.store.delete_session(skey, agent, context_key_for(skey))
+        deleted = self.store.delete_session(skey, agent, context_key_for(skey), self.settings.queue_cap)
         return {"deleted": deleted}
 
     # -- producers -------------------------------------------------------------------------------
@@ -423,7 +425,7 @@ class Gateway:
     def unwatch(self, watcher: object, target: object) -> bool:
         w = parse_key(watcher, "watcher").raw
         t = parse_key(target, "target").raw
-        return self.store.unwatch(w, t, context_key_for(t), self.clock())
+        return self.store.unwatch(w, t, context_key_for(t), self.clock(), self.settings.queue_cap)
 
     def cursors(self, *, watcher: object = None, target: object = None) -> list[dict[str, Any]]:
         w = parse_key(watcher, "watcher").raw if watcher is not None else None
@@ -454,7 +456,7 @@ class Gateway:
 
     def peek_system_events(self, key: object, *, agent_id: object = None) -> list[dict[str, Any]]:
         skey, _ = self.resolve(key, agent_id)
-        return [entry_json(e) for e in self._safe(lambda: self.store.peek(skey, self._render), [])]
+        return [entry_json(e) for e in self._safe(lambda: self.store.peek(skey, self._render, self.settings.queue_cap), [])]
 
     def drain_system_events(self, key: object, *, agent_id: object = None) -> list[dict[str, Any]]:
         """A watcher's turn consumes its queue: returns the entries and acknowledges session-state ones."""
@@ -515,7 +517,8 @@ class Gateway:
             self._next_prune_at = now + self.settings.prune_interval_ms
             try:
                 return self.store.prune(now, self.settings.retention_ms, self.settings.max_events, force=force,
-                                        interval_ms=self.settings.prune_interval_ms)
+                                        interval_ms=self.settings.prune_interval_ms,
+                                        queue_cap=self.settings.queue_cap)
             except Exception:
                 log.exception("prune failed")
                 return PruneResult(skipped=True)

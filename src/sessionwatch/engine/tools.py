@@ -203,9 +203,11 @@ def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, 
 
 # -- session_unwatch -----------------------------------------------------------------------------
 def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    target = parse_key(args.get("sessionKey"), "sessionKey").raw
+    # an unknown target or caller is bad input: refuse it before writing a mute row
+    target = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id).session_key
     if not caller.qualified:
         return {"unwatched": False, "text": "A bare 'global' session holds no watches."}
+    _caller_must_exist(gw, caller)
     done = gw.unwatch(caller.key, target)
     return {"unwatched": done,
             "text": f"Stopped watching {target}." if done else f"{caller.key} was not watching {target}; muted."}

@@ -62,8 +62,9 @@ class Store(ABC):
 
     @abstractmethod
     def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool,
-              interval_ms: int) -> PruneResult:
-        """Retention prune. Unless ``force``, skipped when one ran within ``interval_ms`` (shared)."""
+              interval_ms: int, queue_cap: int = 20) -> PruneResult:
+        """Retention prune. Unless ``force``, skipped when one ran within ``interval_ms`` (shared).
+        Expired cursors take their queued notices with them."""
 
     # -- cursors and the notice queue ------------------------------------------------------------
     @abstractmethod
@@ -72,7 +73,8 @@ class Store(ABC):
         """Explicit or ambient watch seeded at the target's head; never clobbers an existing row."""
 
     @abstractmethod
-    def unwatch(self, watcher: str, target: str, context_key: str, now: int) -> bool: ...
+    def unwatch(self, watcher: str, target: str, context_key: str, now: int, queue_cap: int = 20) -> bool:
+        """Delete the cursor and its queued notice, and mute implicit notices for the pair."""
 
     @abstractmethod
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]: ...
@@ -89,7 +91,7 @@ class Store(ABC):
         marks a canonical stale-state notice, which backends may store compactly."""
 
     @abstractmethod
-    def peek(self, session_key: str, render: Render) -> list[QueueEntry]: ...
+    def peek(self, session_key: str, render: Render, queue_cap: int = 20) -> list[QueueEntry]: ...
 
     @abstractmethod
     def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render,
@@ -97,7 +99,8 @@ class Store(ABC):
         """Remove the queue and acknowledge its session-state entries, in one transaction."""
 
     @abstractmethod
-    def has_pending_notice(self, watcher: str) -> bool: ...
+    def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
+        """Is a waking (not queue-only) session-state entry queued for ``watcher``?"""
 
     @abstractmethod
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
@@ -124,10 +127,12 @@ class Store(ABC):
 
     @abstractmethod
     def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
-                      context_prefix: str) -> bool: ...
+                      context_prefix: str, queue_cap: int = 20) -> bool:
+        """New session id; drop the session's cursors as a watcher and its queued session-state entries."""
 
     @abstractmethod
-    def delete_session(self, session_key: str, agent_id: str, context_key: str) -> bool: ...
+    def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
+        """Remove the session, its log, head, link, transcript, queue, and every cursor to or from it."""
 
     @abstractmethod
     def append_message(self, msg: MessageRow) -> MessageRow: ...

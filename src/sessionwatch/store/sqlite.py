@@ -14,9 +14,10 @@ from typing import Any
 
 from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
+from . import sqlite_queue as sq
 from .base import Render, Store
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
-                      QueueEntry, RecordOutcome, SessionRow, WakeRequest, dumps, loads_or_none)
+                      QueueEntry, RecordOutcome, SessionRow, WakeRequest, dumps, loads, loads_or_none)
 
 log = logging.getLogger("sessionwatch.store.sqlite")
 
@@ -30,60 +31,53 @@ PRAGMAS = (
 )
 
 _EVENT_COLS = ("sequence, session_key, agent_id, kind, actor_type, occurred_at, summary, actor_id, "
-               "session_id, run_id, dedupe_key, payload_json")
+               "session_id, run_id, dedupe_key, body")
 _INSERT_EVENT = (
     "INSERT INTO events (dedupe_key, session_key, session_id, agent_id, kind, actor_type, actor_id, run_id,"
-    " occurred_at, summary, payload_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+    " occurred_at, summary, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence")
 _UPSERT_HEAD = (
     "INSERT INTO heads (session_key, agent_id, last_sequence, updated_at) VALUES (?,?,?,?)"
     " ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = excluded.last_sequence,"
     " updated_at = excluded.updated_at")
+# The changesSince page as one JSON array, built by concatenating the stored bodies.
+_CHANGES = (
+    "SELECT '[' || group_concat('{\"sequence\":' || sequence || ',' || substr(body, 2), ',') || ']', count(*)"
+    " FROM (SELECT sequence, body FROM events WHERE session_key = ? AND agent_id = ? AND sequence > ?"
+    " ORDER BY sequence LIMIT ?)")
 _SEED_CURSOR = (
     "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at)"
     " VALUES (?1, ?2, ?3, ?3, ?3, 'explicit', ?4) ON CONFLICT (target, watcher) DO UPDATE SET"
     " last_seen = ?3, notified = ?3, material = ?3, updated_at = ?4")
-# Material update for a producer-known watcher; creates the row (last_seen 0) when absent.
+# Is the cursor's queued notice live and quoting its current last_seen? (Then a material event's notice
+# is a duplicate.) ?5 is the queue cap.
+_NOTICE_QUEUED = (
+    "EXISTS (SELECT 1 FROM queue_heads h WHERE h.session_key = cursors.watcher"
+    " AND cursors.queued_idx > h.drained AND h.appended - cursors.queued_idx < ?5"
+    " AND cursors.queued_ls = cursors.last_seen)")
+# Material update for a producer-known watcher; creates the row (last_seen 0) when absent. Explicit rows
+# whose notice must be (re)queued are marked queued_idx = -1 for the two statements that follow.
 _MATERIAL_UPSERT = (
-    "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at)"
-    " VALUES (?1, ?2, 0, ?3, ?3, 'explicit', ?4) ON CONFLICT (target, watcher) DO UPDATE SET"
-    " notified = CASE WHEN notified = last_seen THEN ?3 ELSE notified END, material = ?3, updated_at = ?4")
+    "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at, queued_idx)"
+    " VALUES (?1, ?2, 0, ?3, ?3, 'explicit', ?4, -1) ON CONFLICT (target, watcher) DO UPDATE SET"
+    " notified = CASE WHEN notified = last_seen THEN ?3 ELSE notified END, material = ?3, updated_at = ?4,"
+    " queued_idx = CASE WHEN provenance = 'explicit' AND NOT " + _NOTICE_QUEUED.replace("?5", "?6")
+    + " THEN -1 ELSE queued_idx END")
 # Material update for every registered watcher of the target except the actor (self-suppression).
 # material < ?1 skips rows the producer upsert above already moved to this sequence.
 _MATERIAL_UPDATE = (
     "UPDATE cursors SET notified = CASE WHEN notified = last_seen THEN ?1 ELSE notified END,"
-    " material = ?1, updated_at = ?2 WHERE target = ?3 AND material < ?1 AND watcher IS NOT ?4")
-# Ambient (queue-only) notices replace older entries with the same context key, unless exactly one
-# identical entry is queued already. ?1 target, ?2 sequence, ?3 context key.
-_AMBIENT_REPLACE = (
-    "DELETE FROM system_events WHERE (target = ?1 OR context_key = ?3) AND session_key IN ("
-    " SELECT c.watcher FROM cursors c WHERE c.target = ?1 AND c.material = ?2"
-    "  AND c.provenance = 'ambient-group' AND NOT ("
-    "   (SELECT count(*) FROM system_events e WHERE e.session_key = c.watcher"
-    "    AND (e.target = ?1 OR e.context_key = ?3)) = 1"
-    "   AND EXISTS (SELECT 1 FROM system_events e WHERE e.session_key = c.watcher AND e.target = ?1"
-    "               AND e.last_seen = c.last_seen)))")
-# One notice per cursor moved by this event; dedupe on context key + exact text, that is on
-# (target, last_seen) for explicit cursors, and on the context key alone after the replace step for
-# ambient ones. ?4 is this statement's queue position, ?5 the time.
-_ENQUEUE_NOTICES = (
-    "INSERT INTO system_events (session_key, id, target, last_seen, ts, queue_only)"
-    " SELECT c.watcher, ?4, ?1, c.last_seen, ?5, c.provenance = 'ambient-group'"
-    " FROM cursors c WHERE c.target = ?1 AND c.material = ?2 AND NOT EXISTS ("
-    "  SELECT 1 FROM system_events e WHERE e.session_key = c.watcher AND ("
-    "   (e.target = ?1 AND (c.provenance = 'ambient-group' OR e.last_seen = c.last_seen))"
-    "   OR (c.provenance = 'ambient-group' AND e.context_key = ?3)))")
-# Evict the oldest entries of every queue that just grew past the cap. The cut-off per watcher is
-# computed once (materialized) rather than per queue row.
-_TRIM_NOTICED_QUEUES = (
-    "WITH cut AS MATERIALIZED (SELECT c.watcher AS w, (SELECT e2.id FROM system_events e2"
-    "  WHERE e2.session_key = c.watcher ORDER BY e2.id DESC LIMIT 1 OFFSET ?3) AS upto"
-    " FROM cursors c WHERE c.target = ?1 AND c.material = ?2)"
-    " DELETE FROM system_events WHERE (session_key, id) IN"
-    " (SELECT e.session_key, e.id FROM cut JOIN system_events e ON e.session_key = cut.w AND e.id <= cut.upto"
-    "  WHERE cut.upto IS NOT NULL)")
-_NEXT_POSITION = "UPDATE meta SET value = value + 1 WHERE key = 'queue_position' RETURNING value"
-_QUEUE_COLS = "id, session_key, target, last_seen, context_key, text, ts, queue_only"
+    " material = ?1, updated_at = ?2,"
+    " queued_idx = CASE WHEN provenance = 'explicit' AND NOT " + _NOTICE_QUEUED + " THEN -1 ELSE queued_idx END"
+    " WHERE target = ?3 AND material < ?1 AND watcher IS NOT ?4")
+# Append the marked notices: next index per watcher queue, then stamp the slots.
+_BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1"
+               " WHERE session_key IN (SELECT watcher FROM cursors WHERE target = ?1 AND queued_idx = -1)")
+_FILL_SLOTS = (
+    "UPDATE cursors SET queued_idx = (SELECT h.appended FROM queue_heads h WHERE h.session_key = cursors.watcher),"
+    " queued_ls = last_seen, queued_ts = ?2, queued_quiet = 0 WHERE target = ?1 AND queued_idx = -1")
+_AMBIENT_MOVED = ("SELECT watcher, last_seen FROM cursors WHERE target = ? AND material = ?"
+                  " AND provenance = 'ambient-group'")
 _WAKE_WATCHERS = "SELECT watcher FROM cursors WHERE target = ? AND material = ? AND provenance = 'explicit'"
 _ACK = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
@@ -91,7 +85,8 @@ _ACK = (
     " RETURNING target, last_seen, material, provenance")
 _ACK_ONE = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
-    " WHERE watcher = ?2 AND target = ?3 RETURNING target, last_seen, material, provenance")
+    " WHERE target = ?3 AND watcher = ?2 RETURNING target, last_seen, material, provenance")
+_CURSOR_COLS = "watcher, target, last_seen, notified, material, provenance, updated_at"
 
 
 def sqlite_path(url: str) -> str:
@@ -106,7 +101,20 @@ def sqlite_path(url: str) -> str:
 def _event(row: Sequence[Any]) -> EventRecord:
     return EventRecord(sequence=row[0], session_key=row[1], agent_id=row[2], kind=row[3], actor_type=row[4],
                        occurred_at=row[5], summary=row[6], actor_id=row[7], session_id=row[8], run_id=row[9],
-                       dedupe_key=row[10], payload=loads_or_none(row[11]))
+                       dedupe_key=row[10], payload=loads(row[11]).get("payload"))
+
+
+def event_body(ev: EventInput) -> str:
+    """The stored JSON body of an event (its public shape without the sequence)."""
+    body: dict[str, Any] = {"kind": ev.kind, "actorType": ev.actor_type, "occurredAt": ev.occurred_at,
+                            "summary": ev.summary}
+    if ev.actor_id is not None:
+        body["actorId"] = ev.actor_id
+    if ev.run_id is not None:
+        body["runId"] = ev.run_id
+    if ev.payload is not None:
+        body["payload"] = ev.payload
+    return dumps(body)
 
 
 def _session(row: Sequence[Any]) -> SessionRow:
@@ -133,14 +141,6 @@ def _link(row: Sequence[Any]) -> Link:
                 upstream_kind=row[5], upstream_ref=json.loads(row[6]), marker=json.loads(row[7]),
                 created_at=row[8], updated_at=row[9], last_scanned_at=row[10], miss_count=row[11],
                 miss_link_updated_at=row[12])
-
-
-def _entry(row: Sequence[Any], render: Render) -> QueueEntry:
-    """A queue row (``_QUEUE_COLS``) as an entry; compact notice rows are rendered here."""
-    if row[2] is not None:
-        t = render(row[2])
-        return QueueEntry(row[0], row[1], t.text(row[3]), t.context_key, row[6], bool(row[7]), target=row[2])
-    return QueueEntry(row[0], row[1], row[5], row[4], row[6], bool(row[7]))
 
 
 def apply_migrations(conn: sqlite3.Connection) -> int:
@@ -214,46 +214,6 @@ class SQLiteStore(Store):
             finally:
                 conn.execute("COMMIT")
 
-    def _enqueue_one(self, conn: sqlite3.Connection, session_key: str, text: str, context_key: str | None,
-                     ts: int, queue_cap: int, queue_only: bool, notice: tuple[str, int] | None = None) -> QueueEntry | None:
-        """Append one entry with dedupe (or replace, for queue-only) and evict past the cap.
-
-        ``notice`` = (target, last_seen) stores a stale-state notice compactly; its ``text`` and
-        ``context_key`` must be the rendered ones.
-        """
-        target, last_seen = notice if notice else (None, None)
-        same_ctx = ("session_key = ?1 AND (context_key IS ?2" + (" OR target = ?3)" if target else ")"))
-        ctx_args: tuple[Any, ...] = (session_key, context_key, target) if target else (session_key, context_key)
-        if queue_only:
-            rows = conn.execute(f"SELECT target, last_seen, text FROM system_events WHERE {same_ctx}",
-                                ctx_args).fetchall()
-            if len(rows) == 1 and (rows[0][2] == text if rows[0][0] is None else notice == (rows[0][0], rows[0][1])):
-                return None
-            if rows:
-                conn.execute(f"DELETE FROM system_events WHERE {same_ctx}", ctx_args)
-        elif target is not None:
-            if conn.execute("SELECT 1 FROM system_events WHERE session_key = ? AND target = ? AND last_seen = ?",
-                            (session_key, target, last_seen)).fetchone():
-                return None
-        elif conn.execute("SELECT 1 FROM system_events WHERE session_key = ? AND context_key IS ? AND text = ?",
-                          (session_key, context_key, text)).fetchone():
-            return None
-        position = conn.execute(_NEXT_POSITION).fetchone()[0]
-        conn.execute("INSERT INTO system_events (session_key, id, target, last_seen, context_key, text, ts,"
-                     " queue_only) VALUES (?,?,?,?,?,?,?,?)",
-                     (session_key, position, target, last_seen, None if target else context_key,
-                      None if target else text, ts, int(queue_only)))
-        conn.execute(
-            "DELETE FROM system_events WHERE session_key = ?1 AND id <= (SELECT id FROM system_events"
-            " WHERE session_key = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)", (session_key, queue_cap))
-        return QueueEntry(position, session_key, text, context_key, ts, queue_only, target=target)
-
-    def _enqueue_notice(self, conn: sqlite3.Connection, watcher: str, target: str, last_seen: int, render: Render,
-                        now: int, queue_cap: int, queue_only: bool) -> None:
-        t = render(target)
-        self._enqueue_one(conn, watcher, t.text(last_seen), t.context_key, now, queue_cap, queue_only,
-                          (target, last_seen))
-
     # -- signal log ------------------------------------------------------------------------------
     def record(self, ev: EventInput, render: Render, now: int, queue_cap: int,
                want_wakes: bool) -> RecordOutcome | None:
@@ -266,10 +226,9 @@ class SQLiteStore(Store):
                         "SELECT 1 FROM cursors WHERE target = ? LIMIT 1", (key,)).fetchone() is None:
                     conn.execute("ROLLBACK")
                     return None
-                payload = None if ev.payload is None else dumps(ev.payload)
                 row = conn.execute(_INSERT_EVENT, (ev.dedupe_key, key, ev.session_id, ev.agent_id, ev.kind,
                                                    ev.actor_type, ev.actor_id, ev.run_id, ev.occurred_at,
-                                                   ev.summary, payload)).fetchone()
+                                                   ev.summary, event_body(ev))).fetchone()
                 if row is None:
                     existing = conn.execute(f"SELECT {_EVENT_COLS} FROM events WHERE dedupe_key = ?",
                                             (ev.dedupe_key,)).fetchone()
@@ -280,6 +239,7 @@ class SQLiteStore(Store):
                 wakes: list[WakeRequest] = []
                 if ev.kind in SEEDING:
                     for w in ev.watchers:
+                        sq.ensure_head(conn, w)
                         conn.execute(_SEED_CURSOR, (w, key, seq, now))
                         conn.execute("DELETE FROM watch_mutes WHERE watcher = ? AND target = ?", (w, key))
                 elif ev.kind in NOTIFY_ELIGIBLE:
@@ -288,15 +248,17 @@ class SQLiteStore(Store):
                         if w == ev.actor_id or conn.execute(
                                 "SELECT 1 FROM watch_mutes WHERE watcher = ? AND target = ?", (w, key)).fetchone():
                             continue
-                        conn.execute(_MATERIAL_UPSERT, (w, key, seq, now))
+                        sq.ensure_head(conn, w)
+                        conn.execute(_MATERIAL_UPSERT, (w, key, seq, now, None, queue_cap))
                         moved += 1
-                    moved += conn.execute(_MATERIAL_UPDATE, (seq, now, key, ev.actor_id)).rowcount
+                    moved += conn.execute(_MATERIAL_UPDATE, (seq, now, key, ev.actor_id, queue_cap)).rowcount
                     if moved:
-                        params = (key, seq, render(key).context_key)
-                        conn.execute(_AMBIENT_REPLACE, params)
-                        position = conn.execute(_NEXT_POSITION).fetchone()[0]
-                        if conn.execute(_ENQUEUE_NOTICES, params + (position, now)).rowcount:
-                            conn.execute(_TRIM_NOTICED_QUEUES, (key, seq, queue_cap))
+                        if conn.execute(_BUMP_HEADS, (key,)).rowcount:
+                            conn.execute(_FILL_SLOTS, (key, now))
+                        ctx = None
+                        for w, last_seen in conn.execute(_AMBIENT_MOVED, (key, seq)).fetchall():
+                            ctx = ctx or render(key).context_key
+                            sq.append_notice(conn, w, key, last_seen, ctx, now, queue_cap, quiet=True)
                         if want_wakes:
                             wakes = [WakeRequest(w, key) for (w,) in conn.execute(_WAKE_WATCHERS, (key, seq))
                                      if not is_subagent_key(w)]
@@ -311,16 +273,18 @@ class SQLiteStore(Store):
 
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage:
         with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT {_EVENT_COLS} FROM events WHERE session_key = ? AND agent_id = ? AND sequence > ?"
-                " ORDER BY sequence LIMIT ?", (session_key, agent_id, after, limit + 1)).fetchall()
+            page, count = conn.execute(_CHANGES, (session_key, agent_id, after, limit + 1)).fetchone()
             head = conn.execute("SELECT last_sequence, pruned_max_sequence FROM heads"
                                 " WHERE session_key = ? AND agent_id = ?", (session_key, agent_id)).fetchone()
-            earliest_row = conn.execute("SELECT min(sequence) FROM events WHERE session_key = ? AND agent_id = ?",
-                                        (session_key, agent_id)).fetchone()
+            earliest = conn.execute("SELECT min(sequence) FROM events WHERE session_key = ? AND agent_id = ?",
+                                    (session_key, agent_id)).fetchone()[0]
+        events = loads(page) if count else []
+        if count > limit:
+            events.pop()
         last, pruned = head if head else (0, 0)
-        earliest = earliest_row[0] if earliest_row and earliest_row[0] is not None else (last + 1 if last > 0 else 0)
-        return ChangesPage([_event(r) for r in rows[:limit]], len(rows) > limit, earliest, after < pruned)
+        if earliest is None:
+            earliest = last + 1 if last > 0 else 0
+        return ChangesPage(events, count > limit, earliest, after < pruned)
 
     def events_after(self, after: int, limit: int) -> list[EventRecord]:
         with self._lock:
@@ -345,7 +309,8 @@ class SQLiteStore(Store):
                     out[(k, a)] = v
         return {p: out[p] for p in pairs if p in out}
 
-    def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int) -> PruneResult:
+    def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int,
+              queue_cap: int = 20) -> PruneResult:
         result = PruneResult()
         cutoff = now - retention_ms
         with self._tx() as conn:
@@ -361,7 +326,9 @@ class SQLiteStore(Store):
                 result.heads_stamped += self._stamp(conn, "occurred_at < ?", cutoff)
                 result.rows_deleted += conn.execute("DELETE FROM events WHERE occurred_at < ?", (cutoff,)).rowcount
             # Cap: sequences are dense except for holes, so max - min + 1 bounds the row count cheaply.
-            lo, hi = conn.execute("SELECT min(sequence), max(sequence) FROM events").fetchone()
+            # (two subqueries: SQLite answers a lone min() or max() from the index end, not both at once)
+            lo, hi = conn.execute("SELECT (SELECT min(sequence) FROM events), (SELECT max(sequence) FROM events)"
+                                  ).fetchone()
             if lo is not None and hi - lo + 1 > max_rows:
                 boundary = conn.execute("SELECT sequence FROM events ORDER BY sequence DESC LIMIT 1 OFFSET ?",
                                         (max_rows,)).fetchone()
@@ -369,7 +336,10 @@ class SQLiteStore(Store):
                     result.heads_stamped += self._stamp(conn, "sequence <= ?", boundary[0])
                     result.rows_deleted += conn.execute("DELETE FROM events WHERE sequence <= ?",
                                                         (boundary[0],)).rowcount
-            result.cursors_deleted = conn.execute("DELETE FROM cursors WHERE updated_at < ?", (cutoff,)).rowcount
+            expired = conn.execute("DELETE FROM cursors WHERE updated_at < ? RETURNING watcher", (cutoff,)).fetchall()
+            result.cursors_deleted = len(expired)
+            if expired:
+                sq.after_removal(conn, {w for (w,) in expired}, queue_cap)
         return result
 
     @staticmethod
@@ -400,22 +370,25 @@ class SQLiteStore(Store):
             head = conn.execute("SELECT last_sequence FROM heads WHERE session_key = ? AND agent_id = ?",
                                 (target, target_agent)).fetchone()
             h = head[0] if head else 0
+            sq.ensure_head(conn, watcher)
             conn.execute("INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance,"
                          " updated_at) VALUES (?,?,?,?,?,?,?)", (watcher, target, h, h, h, provenance, now))
         return True
 
-    def unwatch(self, watcher: str, target: str, context_key: str, now: int) -> bool:
+    def unwatch(self, watcher: str, target: str, context_key: str, now: int, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
-            deleted = conn.execute("DELETE FROM cursors WHERE watcher = ? AND target = ?",
-                                   (watcher, target)).rowcount
-            conn.execute("DELETE FROM system_events WHERE session_key = ? AND (target = ? OR context_key = ?)",
-                         (watcher, target, context_key))
+            sq.remove_slot(conn, watcher, target, queue_cap)
+            deleted = conn.execute("DELETE FROM cursors WHERE target = ? AND watcher = ?",
+                                   (target, watcher)).rowcount
+            if conn.execute("DELETE FROM system_events WHERE session_key = ? AND context_key = ?",
+                            (watcher, context_key)).rowcount:
+                sq.after_removal(conn, {watcher}, queue_cap)
             conn.execute("INSERT INTO watch_mutes (watcher, target, created_at) VALUES (?,?,?)"
                          " ON CONFLICT DO NOTHING", (watcher, target, now))
         return deleted > 0
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
-        sql = "SELECT watcher, target, last_seen, notified, material, provenance, updated_at FROM cursors"
+        sql = f"SELECT {_CURSOR_COLS} FROM cursors"
         where, args = [], []
         if watcher is not None:
             where.append("watcher = ?")
@@ -437,9 +410,9 @@ class SQLiteStore(Store):
         wakes: list[WakeRequest] = []
         for target, last_seen, material, provenance in rows:
             if material > last_seen:  # material moved on after the notice froze: exactly one reopen
-                queue_only = provenance == "ambient-group"
-                self._enqueue_notice(conn, watcher, target, last_seen, render, now, queue_cap, queue_only)
-                if not queue_only and not is_subagent_key(watcher):
+                quiet = provenance == "ambient-group"
+                sq.append_notice(conn, watcher, target, last_seen, render(target).context_key, now, queue_cap, quiet)
+                if not quiet and not is_subagent_key(watcher):
                     wakes.append(WakeRequest(watcher, target))
         return wakes
 
@@ -453,29 +426,32 @@ class SQLiteStore(Store):
     def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
                 queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
         with self._tx() as conn:
-            return self._enqueue_one(conn, session_key, text, context_key, ts, queue_cap, queue_only, notice)
+            if notice is not None and sq.slot_live(conn, session_key, notice[0], queue_cap) is not None:
+                target, last_seen = notice
+                if not sq.append_notice(conn, session_key, target, last_seen, context_key or "", ts, queue_cap,
+                                        queue_only):
+                    return None
+                idx = conn.execute("SELECT queued_idx FROM cursors WHERE target = ? AND watcher = ?",
+                                   (target, session_key)).fetchone()[0]
+                return QueueEntry(idx, session_key, text, context_key, ts, queue_only, target=target)
+            return sq.append_generic(conn, session_key, text, context_key, ts, queue_cap)
 
-    def peek(self, session_key: str, render: Render) -> list[QueueEntry]:
-        with self._lock:
-            return [_entry(r, render) for r in self._conn.execute(
-                f"SELECT {_QUEUE_COLS} FROM system_events WHERE session_key = ? ORDER BY id", (session_key,))]
+    def peek(self, session_key: str, render: Render, queue_cap: int = 20) -> list[QueueEntry]:
+        with self._read() as conn:
+            return sq.entries(conn, session_key, render, queue_cap)
 
     def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int,
               queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
         with self._tx() as conn:
-            entries = [_entry(r, render) for r in conn.execute(
-                f"SELECT {_QUEUE_COLS} FROM system_events WHERE session_key = ? ORDER BY id", (session_key,))]
-            conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
+            entries = sq.drain(conn, session_key, render, queue_cap)
             targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
                                          if t is not None))
             wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
         return entries, wakes
 
-    def has_pending_notice(self, watcher: str) -> bool:
-        with self._lock:
-            return self._conn.execute(
-                "SELECT 1 FROM system_events WHERE session_key = ? AND queue_only = 0"
-                " AND (target IS NOT NULL OR context_key LIKE 'session-state:%') LIMIT 1", (watcher,)).fetchone() is not None
+    def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
+        with self._read() as conn:
+            return sq.has_pending_notice(conn, watcher, queue_cap)
 
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
         wakes: list[WakeRequest] = []
@@ -486,9 +462,9 @@ class SQLiteStore(Store):
                 " RETURNING watcher, target, last_seen, provenance", (now,)).fetchall()
             rows.sort()
             for watcher, target, last_seen, provenance in rows:
-                queue_only = provenance == "ambient-group"
-                self._enqueue_notice(conn, watcher, target, last_seen, render, now, queue_cap, queue_only)
-                if not queue_only and not is_subagent_key(watcher):
+                quiet = provenance == "ambient-group"
+                sq.append_notice(conn, watcher, target, last_seen, render(target).context_key, now, queue_cap, quiet)
+                if not quiet and not is_subagent_key(watcher):
                     wakes.append(WakeRequest(watcher, target))
         return len(rows), wakes
 
@@ -556,18 +532,19 @@ class SQLiteStore(Store):
                                 (now, session_key, agent_id, run_id)).rowcount > 0
 
     def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
-                      context_prefix: str) -> bool:
+                      context_prefix: str, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
             found = conn.execute("UPDATE sessions SET session_id = ?, active_run_id = NULL, updated_at = ?"
                                  " WHERE session_key = ? AND agent_id = ?",
                                  (new_session_id, now, session_key, agent_id)).rowcount > 0
             if found:
                 conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
-                conn.execute("DELETE FROM system_events WHERE session_key = ? AND (target IS NOT NULL"
-                             " OR context_key LIKE ?)", (session_key, context_prefix + "%"))
+                conn.execute("DELETE FROM system_events WHERE session_key = ? AND context_key LIKE ?",
+                             (session_key, context_prefix + "%"))
+                sq.after_removal(conn, {session_key}, queue_cap)
             return found
 
-    def delete_session(self, session_key: str, agent_id: str, context_key: str) -> bool:
+    def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
             found = conn.execute("DELETE FROM sessions WHERE session_key = ? AND agent_id = ?",
                                  (session_key, agent_id)).rowcount > 0
@@ -575,10 +552,16 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM events WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
             conn.execute("DELETE FROM heads WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
             conn.execute("DELETE FROM messages WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            conn.execute("DELETE FROM cursors WHERE watcher = ?1 OR target = ?1", (session_key,))
+            touched = {w for (w,) in conn.execute("DELETE FROM cursors WHERE target = ? RETURNING watcher",
+                                                  (session_key,))}
+            touched |= {w for (w,) in conn.execute(
+                "DELETE FROM system_events WHERE context_key = ? RETURNING session_key", (context_key,))}
+            conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
             conn.execute("DELETE FROM watch_mutes WHERE watcher = ?1 OR target = ?1", (session_key,))
-            conn.execute("DELETE FROM system_events WHERE session_key = ?1 OR target = ?1 OR context_key = ?2",
-                         (session_key, context_key))
+            conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
+            conn.execute("DELETE FROM queue_heads WHERE session_key = ?", (session_key,))
+            touched.discard(session_key)
+            sq.after_removal(conn, touched, queue_cap)
             return found
 
     def append_message(self, msg: MessageRow) -> MessageRow:

@@ -13,7 +13,9 @@ CREATE TABLE events (
     run_id       TEXT,
     occurred_at  INTEGER NOT NULL,
     summary      TEXT NOT NULL,
-    payload_json TEXT
+    -- The event as changesSince serves it, minus its sequence: {kind, actorType, occurredAt, summary,
+    -- actorId?, runId?, payload?}. Stored once at insert so reads are one concatenation, not per-row work.
+    body         TEXT NOT NULL
 ) STRICT;
 CREATE INDEX events_by_session ON events (session_key, agent_id, sequence);
 CREATE INDEX events_by_time ON events (occurred_at);
@@ -29,15 +31,21 @@ CREATE TABLE heads (
 ) STRICT, WITHOUT ROWID;
 
 -- One cursor per (watcher, target): last_seen = acknowledged, notified = frozen notice watermark,
--- material = latest notify-eligible event.
+-- material = latest notify-eligible event. A pair's stale-state notice lives in its cursor row
+-- (queued_*: the append index in the watcher's queue, the last_seen its text quotes, when, and whether
+-- it is queue-only); see system_events below for how the queue is derived.
 CREATE TABLE cursors (
-    watcher    TEXT NOT NULL,
-    target     TEXT NOT NULL,
-    last_seen  INTEGER NOT NULL DEFAULT 0,
-    notified   INTEGER NOT NULL DEFAULT 0,
-    material   INTEGER NOT NULL DEFAULT 0,
-    provenance TEXT NOT NULL DEFAULT 'explicit' CHECK (provenance IN ('explicit', 'ambient-group')),
-    updated_at INTEGER NOT NULL,
+    watcher      TEXT NOT NULL,
+    target       TEXT NOT NULL,
+    last_seen    INTEGER NOT NULL DEFAULT 0,
+    notified     INTEGER NOT NULL DEFAULT 0,
+    material     INTEGER NOT NULL DEFAULT 0,
+    provenance   TEXT NOT NULL DEFAULT 'explicit' CHECK (provenance IN ('explicit', 'ambient-group')),
+    updated_at   INTEGER NOT NULL,
+    queued_idx   INTEGER NOT NULL DEFAULT 0,
+    queued_ls    INTEGER NOT NULL DEFAULT 0,
+    queued_ts    INTEGER NOT NULL DEFAULT 0,
+    queued_quiet INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (target, watcher)  -- clustered by target: one event's fan-out touches adjacent rows
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX cursors_by_watcher ON cursors (watcher);
@@ -52,22 +60,25 @@ CREATE TABLE watch_mutes (
     PRIMARY KEY (watcher, target)
 ) STRICT, WITHOUT ROWID;
 
--- The durable system-event queue, one per session key, capped (oldest evicted). Clustered by session
--- so one session's queue sits on one page; id is the queue position from the meta counter
--- 'queue_position' (unique per session, increasing). A stale-state notice is stored compactly as
--- (target, last_seen): its text and context key are a pure function of those two, rendered on read.
--- Other entries keep their text and context key.
+-- The durable system-event queue, one per session key, capped at N entries (oldest evicted).
+-- Every append to a session's queue takes the next append index from queue_heads.appended; an entry
+-- with index i is live while i > drained and appended - i < N. Eviction therefore needs no write:
+-- the N newest appends are the queue. Removing a live entry from the middle renumbers the remaining
+-- live ones to the top of the range, so later appends evict exactly what an eager queue would.
+-- Stale-state notices are stored in their cursor row (one per pair); other entries live here.
+CREATE TABLE queue_heads (
+    session_key TEXT PRIMARY KEY,
+    appended    INTEGER NOT NULL DEFAULT 0,
+    drained     INTEGER NOT NULL DEFAULT 0
+) STRICT, WITHOUT ROWID;
+
 CREATE TABLE system_events (
     session_key TEXT NOT NULL,
-    id          INTEGER NOT NULL,
-    target      TEXT,
-    last_seen   INTEGER,
+    idx         INTEGER NOT NULL,
     context_key TEXT,
-    text        TEXT,
+    text        TEXT NOT NULL,
     ts          INTEGER NOT NULL,
-    queue_only  INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (session_key, id),
-    CHECK ((target IS NULL) = (text IS NOT NULL))
+    PRIMARY KEY (session_key, idx)
 ) STRICT, WITHOUT ROWID;
 
 -- Sessions owned by the host runtime, and their transcripts.
@@ -133,4 +144,3 @@ CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value ANY NOT NULL
 ) STRICT, WITHOUT ROWID;
-INSERT INTO meta (key, value) VALUES ('queue_position', 0);
