@@ -107,6 +107,8 @@ class Gateway:
         if self._closed:
             return
         self._closed = True
+        if self._upstream is not None:
+            self._upstream.stop()
         self._timer_event.set()
         if self._timer_thread is not None:
             self._timer_thread.join(timeout=5)
@@ -302,9 +304,14 @@ class Gateway:
             actor_type, actor_id = "agent", row.spawned_by
         else:
             actor_type, actor_id = "human", human
-        msg = self.store.append_message(MessageRow(0, row.session_key, row.agent_id, "user", body, self.clock(),
-                                                   provenance=provenance, source_session_key=source, channel=chan))
-        self._notify_messages()
+        message_id: int | None = None
+        try:  # the turn happened whatever the store says: keeping its transcript is best-effort too
+            message_id = self.store.append_message(MessageRow(
+                0, row.session_key, row.agent_id, "user", body, self.clock(), provenance=provenance,
+                source_session_key=source, channel=chan)).id
+            self._notify_messages()
+        except Exception:
+            log.exception("storing the inbound turn of %s failed (best-effort)", row.session_key)
         event: EventRecord | None = None
         if actor_type == "human":
             if row.kind == "group":
@@ -317,7 +324,7 @@ class Gateway:
                 run_id=run, dedupe_key=dedupe, watchers=(row.spawned_by,) if row.spawned_by else (),
                 only_if_watched=not row.spawned_by))
             event = outcome.event if outcome else None
-        return {"recorded": event is not None, "event": event.to_json() if event else None, "messageId": msg.id,
+        return {"recorded": event is not None, "event": event.to_json() if event else None, "messageId": message_id,
                 "actorType": actor_type}
 
     def set_goal(self, key: object, action: object, *, objective: object = None, status: object = None,

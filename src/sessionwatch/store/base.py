@@ -44,6 +44,8 @@ class Store(ABC):
         """Insert one event, bump its head, seed or update cursors and queue notices, atomically.
 
         Returns None when ``ev.only_if_watched`` and nothing watches the session (nothing written).
+        Also None when ``ev.expected_link`` is set and the session's upstream link no longer has that
+        (updated_at, upstream_ref_json).
         A duplicate dedupe key returns the existing event with ``inserted=False`` and changes nothing.
         """
 

@@ -28,6 +28,9 @@ class EventInput:
     payload: dict[str, Any] | None = None
     watchers: tuple[str, ...] = ()
     only_if_watched: bool = False
+    # Upstream monitor pre-condition: record only if the session's link still has this
+    # (updated_at, upstream_ref_json), checked inside the recording transaction.
+    expected_link: tuple[int, str] | None = None
 
 
 @dataclass(slots=True)

@@ -76,6 +76,13 @@ _BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1"
 _FILL_SLOTS = (
     "UPDATE cursors SET queued_idx = (SELECT h.appended FROM queue_heads h WHERE h.session_key = cursors.watcher),"
     " queued_ls = last_seen, queued_ts = ?2, queued_quiet = 0 WHERE target = ?1 AND queued_idx = -1")
+# Explicit rows about to be re-marked whose live notice quotes an older last_seen (after a re-seed or an
+# acknowledge that consumed nothing): their old entry is taken out first, so the append that replaces it
+# does not evict an older entry of the queue. ?1 target, ?2 actor, ?3 queue cap.
+_STALE_SLOTS = (
+    "SELECT c.watcher FROM cursors c JOIN queue_heads h ON h.session_key = c.watcher"
+    " WHERE c.target = ?1 AND c.provenance = 'explicit' AND c.watcher IS NOT ?2 AND c.queued_ls <> c.last_seen"
+    " AND c.queued_idx > h.drained AND h.appended - c.queued_idx < ?3")
 _AMBIENT_MOVED = ("SELECT watcher, last_seen FROM cursors WHERE target = ? AND material = ?"
                   " AND provenance = 'ambient-group'")
 _WAKE_WATCHERS = "SELECT watcher FROM cursors WHERE target = ? AND material = ? AND provenance = 'explicit'"
@@ -226,6 +233,11 @@ class SQLiteStore(Store):
                         "SELECT 1 FROM cursors WHERE target = ? LIMIT 1", (key,)).fetchone() is None:
                     conn.execute("ROLLBACK")
                     return None
+                if ev.expected_link is not None and conn.execute(
+                        "SELECT 1 FROM upstream_links WHERE session_key = ? AND agent_id = ? AND updated_at = ?"
+                        " AND upstream_ref_json = ?", (key, ev.agent_id, *ev.expected_link)).fetchone() is None:
+                    conn.execute("ROLLBACK")
+                    return None
                 row = conn.execute(_INSERT_EVENT, (ev.dedupe_key, key, ev.session_id, ev.agent_id, ev.kind,
                                                    ev.actor_type, ev.actor_id, ev.run_id, ev.occurred_at,
                                                    ev.summary, event_body(ev))).fetchone()
@@ -243,6 +255,8 @@ class SQLiteStore(Store):
                         conn.execute(_SEED_CURSOR, (w, key, seq, now))
                         conn.execute("DELETE FROM watch_mutes WHERE watcher = ? AND target = ?", (w, key))
                 elif ev.kind in NOTIFY_ELIGIBLE:
+                    for (w,) in conn.execute(_STALE_SLOTS, (key, ev.actor_id, queue_cap)).fetchall():
+                        sq.remove_slot(conn, w, key, queue_cap)
                     moved = 0
                     for w in ev.watchers:
                         if w == ev.actor_id or conn.execute(
@@ -408,6 +422,8 @@ class SQLiteStore(Store):
         else:
             rows = conn.execute(_ACK, (now, watcher, json.dumps(list(targets)))).fetchall()
         wakes: list[WakeRequest] = []
+        order = {t: i for i, t in enumerate(targets)}
+        rows.sort(key=lambda r: order[r[0]])  # reopen in the order the notices were consumed
         for target, last_seen, material, provenance in rows:
             if material > last_seen:  # material moved on after the notice froze: exactly one reopen
                 quiet = provenance == "ambient-group"

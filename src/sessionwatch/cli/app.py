@@ -1,0 +1,131 @@
+"""The ``sessionwatch`` click group: global options, the backend seam, JSON mode and exit codes."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import click
+from rich.text import Text
+
+from ..errors import SessionwatchError
+from . import exitcodes
+from .backend import Backend
+from .output import err_console, print_json
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class State:
+    store: str | None = None
+    gateway: str | None = None
+    token: str | None = None
+    json: bool = False
+    _backend: Backend | None = field(default=None, repr=False)
+
+    def backend(self, *, timers: bool = False) -> Backend:
+        """Opened on first use, so ``--help`` and ``token`` never touch a store."""
+        if self._backend is None:
+            self._backend = Backend.open(store=self.store, gateway=self.gateway, token=self.token, timers=timers)
+        return self._backend
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+
+def _fail(state: State | None, code: int, error: dict[str, Any]) -> None:
+    if state is not None and state.json:
+        print_json(error)
+    else:
+        line = Text.assemble(("error", "bold red"), f" ({error['error']['code']}): {error['error']['message']}")
+        err_console().print(line)
+    sys.exit(code)
+
+
+class Group(click.Group):
+    """Turns sessionwatch errors into their documented exit codes (see docs/cli.md)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except SessionwatchError as exc:
+            _fail(ctx.find_object(State), exitcodes.exit_code_for(exc), exc.to_json())
+        except KeyboardInterrupt:
+            sys.exit(130)
+        except BrokenPipeError:
+            raise  # the reader went away (| head): click exits quietly
+        except Exception as exc:  # unexpected: say what happened, exit 1, no traceback for operators
+            logging.getLogger("sessionwatch.cli").debug("unexpected error", exc_info=True)
+            _fail(ctx.find_object(State), exitcodes.ERROR,
+                  {"error": {"code": "internal", "message": f"{exc.__class__.__name__}: {exc}"}})
+        finally:
+            state = ctx.find_object(State)
+            if state is not None:
+                state.close()
+
+
+def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(State).json = True
+
+
+json_option = click.option("--json", "json_flag", is_flag=True, expose_value=False, callback=_set_json,
+                           is_eager=True, help="Print machine-readable JSON instead of tables.")
+
+pass_state = click.make_pass_decorator(State, ensure=True)
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def command(group: click.Group, name: str | None = None, **kwargs: Any) -> Callable[[F], F]:
+    """``group.command`` plus the ``--json`` flag every command has."""
+
+    def deco(fn: F) -> F:
+        return group.command(name, context_settings=CONTEXT, **kwargs)(json_option(fn))  # type: ignore[return-value]
+
+    return deco
+
+
+@click.group(cls=Group, context_settings=CONTEXT)
+@click.option("--store", envvar="SESSIONWATCH_STORE", metavar="URL",
+              help="Local store URL (sqlite:///file.db, a path, postgresql://...). Env: SESSIONWATCH_STORE. "
+                   "Default: ~/.local/state/sessionwatch/sessionwatch.db.")
+@click.option("--gateway", envvar="SESSIONWATCH_GATEWAY", metavar="URL",
+              help="Talk to a running gateway instead of a local store. Env: SESSIONWATCH_GATEWAY.")
+@click.option("--token", envvar="SESSIONWATCH_TOKEN", metavar="TOKEN",
+              help="Bearer token for --gateway. Env: SESSIONWATCH_TOKEN.")
+@click.option("--json", "json_flag", is_flag=True, help="Print machine-readable JSON (also per command).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning",
+              show_default=True, help="Log level (logs always go to stderr).")
+@click.version_option(package_name="sessionwatch", prog_name="sessionwatch")
+@click.pass_context
+def cli(ctx: click.Context, store: str | None, gateway: str | None, token: str | None, json_flag: bool,
+        log_level: str) -> None:
+    """sessionwatch: session state awareness for multi-agent systems.
+
+    Reads and writes a local store by default; with --gateway URL every command talks to a running
+    gateway instead. Every command takes --json and documents its exit codes:
+    0 ok, 1 unexpected/unavailable, 2 usage or invalid argument, 3 not found,
+    4 unauthorized/forbidden, 5 conflict.
+
+    \b
+    Examples:
+      sessionwatch serve --port 7878
+      sessionwatch sessions
+      sessionwatch status agent:main:subagent:researcher --since 12
+      sessionwatch --gateway http://127.0.0.1:7878 --token $TOKEN log --follow
+      sessionwatch demo
+    """
+    logging.basicConfig(level=getattr(logging, log_level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    state = ctx.ensure_object(State)
+    state.store, state.gateway, state.token = store, gateway, token
+    state.json = state.json or json_flag

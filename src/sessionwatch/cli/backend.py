@@ -1,0 +1,95 @@
+"""One small seam between the CLI and the engine: a local ``Gateway`` or a remote ``GatewayClient``.
+
+Both expose the same method names; this wrapper adds the few conveniences the CLI needs (tool errors
+raised as exceptions, JSON-shaped results) so commands never care which one they talk to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, error_from_json
+
+# sessions_list, session_status and sessions_history never act as the caller, so an operator identity
+# that need not exist is enough to read with them.
+OPERATOR = "agent:sessionwatch:cli"
+
+
+def jsonable(value: Any) -> Any:
+    """Results of the local engine can be dataclasses; the remote client returns plain JSON."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+class Backend:
+    def __init__(self, target: Any, *, remote: bool, where: str) -> None:
+        self.target = target
+        self.remote = remote
+        self.where = where
+
+    @classmethod
+    def open(cls, *, store: str | None = None, gateway: str | None = None, token: str | None = None,
+             timers: bool = False) -> Backend:
+        """``gateway`` given: talk HTTP to it; otherwise open the store (default store when None)."""
+        if store and gateway:
+            raise InvalidArgument("give --store or --gateway, not both")
+        if gateway:
+            try:
+                from ..client import GatewayClient
+            except ImportError as exc:  # pragma: no cover - the client ships with the package
+                raise StoreUnavailable(f"the HTTP client is not available: {exc}") from exc
+            return cls(GatewayClient(gateway, token=token), remote=True, where=gateway)
+        from ..engine import Gateway, default_store_url
+
+        url = store or default_store_url()
+        try:
+            gw = Gateway.open(url, timers=timers)
+        except SessionwatchError:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(f"cannot open store {url!r}: {exc}") from exc
+        return cls(gw, remote=False, where=url)
+
+    def close(self) -> None:
+        try:
+            self.target.close()
+        except Exception:  # closing is best-effort at exit
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        # Host operations with identical names on both sides pass straight through.
+        return getattr(self.target, name)
+
+    # -- conveniences ----------------------------------------------------------------------------
+    def tool(self, name: str, args: dict[str, Any], *, caller: str, agent_id: str | None = None) -> dict[str, Any]:
+        """Run a tool; its error object becomes the matching exception."""
+        out = self.target.call_tool(name, args, caller=caller, agent_id=agent_id)
+        if isinstance(out, dict) and isinstance(out.get("error"), dict):
+            raise error_from_json(out)
+        return out
+
+    def list_sessions(self, *, limit: int = 200, agent_id: str | None = None) -> list[dict[str, Any]]:
+        args: dict[str, Any] = {"limit": limit}
+        if agent_id:
+            args["agentId"] = agent_id
+        return list(self.tool("sessions_list", args, caller=OPERATOR)["sessions"])
+
+    def watch(self, watcher: str, target: str, agent_id: str | None = None) -> bool:
+        self.target.get_session(target, agent_id)  # an unknown target is an error, not a silent no-op
+        fn = getattr(self.target, "watch", None)
+        if fn is None:
+            raise StoreUnavailable("this gateway does not offer explicit watches; use a local --store")
+        return bool(fn(watcher, target, agent_id=agent_id))
+
+    def prune(self) -> dict[str, Any]:
+        return jsonable(self.target.prune(force=True))
+
+    def link(self, key: str, agent_id: str | None = None) -> dict[str, Any]:
+        out = self.target.link(key, agent_id)
+        if out is None:
+            raise NotFound(f"session {key!r} is not linked to a catalog thread")
+        return jsonable(out)

@@ -1,0 +1,118 @@
+"""Long-running commands: serve (HTTP gateway), mcp (MCP server), node (paired-node transcripts), token."""
+
+from __future__ import annotations
+
+import secrets
+
+import click
+
+from .app import State, cli, command, pass_state
+from .output import emit
+
+
+@command(cli, "token")
+@pass_state
+def token_cmd(state: State) -> None:
+    """Print a new random bearer token (for serve --token, node --token, pair --token).
+
+    \b
+    Examples:
+      export SESSIONWATCH_TOKEN=$(sessionwatch token)
+      sessionwatch serve --host 0.0.0.0 --token "$SESSIONWATCH_TOKEN"
+    """
+    tok = secrets.token_urlsafe(32)
+    emit(state.json, {"token": tok}, lambda c: c.print(tok, markup=False))
+
+
+@command(cli, "serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=7878, show_default=True)
+@click.option("--store", "serve_store", metavar="URL", help="Store URL (overrides the global --store).")
+@click.option("--token", "serve_token", envvar="SESSIONWATCH_TOKEN", metavar="TOKEN",
+              help="Bearer token clients must send; required beyond loopback. Env: SESSIONWATCH_TOKEN.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              show_default=True)
+@click.option("--no-monitor", is_flag=True, help="Do not run the upstream monitor in this process.")
+@pass_state
+def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve_token: str | None, log_level: str,
+              no_monitor: bool) -> None:
+    """Run the HTTP gateway (blocking) on a local store.
+
+    Listening beyond loopback needs --token (exit 4 otherwise).
+
+    \b
+    Examples:
+      sessionwatch serve
+      sessionwatch serve --port 9000 --store sqlite:////var/lib/sessionwatch/state.db
+      sessionwatch serve --host 0.0.0.0 --token "$(sessionwatch token)"
+      sessionwatch serve --store postgresql://postgres@127.0.0.1:5432/sessionwatch
+    """
+    from ..http.server import serve
+
+    serve(serve_store or state.store, host=host, port=port, token=serve_token, log_level=log_level,
+          monitor=not no_monitor)
+
+
+@command(cli, "mcp")
+@click.option("--session", "session_key", required=True, metavar="KEY",
+              help="The caller session every tool call runs as (created when missing).")
+@click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent of the session (only for bare 'global').")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP transport: interface.")
+@click.option("--port", type=click.IntRange(0, 65535), default=7879, show_default=True,
+              help="HTTP transport: port.")
+@click.option("--path", default="/mcp", show_default=True, help="HTTP transport: endpoint path.")
+@click.option("--http-token", envvar="SESSIONWATCH_MCP_TOKEN", metavar="TOKEN",
+              help="HTTP transport: bearer token clients must send; required beyond loopback. "
+                   "Env: SESSIONWATCH_MCP_TOKEN.")
+@pass_state
+def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str, host: str, port: int, path: str,
+            http_token: str | None) -> None:
+    """Serve the six sessionwatch tools over MCP, bound to caller session KEY.
+
+    Pending notices for KEY ride along in every tool result (as 'System: ...' lines
+    and a systemEvents list), so the agent learns it is stale on its next call.
+    Uses the local store, or the gateway given with --gateway/--token. Logs go to
+    stderr only; on stdio, stdout is the protocol.
+
+    \b
+    Examples:
+      sessionwatch mcp --session agent:main:main
+      sessionwatch --store sqlite:////srv/sw.db mcp --session agent:main:main
+      sessionwatch --gateway http://127.0.0.1:7878 --token $T mcp --session agent:main:main
+      sessionwatch mcp --session agent:main:main --transport http --port 7879
+      claude mcp add sessionwatch -- sessionwatch mcp --session agent:main:main
+    """
+    from ..mcpserver import SessionBinding, build_server, run_http, run_stdio
+
+    binding = SessionBinding(state.backend(timers=True), session_key, agent_id)
+    binding.ensure_session()
+    server = build_server(binding)
+    if transport == "stdio":
+        run_stdio(server)
+    else:
+        run_http(server, host=host, port=port, token=http_token, path=path)
+
+
+@command(cli, "node")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--token", "node_token", envvar="SESSIONWATCH_NODE_TOKEN", required=True, metavar="TOKEN",
+              help="Bearer token the gateway must send (give the same to 'pair'). Env: SESSIONWATCH_NODE_TOKEN.")
+@click.option("--claude-root", type=click.Path(file_okay=False), help="Claude config folder (default ~/.claude).")
+@click.option("--codex-root", type=click.Path(file_okay=False), help="Codex home (default ~/.codex).")
+@pass_state
+def node_cmd(state: State, host: str, port: int, node_token: str, claude_root: str | None,
+             codex_root: str | None) -> None:
+    """Serve this machine's Claude Code and Codex transcripts to a gateway (blocking).
+
+    Pair it from the gateway side with: sessionwatch pair NODE_ID http://HOST:PORT --token TOKEN
+
+    \b
+    Examples:
+      sessionwatch node --token "$(sessionwatch token)"
+      sessionwatch node --host 0.0.0.0 --port 8765 --token "$NODE_TOKEN" --claude-root ~/.claude
+    """
+    from ..upstream.node_server import serve_node
+
+    serve_node(host, port, node_token, claude_root=claude_root, codex_root=codex_root)

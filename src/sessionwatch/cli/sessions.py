@@ -1,0 +1,329 @@
+"""Everyday commands: sessions, status, send, watch, drain, log, prune, put, inbound, cursors."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+from rich.console import Console
+
+from ..errors import InvalidArgument
+from ..keys import parse_key
+from .app import State, cli, command, pass_state
+from .output import console, emit, event_line, kv_table, print_jsonl, table, ts
+
+KEY = click.argument("key", metavar="KEY")
+AGENT = click.option("--agent", "agent_id", metavar="AGENT_ID",
+                     help="Agent that owns the session (needed only for the bare 'global' key).")
+
+
+@command(cli, "sessions")
+@click.option("--limit", type=click.IntRange(1, 1000), default=200, show_default=True)
+@click.option("--agent", "agent_id", metavar="AGENT_ID", help="Only sessions of this agent.")
+@pass_state
+def sessions_cmd(state: State, limit: int, agent_id: str | None) -> None:
+    """List sessions with kind, spawn parent, stateVersion and pending notices.
+
+    Pending is the number of entries waiting in the session's system-event queue
+    (notices it has not consumed yet).
+
+    \b
+    Examples:
+      sessionwatch sessions
+      sessionwatch sessions --agent main --json
+    """
+    be = state.backend()
+    rows = be.list_sessions(limit=limit, agent_id=agent_id)
+    for r in rows:
+        r.setdefault("stateVersion", 0)
+        r["pending"] = len(be.peek_system_events(r["sessionKey"], agent_id=r.get("agentId")))
+
+    def human(c: Console) -> None:
+        if not rows:
+            c.print("No sessions.")
+            return
+        c.print(table(f"Sessions ({be.where})", ["key", "kind", "parent", "stateVersion", "pending"],
+                      [[r["sessionKey"], r.get("kind"), r.get("spawnedBy"), r["stateVersion"], r["pending"]]
+                       for r in rows]))
+
+    emit(state.json, {"sessions": rows}, human)
+
+
+@command(cli, "status")
+@KEY
+@click.option("--since", type=click.IntRange(min=0), metavar="N",
+              help="Also show the typed changes after sequence N (the number in a stale notice).")
+@click.option("--as", "caller", metavar="CALLER", help="Ask as this session (default: KEY itself).")
+@AGENT
+@pass_state
+def status_cmd(state: State, key: str, since: int | None, caller: str | None, agent_id: str | None) -> None:
+    """Show a session's status; with --since N, exactly what changed after N.
+
+    Runs the session_status tool, which never moves a cursor: looking is free.
+
+    \b
+    Examples:
+      sessionwatch status agent:main:main
+      sessionwatch status agent:main:subagent:researcher --since 4
+      sessionwatch status agent:main:subagent:researcher --since 4 --json
+    """
+    parse_key(key, "KEY")  # name the argument in the error, not the caller it defaults to
+    args: dict[str, Any] = {"sessionKey": key}
+    if since is not None:
+        args["changesSince"] = since
+    out = state.backend().tool("session_status", args, caller=caller or key, agent_id=agent_id)
+
+    def human(c: Console) -> None:
+        info = {k: out[k] for k in ("sessionKey", "agentId", "sessionId", "kind", "stateVersion", "spawnedBy",
+                                    "activeRunId", "goal") if k in out}
+        c.print(kv_table(f"Session {out['sessionKey']}", info))
+        changes = out.get("stateChanges")
+        if changes is None:
+            return
+        events = changes.get("events", [])
+        if events:
+            c.print(table(f"Changes after {since}", ["seq", "time", "kind", "actor", "summary"],
+                          [[e["sequence"], ts(e.get("occurredAt")), e["kind"],
+                            e.get("actorType", "") + (f":{e['actorId']}" if e.get("actorId") else ""),
+                            e.get("summary")] for e in events]))
+        else:
+            c.print(f"No changes after {since}.")
+        if changes.get("truncated"):
+            c.print("[yellow]More changes exist: ask again with --since set to the last sequence shown.[/]")
+        if changes.get("historyGap"):
+            c.print(f"[yellow]History gap: events before {changes.get('earliestAvailableSequence')} were "
+                    "pruned.[/]")
+
+    emit(state.json, out, human)
+
+
+@command(cli, "send")
+@KEY
+@click.argument("message")
+@click.option("--as", "caller", required=True, metavar="CALLER", help="The sending session (must exist).")
+@click.option("--watch", is_flag=True, help="Also watch KEY from now on (sessions_send watch: true).")
+@click.option("--timeout", type=click.FloatRange(0, 600), default=0, show_default=True, metavar="S",
+              help="Wait up to S seconds for KEY's next assistant reply.")
+@pass_state
+def send_cmd(state: State, key: str, message: str, caller: str, watch: bool, timeout: float) -> None:
+    """Send MESSAGE into session KEY as an inter-session turn from CALLER.
+
+    \b
+    Examples:
+      sessionwatch send agent:main:subagent:researcher "Use the 2024 data" --as agent:main:main
+      sessionwatch send agent:main:subagent:researcher "Status?" --as agent:main:main --watch --timeout 30
+    """
+    args: dict[str, Any] = {"sessionKey": key, "message": message}
+    if watch:
+        args["watch"] = True
+    if timeout:
+        args["timeoutSeconds"] = timeout
+    out = state.backend().tool("sessions_send", args, caller=caller)
+    emit(state.json, out, lambda c: c.print(out.get("text", ""), markup=False))
+
+
+@command(cli, "watch")
+@click.argument("target", metavar="TARGET")
+@click.option("--as", "watcher", required=True, metavar="WATCHER", help="The session that watches TARGET.")
+@AGENT
+@pass_state
+def watch_cmd(state: State, target: str, watcher: str, agent_id: str | None) -> None:
+    """Make WATCHER watch TARGET, starting at TARGET's current stateVersion.
+
+    WATCHER then gets one coalesced notice when another actor changes TARGET.
+    Both keys must be agent-qualified (agent:<agentId>:<rest>).
+
+    \b
+    Examples:
+      sessionwatch watch agent:ops:telegram:group:room-1 --as agent:ops:main
+    """
+    done = state.backend().watch(watcher, target, agent_id)
+    out = {"watcher": watcher, "target": target, "watching": done}
+    emit(state.json, out, lambda c: c.print(
+        f"{watcher} watches {target}." if done else f"{watcher} cannot watch {target} (not agent-qualified?).",
+        markup=False))
+
+
+@command(cli, "unwatch")
+@click.argument("target", metavar="TARGET")
+@click.option("--as", "watcher", required=True, metavar="WATCHER", help="The session that stops watching.")
+@pass_state
+def unwatch_cmd(state: State, target: str, watcher: str) -> None:
+    """Make WATCHER stop watching TARGET (drops its cursor and pending notice).
+
+    Also mutes spawn-parent notices for the pair until WATCHER watches TARGET again.
+
+    \b
+    Examples:
+      sessionwatch unwatch agent:main:subagent:researcher --as agent:main:main
+    """
+    out = state.backend().tool("session_unwatch", {"sessionKey": target}, caller=watcher)
+    emit(state.json, out, lambda c: c.print(out.get("text", ""), markup=False))
+
+
+@command(cli, "drain")
+@KEY
+@AGENT
+@pass_state
+def drain_cmd(state: State, key: str, agent_id: str | None) -> None:
+    """Consume KEY's pending system events (this is the acknowledgment).
+
+    Prints each 'System: [...] ...' line, the way a harness would prepend them to
+    the session's next turn.
+
+    \b
+    Examples:
+      sessionwatch drain agent:main:main
+      sessionwatch drain agent:main:main --json
+    """
+    entries = state.backend().drain_system_events(key, agent_id=agent_id)
+
+    def human(c: Console) -> None:
+        if not entries:
+            c.print(f"No pending system events for {key}.", markup=False)
+        for e in entries:
+            c.print(e.get("line", ""), markup=False)
+
+    emit(state.json, {"sessionKey": key, "events": entries}, human)
+
+
+@command(cli, "log")
+@click.option("--since", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Start after sequence N.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they are recorded (Ctrl-C stops).")
+@click.option("--interval", type=click.FloatRange(0.05, 60), default=0.5, show_default=True, metavar="S",
+              help="Polling interval for --follow.")
+@pass_state
+def log_cmd(state: State, since: int, follow: bool, interval: float) -> None:
+    """Print the signal log of every session, oldest first; --follow tails it live.
+
+    One line per event: sequence, time, session, kind, actor and summary. With --json,
+    one JSON object per line (JSON Lines), ready for jq.
+
+    \b
+    Examples:
+      sessionwatch log
+      sessionwatch log --since 120
+      sessionwatch log --follow --json | jq .kind
+    """
+    be = state.backend()
+    c = console()
+    after = since
+    try:
+        while True:
+            batch = be.events_after(after, 200)
+            for e in batch:
+                if state.json:
+                    print_jsonl(e)
+                else:
+                    c.print(event_line(e), markup=False)
+                after = max(after, int(e["sequence"]))
+            if len(batch) == 200:
+                continue
+            if not follow:
+                return
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return
+
+
+@command(cli, "prune")
+@pass_state
+def prune_cmd(state: State) -> None:
+    """Apply retention now (30 days / 50,000 rows by default) and drop orphaned cursors.
+
+    \b
+    Examples:
+      sessionwatch prune
+    """
+    out = state.backend().prune()
+    emit(state.json, out, lambda c: c.print(kv_table("Prune", out)))
+
+
+@command(cli, "put")
+@KEY
+@AGENT
+@click.option("--kind", type=click.Choice(["main", "direct", "group", "subagent", "cron", "other"]),
+              help="Session kind (inferred from KEY when omitted).")
+@click.option("--spawned-by", metavar="PARENT", help="The session that spawned this one.")
+@click.option("--label", help="A short label.")
+@pass_state
+def put_cmd(state: State, key: str, agent_id: str | None, kind: str | None, spawned_by: str | None,
+            label: str | None) -> None:
+    """Create session KEY (or update its kind, parent or label).
+
+    \b
+    Examples:
+      sessionwatch put agent:main:main
+      sessionwatch put agent:ops:telegram:group:room-1 --label "ops room"
+      sessionwatch put global --agent ops
+    """
+    out = state.backend().put_session(key, agent_id=agent_id, kind=kind, spawned_by=spawned_by, label=label)
+    emit(state.json, out, lambda c: c.print(kv_table(
+        ("Created " if out.get("created") else "Updated ") + out.get("sessionKey", key), out)))
+
+
+@command(cli, "inbound")
+@KEY
+@click.argument("text")
+@click.option("--channel", required=True, help="Where the turn came from (webchat, telegram, ...).")
+@click.option("--provenance", type=click.Choice(["external_user", "inter_session", "internal_system"]),
+              help="Who sent it; omitted means a person.")
+@click.option("--source", "source_session_key", metavar="KEY", help="Sending session for inter_session turns.")
+@click.option("--human-id", help="Identifier of the person.")
+@click.option("--lane", help="'subagent' marks the parent's own dispatch (never a human message).")
+@AGENT
+@pass_state
+def inbound_cmd(state: State, key: str, text: str, channel: str, provenance: str | None,
+                source_session_key: str | None, human_id: str | None, lane: str | None, agent_id: str | None) -> None:
+    """Record a turn arriving in session KEY (by default: a person typing).
+
+    A person's turn in a session with a spawn parent or a watcher records
+    human_direct_message, and the watchers get one stale notice.
+
+    \b
+    Examples:
+      sessionwatch inbound agent:main:subagent:researcher "Stop, use the new brief" --channel webchat
+      sessionwatch inbound agent:ops:telegram:group:room-1 "deploy is done" --channel telegram --human-id ana
+    """
+    if provenance == "inter_session" and not source_session_key:
+        raise InvalidArgument("--provenance inter_session needs --source KEY")
+    out = state.backend().inbound(key, text, channel=channel, provenance=provenance,
+                                  source_session_key=source_session_key, human_id=human_id, lane=lane,
+                                  agent_id=agent_id)
+
+    def human(c: Console) -> None:
+        ev = out.get("event")
+        c.print(f"Recorded {ev['kind']} #{ev['sequence']} in {key}." if ev
+                else f"Stored the turn in {key}; no signal recorded (actor {out.get('actorType')}, "
+                     "or nobody watches it).", markup=False)
+
+    emit(state.json, out, human)
+
+
+@command(cli, "cursors")
+@click.option("--watcher", metavar="KEY", help="Only cursors of this watcher.")
+@click.option("--target", metavar="KEY", help="Only cursors on this target.")
+@pass_state
+def cursors_cmd(state: State, watcher: str | None, target: str | None) -> None:
+    """List watch cursors: who watches whom, and how far each has seen.
+
+    \b
+    Examples:
+      sessionwatch cursors
+      sessionwatch cursors --watcher agent:main:main --json
+    """
+    rows = state.backend().cursors(watcher=watcher, target=target)
+
+    def human(c: Console) -> None:
+        if not rows:
+            c.print("No cursors.")
+            return
+        c.print(table("Cursors", ["watcher", "target", "lastSeen", "notified", "material", "provenance", "updated"],
+                      [[r.get("watcher"), r.get("target"), r.get("lastSeen"), r.get("notified"), r.get("material"),
+                        r.get("provenance"), ts(r.get("updatedAt"))] for r in rows]))
+
+    emit(state.json, {"cursors": rows}, human)
+
+

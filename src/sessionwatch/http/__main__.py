@@ -1,0 +1,49 @@
+"""``python -m sessionwatch.http``: serve the gateway (see docs/http.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import SessionwatchError
+from .app import DEFAULT_MAX_BODY
+from .server import serve
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    env = os.environ
+    p = argparse.ArgumentParser(prog="python -m sessionwatch.http", description="Serve the sessionwatch gateway.")
+    p.add_argument("--store", default=env.get("SESSIONWATCH_STORE"),
+                   help="store URL (sqlite:///path.db, postgresql://...); default $SESSIONWATCH_STORE or the "
+                        "per-user state file")
+    p.add_argument("--host", default=env.get("SESSIONWATCH_HOST", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(env.get("SESSIONWATCH_PORT", "7878")))
+    p.add_argument("--token", default=None, help="bearer token (default $SESSIONWATCH_TOKEN); required beyond "
+                                                 "loopback")
+    p.add_argument("--log-level", default=env.get("SESSIONWATCH_LOG_LEVEL", "info").lower(), type=str.lower,
+                   choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--no-access-log", action="store_true", help="do not write a JSON line per request")
+    p.add_argument("--no-monitor", action="store_true", help="do not start the upstream monitor")
+    p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY)
+    p.add_argument("--keepalive", type=float, default=15.0, help="seconds between SSE keep-alive comments")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    access = not args.no_access_log and os.environ.get("SESSIONWATCH_ACCESS_LOG", "1") != "0"
+    try:
+        serve(args.store, host=args.host, port=args.port, token=args.token, log_level=args.log_level,
+              monitor=not args.no_monitor, access_log=access, max_body_bytes=args.max_body_bytes,
+              keepalive_s=args.keepalive)
+    except SessionwatchError as exc:
+        print(f"sessionwatch: {exc.code}: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

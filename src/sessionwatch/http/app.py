@@ -1,0 +1,84 @@
+"""``create_app``: the Starlette application of the sessionwatch gateway."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+
+from .. import __version__
+from ..engine import Gateway
+from . import openapi, routes_log, routes_sessions, routes_tools, routes_upstream, sse
+from .endpoints import Call, Endpoint, make_routes
+from .errors import http_exception_handler, internal_error_handler
+from .jsonio import json_response
+from .middleware import Guard
+from .runtime import GatewayFactory, Runtime, redact_url
+
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+
+
+def _meta_routes(runtime: Runtime, doc: Callable[[], dict[str, Any]]) -> list[Endpoint]:
+    def health(c: Call) -> Any:
+        gw = runtime.gateway
+        if runtime.state == "ok" and gw is not None:
+            return {"status": "ok", "storeUrl": redact_url(getattr(gw.store, "url", "")), "version": __version__,
+                    "swept": gw.swept, "streams": len(runtime.streams)}
+        body: dict[str, Any] = {"status": runtime.state, "version": __version__}
+        if runtime.message:
+            body["message"] = runtime.message
+        return json_response(body, 503)
+
+    def openapi_doc(c: Call) -> Any:
+        return doc()
+
+    return [
+        Endpoint("GET", "/v1/health", "health", "Readiness: 503 {status: starting} until the restart sweep has "
+                 "finished, then 200 {status: ok, storeUrl, version, swept}. Needs no token.", health, tag="meta",
+                 needs_gateway=False),
+        Endpoint("GET", "/v1/openapi.json", "openapi", "This OpenAPI 3.1 document.", openapi_doc, tag="meta",
+                 needs_gateway=False, result={"type": "object"}),
+    ]
+
+
+def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: str | None = None,
+               max_body_bytes: int = DEFAULT_MAX_BODY, keepalive_s: float = 15.0,
+               on_open_error: Callable[[BaseException], None] | None = None) -> Starlette:
+    """The gateway app. Given a factory, the app opens the Gateway on a worker thread at startup (health
+    answers 503 until it is open) and closes it at shutdown; given a Gateway, it borrows it (you close it).
+
+    ``token`` (when set) is required as ``Authorization: Bearer <token>`` on every route but health.
+    ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on SIGTERM/SIGINT).
+    """
+    runtime = Runtime(gateway_factory_or_gateway, keepalive_s=keepalive_s, on_open_error=on_open_error)
+    cached: dict[str, Any] = {}
+
+    def doc() -> dict[str, Any]:
+        if "doc" not in cached:
+            cached["doc"] = openapi.build(endpoints, token_required=token is not None)
+        return cached["doc"]  # type: ignore[no-any-return]
+
+    endpoints: list[Endpoint] = [*_meta_routes(runtime, doc), *routes_tools.ROUTES, *sse.ROUTES,
+                                 *routes_sessions.ROUTES, *routes_log.ROUTES, *routes_upstream.ROUTES]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await runtime.start()
+        try:
+            yield
+        finally:
+            await runtime.stop()
+
+    app = Starlette(
+        routes=make_routes(endpoints, runtime, max_body_bytes),
+        middleware=[Middleware(Guard, token=token, max_body_bytes=max_body_bytes)],
+        exception_handlers={HTTPException: http_exception_handler, Exception: internal_error_handler},
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    app.state.endpoints = endpoints
+    return app

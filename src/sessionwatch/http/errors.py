@@ -1,0 +1,51 @@
+"""JSON error bodies for the HTTP face: every failure is ``{"error": {"code", "message"}}``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..errors import ERROR_TYPES, SessionwatchError
+from .jsonio import json_response
+
+log = logging.getLogger("sessionwatch.http")
+
+# Codes the HTTP layer adds on top of the engine's stable ones (routing problems, not bad input).
+HTTP_ONLY_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+def error_json(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def status_for_code(code: object) -> int:
+    """The HTTP status of a stable error code (an unknown code is an internal error)."""
+    cls = ERROR_TYPES.get(str(code))
+    return cls.http_status if cls is not None else 500
+
+
+def error_response(exc: SessionwatchError, headers: dict[str, str] | None = None) -> Response:
+    return json_response(exc.to_json(), exc.http_status, headers)
+
+
+def tool_error_response(result: dict[str, Any]) -> Response:
+    """A tool's error object as a response with the status its code maps to."""
+    return json_response(result, status_for_code(result["error"].get("code")))
+
+
+async def http_exception_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = HTTP_ONLY_CODES.get(exc.status_code, "invalid_argument")
+    message = {404: f"no route {request.url.path}", 405: f"{request.method} is not allowed on {request.url.path}"}
+    return json_response(error_json(code, message.get(exc.status_code, str(exc.detail))), exc.status_code,
+                         dict(exc.headers or {}))
+
+
+async def internal_error_handler(request: Request, exc: Exception) -> Response:
+    # Reached only by a bug: handlers turn bad input into 4xx and store failures into 503.
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return json_response(error_json("internal", "internal error; see the gateway log"), 500)

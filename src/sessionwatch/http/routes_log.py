@@ -1,0 +1,51 @@
+"""Log, cursors, watches and maintenance: ``/v1/events``, ``/v1/cursors``, ``/v1/watch``, ``/v1/prune``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import schemas as S
+from .endpoints import Call, Endpoint
+
+
+def _cursors(c: Call) -> Any:
+    return {"cursors": c.gw.cursors(watcher=c.query.get("watcher"), target=c.query.get("target"))}
+
+
+def _events(c: Call) -> Any:
+    return {"events": c.gw.events_after(c.query.get("after", 0), c.query.get("limit", 200))}
+
+
+def _watch(c: Call) -> Any:
+    return {"watched": c.gw.watch(c.body["watcher"], c.body["target"], agent_id=c.body.get("agentId"))}
+
+
+def _unwatch(c: Call) -> Any:
+    return {"unwatched": c.gw.unwatch(c.body["watcher"], c.body["target"])}
+
+
+def _prune(c: Call) -> Any:
+    return c.gw.prune(force=c.body.get("force", True)).to_json()
+
+
+def _sweep(c: Call) -> Any:
+    return {"swept": c.gw.sweep()}
+
+
+ROUTES: list[Endpoint] = [
+    Endpoint("GET", "/v1/cursors", "cursors", "Watch cursors (who watches whom), filtered by watcher and/or "
+             "target.", _cursors, tag="log", query={"watcher": S.KEY, "target": S.KEY}, result=S.R_CURSORS),
+    Endpoint("GET", "/v1/events", "events_after", "The signal log of every session after a sequence, ascending "
+             "(for tailing).", _events, tag="log",
+             query={"after": {"type": "integer", "minimum": 0, "default": 0},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 200}},
+             result=S.R_EVENTS),
+    Endpoint("POST", "/v1/watch", "watch", "Register an explicit watch, seeded at the target's head.", _watch,
+             tag="log", body=S.WATCH, result=S.R_WATCHED),
+    Endpoint("POST", "/v1/unwatch", "unwatch", "Drop a watch and its pending notice (mutes spawn-parent notices).",
+             _unwatch, tag="log", body=S.UNWATCH, result=S.R_UNWATCHED),
+    Endpoint("POST", "/v1/prune", "prune", "Prune the log to its retention and row cap now.", _prune, tag="log",
+             body=S.PRUNE, result=S.R_PRUNE, thread=True),
+    Endpoint("POST", "/v1/sweep", "sweep", "Re-materialize unacknowledged notices (what a restart does).",
+             _sweep, tag="log", body=S.EMPTY, result=S.R_SWEPT, thread=True),
+]

@@ -1,0 +1,105 @@
+"""The app's hold on the engine: opening it off the event loop, readiness, SSE streams, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ..engine import Gateway
+from ..errors import StoreUnavailable
+
+log = logging.getLogger("sessionwatch.http")
+
+GatewayFactory = Callable[[], Gateway]
+CLOSE = object()  # put into an SSE queue to end that stream
+
+
+def redact_url(url: str) -> str:
+    """A store URL without its password (health and logs show it)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    creds, _, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}{':***' if ':' in creds else ''}@{host}"
+
+
+class Runtime:
+    """Owns the Gateway when built from a factory; otherwise borrows it (the caller closes it)."""
+
+    def __init__(self, source: Gateway | GatewayFactory, *, keepalive_s: float,
+                 on_open_error: Callable[[BaseException], None] | None = None) -> None:
+        self._factory: GatewayFactory | None = None
+        self.gateway: Gateway | None = None
+        if isinstance(source, Gateway) or hasattr(source, "call_tool"):
+            self.gateway = source  # type: ignore[assignment]
+        elif callable(source):
+            self._factory = source
+        else:
+            raise TypeError("create_app needs a Gateway or a zero-argument callable returning one")
+        self.owns = self._factory is not None
+        self.keepalive_s = keepalive_s
+        self.state = "ok" if self.gateway is not None else "starting"
+        self.message: str | None = None
+        self.error: BaseException | None = None
+        self._on_open_error = on_open_error
+        self._open_task: asyncio.Task[None] | None = None
+        self.streams: set[asyncio.Queue[Any]] = set()
+        # Waiting sessions_send calls get their own thread budget, so they never starve other work.
+        self.wait_limiter = anyio.CapacityLimiter(64)
+        self.slow_limiter = anyio.CapacityLimiter(8)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._factory is not None and self._open_task is None:
+            self._open_task = asyncio.get_running_loop().create_task(self._open())
+
+    async def _open(self) -> None:
+        assert self._factory is not None
+        try:
+            gw = await anyio.to_thread.run_sync(self._factory)
+        except BaseException as exc:  # noqa: BLE001 - reported through health, never raised into the loop
+            self.state, self.error = "failed", exc
+            self.message = f"opening the store failed: {exc.__class__.__name__}: {exc}"
+            log.error("%s", self.message)
+            if self._on_open_error is not None:
+                self._on_open_error(exc)
+            return
+        if self.state == "stopping":  # shut down while opening: close what we just opened
+            await anyio.to_thread.run_sync(gw.close)
+            return
+        self.gateway, self.state = gw, "ok"
+        log.info("gateway ready (%d notices re-materialized by the restart sweep)", gw.swept)
+
+    def begin_shutdown(self) -> None:
+        """End every SSE stream (call on the event loop) so a graceful shutdown is not held open."""
+        for queue in list(self.streams):
+            try:
+                queue.put_nowait(CLOSE)
+            except asyncio.QueueFull:
+                queue.get_nowait()
+                queue.put_nowait(CLOSE)
+
+    async def stop(self) -> None:
+        self.begin_shutdown()
+        if self._open_task is not None and not self._open_task.done():
+            self.state = "stopping"
+            await asyncio.shield(self._open_task)
+        gw, self.state = self.gateway, "stopping"
+        if gw is not None and self.owns:
+            self.gateway = None
+            await anyio.to_thread.run_sync(gw.close)
+
+    # -- per request -----------------------------------------------------------------------------
+    def require(self) -> Gateway:
+        gw = self.gateway
+        if gw is None or self.state != "ok":
+            reason = {"starting": "the gateway is starting (restart sweep in progress); retry shortly",
+                      "stopping": "the gateway is shutting down"}.get(self.state, self.message or "unavailable")
+            raise StoreUnavailable(reason)
+        return gw

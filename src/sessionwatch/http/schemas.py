@@ -1,0 +1,161 @@
+"""JSON Schemas of the HTTP bodies and results (camelCase, as in SPEC §6).
+
+Request schemas are inline (the validator in ``validate.py`` reads them); result schemas are
+OpenAPI components referenced with ``ref()``. Tool input schemas are NOT here: they come from
+``engine.tools.TOOLS``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..keys import SESSION_KINDS
+from ..kinds import GOAL_ACTIONS, RUN_STATUSES
+from ..settings import MAX_LIST_LIMIT
+
+Schema = dict[str, Any]
+
+KEY: Schema = {"type": "string", "minLength": 1, "maxLength": 512, "pattern": "^(?:global|agent:[^:]+:.+)$",
+               "description": "Session key: 'agent:<agentId>:<rest>' or the bare 'global' (no whitespace or "
+                              "control characters, no empty ':'-separated part)."}
+AGENT_ID: Schema = {"type": "string", "minLength": 1, "maxLength": 200,
+                    "description": "Agent of the session; needed for a bare 'global' key."}
+NAME: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
+TEXT: Schema = {"type": "string", "minLength": 1}
+OPT_NAME: Schema = {"type": ["string", "null"], "minLength": 1, "maxLength": 200}
+OPT_KEY: Schema = {**KEY, "type": ["string", "null"]}
+OPT_AGENT: Schema = {**AGENT_ID, "type": ["string", "null"]}
+ACTOR: Schema = {"type": ["object", "null"], "additionalProperties": False, "required": ["type"],
+                 "properties": {"type": {"type": "string", "enum": ["human", "agent", "system"]},
+                                "id": {"type": ["string", "null"], "minLength": 1, "maxLength": 512}}}
+
+
+def body(props: dict[str, Schema], required: list[str] | None = None) -> Schema:
+    return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def nullable(name: str) -> Schema:
+    return {"oneOf": [ref(name), {"type": "null"}]}
+
+
+def obj(props: dict[str, Schema], required: list[str] | None = None) -> Schema:
+    """A result object: the listed fields are typed, further fields are allowed (forward compatible)."""
+    return {"type": "object", "properties": props, "required": required or []}
+
+
+def listing(field: str, item: Schema) -> Schema:
+    return obj({field: {"type": "array", "items": item}}, [field])
+
+
+STR: Schema = {"type": "string"}
+INT: Schema = {"type": "integer"}
+BOOL: Schema = {"type": "boolean"}
+ANY_OBJECT: Schema = {"type": "object"}
+
+# -- request bodies ------------------------------------------------------------------------------
+AGENT_ONLY = body({"agentId": OPT_AGENT})
+PUT_SESSION = body({"agentId": OPT_AGENT, "kind": {"type": ["string", "null"], "enum": [*SESSION_KINDS, None]},
+                    "spawnedBy": OPT_KEY, "label": OPT_NAME, "createdBy": ACTOR})
+INBOUND = body({
+    "text": TEXT, "channel": NAME,
+    "provenance": {"type": ["string", "null"], "enum": ["external_user", "inter_session", "internal_system", None]},
+    "sourceSessionKey": OPT_KEY, "humanId": OPT_NAME, "lane": OPT_NAME,
+    "occurredAt": {"type": ["number", "null"], "description": "Epoch ms; clamped into [now - 24 h, now]."},
+    "runId": OPT_NAME, "agentId": OPT_AGENT, "dedupeKey": OPT_NAME}, ["text", "channel"])
+GOAL = body({"action": {"type": "string", "enum": list(GOAL_ACTIONS)}, "objective": {"type": ["string", "null"]},
+             "status": OPT_NAME, "actor": ACTOR, "agentId": OPT_AGENT}, ["action"])
+RUN_BEGIN = body({"runId": NAME, "agentId": OPT_AGENT}, ["runId"])
+RUN_END = body({"status": {"type": "string", "enum": list(RUN_STATUSES)}, "agentId": OPT_AGENT}, ["status"])
+COMPACTION = body({"operationId": NAME, "agentId": OPT_AGENT}, ["operationId"])
+MESSAGE = body({"role": {"type": "string", "enum": ["user", "assistant", "system"]}, "text": {"type": "string"},
+                "agentId": OPT_AGENT, "imported": {"type": "boolean"}}, ["role", "text"])
+ENQUEUE = body({"text": TEXT, "contextKey": {"type": ["string", "null"], "minLength": 1, "maxLength": 2048},
+                "agentId": OPT_AGENT}, ["text"])
+PRUNE = body({"force": {"type": "boolean"}})
+EMPTY = body({})
+WATCH = body({"watcher": KEY, "target": KEY, "agentId": OPT_AGENT}, ["watcher", "target"])
+UNWATCH = body({"watcher": KEY, "target": KEY}, ["watcher", "target"])
+CONTINUE = body({"sessionKey": OPT_KEY, "agentId": OPT_AGENT, "hostId": OPT_NAME})
+NODE = body({"url": {"type": "string", "minLength": 1, "maxLength": 2048},
+             "token": {"type": "string", "minLength": 1, "maxLength": 4096}}, ["url", "token"])
+
+# -- result components ---------------------------------------------------------------------------
+_EVENT_PROPS: dict[str, Schema] = {
+    "sequence": INT, "kind": STR, "actorType": {"type": "string", "enum": ["human", "agent", "system"]},
+    "occurredAt": INT, "summary": STR, "actorId": STR, "runId": STR, "payload": ANY_OBJECT}
+MESSAGE_PROPS: dict[str, Schema] = {"id": INT, "role": STR, "text": STR, "ts": INT, "provenance": STR,
+                                    "sourceSessionKey": STR, "channel": STR, "imported": BOOL}
+
+COMPONENTS: dict[str, Schema] = {
+    "Error": {"type": "object", "required": ["error"], "properties": {"error": {
+        "type": "object", "required": ["code", "message"],
+        "properties": {"code": {"type": "string", "enum": [
+            "invalid_argument", "not_found", "unknown_tool", "forbidden", "unauthorized", "payload_too_large",
+            "conflict", "unavailable", "method_not_allowed", "internal"]}, "message": STR}}}},
+    "Session": obj({"sessionKey": STR, "agentId": STR, "sessionId": STR, "kind": {"type": "string",
+                    "enum": list(SESSION_KINDS)}, "createdAt": INT, "updatedAt": INT, "spawnedBy": STR,
+                    "label": STR, "activeRunId": STR, "goal": ANY_OBJECT, "stateVersion": INT, "created": BOOL},
+                   ["sessionKey", "agentId", "sessionId", "kind", "createdAt", "updatedAt"]),
+    "ProjectedEvent": obj(_EVENT_PROPS, ["sequence", "kind", "actorType", "occurredAt", "summary"]),
+    "Event": obj({**_EVENT_PROPS, "sessionKey": STR, "agentId": STR, "sessionId": STR, "dedupeKey": STR},
+                 ["sequence", "kind", "actorType", "occurredAt", "summary", "sessionKey", "agentId"]),
+    "Message": obj(MESSAGE_PROPS, ["id", "role", "text", "ts"]),
+    "QueueEntry": obj({"id": INT, "text": STR, "ts": INT, "contextKey": {"type": ["string", "null"]},
+                       "line": STR}, ["id", "text", "ts", "contextKey", "line"]),
+    "Cursor": obj({"watcher": STR, "target": STR, "lastSeen": INT, "notified": INT, "material": INT,
+                   "provenance": STR, "updatedAt": INT},
+                  ["watcher", "target", "lastSeen", "notified", "material", "provenance", "updatedAt"]),
+    "StateChanges": obj({"events": {"type": "array", "items": ref("ProjectedEvent")}, "truncated": BOOL,
+                         "earliestAvailableSequence": INT, "historyGap": BOOL},
+                        ["events", "truncated", "earliestAvailableSequence", "historyGap"]),
+    "Wake": obj({"watcher": STR, "target": STR, "reason": STR, "at": INT, "trailing": BOOL},
+                ["watcher", "target", "reason", "at", "trailing"]),
+    "Health": obj({"status": {"type": "string", "enum": ["starting", "ok", "failed", "stopping"]},
+                   "storeUrl": STR, "version": STR, "swept": INT, "streams": INT, "message": STR}, ["status"]),
+}
+
+# Results of the host operations.
+R_INBOUND = obj({"recorded": BOOL, "event": nullable("Event"), "messageId": INT, "actorType": STR},
+                ["recorded", "event"])
+R_GOAL = obj({"recorded": BOOL, "goal": {"type": ["object", "null"]}, "event": nullable("Event")},
+             ["recorded", "goal", "event"])
+R_RUN_BEGIN = obj({"sessionKey": STR, "activeRunId": STR}, ["sessionKey", "activeRunId"])
+R_RECORDED = obj({"recorded": BOOL, "wasActive": BOOL, "event": nullable("Event")}, ["recorded", "event"])
+R_DELETED = obj({"deleted": BOOL}, ["deleted"])
+R_ENTRIES = listing("entries", ref("QueueEntry"))
+R_ENQUEUED = obj({"queued": BOOL, "entry": nullable("QueueEntry")}, ["queued", "entry"])
+R_STATE_VERSION = obj({"sessionKey": STR, "agentId": STR, "stateVersion": INT}, ["sessionKey", "stateVersion"])
+R_LINK = obj({"link": {"type": ["object", "null"]}}, ["link"])
+R_CURSORS = listing("cursors", ref("Cursor"))
+R_EVENTS = listing("events", ref("Event"))
+R_PRUNE = obj({"rowsDeleted": INT, "cursorsDeleted": INT, "headsStamped": INT, "skipped": BOOL},
+              ["rowsDeleted", "cursorsDeleted", "headsStamped", "skipped"])
+R_SWEPT = obj({"swept": INT}, ["swept"])
+R_WATCHED = obj({"watched": BOOL}, ["watched"])
+R_UNWATCHED = obj({"unwatched": BOOL}, ["unwatched"])
+R_THREADS = listing("threads", ANY_OBJECT)
+
+# Tool results (the ``text`` field is always there).
+TOOL_RESULTS: dict[str, Schema] = {
+    "sessions_spawn": obj({"sessionKey": STR, "sessionId": STR, "runId": STR, "stateVersion": INT, "text": STR},
+                          ["sessionKey", "sessionId", "runId", "stateVersion", "text"]),
+    "sessions_send": obj({"status": {"type": "string", "enum": ["ok", "accepted", "timeout", "error"]},
+                          "messageId": INT, "runId": STR, "watched": BOOL, "reply": STR, "text": STR},
+                         ["status", "text"]),
+    "session_status": obj({"sessionKey": STR, "agentId": STR, "sessionId": STR, "kind": STR, "stateVersion": INT,
+                           "spawnedBy": STR, "activeRunId": STR, "goal": ANY_OBJECT,
+                           "stateChanges": ref("StateChanges"), "text": STR},
+                          ["sessionKey", "agentId", "sessionId", "stateVersion", "text"]),
+    "sessions_list": obj({"sessions": {"type": "array", "items": obj(
+        {"sessionKey": STR, "agentId": STR, "kind": STR, "spawnedBy": STR, "label": STR, "stateVersion": INT},
+        ["sessionKey", "agentId", "kind"])}, "text": STR}, ["sessions", "text"]),
+    "sessions_history": obj({"sessionKey": STR, "messages": {"type": "array", "items": ref("Message")},
+                             "text": STR}, ["sessionKey", "messages", "text"]),
+    "session_unwatch": obj({"unwatched": BOOL, "text": STR}, ["unwatched", "text"]),
+}
+
+LIST_LIMIT: Schema = {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT}

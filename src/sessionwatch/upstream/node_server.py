@@ -1,0 +1,146 @@
+"""``sessionwatch node``: serve this machine's Claude Code and Codex transcripts to a gateway, read-only.
+
+Routes (bearer token on all but health):
+
+* ``GET /v1/node/health``
+* ``GET /v1/node/threads?catalog=claude|codex`` -> ``{"threads": [...]}`` (both catalogs if omitted)
+* ``GET /v1/node/threads/{catalog}/{threadId}/items?before=<itemId>&limit=<n>`` -> ``{"items", "nextBefore"}``
+  newest first, at most 200 per page. An unknown thread is a definitive
+  ``404 {"error": {"code": "thread_not_found"}}``; a malformed thread id, item id or limit is a 400.
+
+No path leaves the transcript roots: thread ids are checked against a strict pattern and every file
+must resolve (symlinks followed) inside its catalog folder. Run it with
+``python -m sessionwatch.upstream.node_server --port P --token T [--claude-root DIR] [--codex-root DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import logging
+import os
+import sys
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ..errors import InvalidArgument, NotFound, SessionwatchError
+from .catalogs import CATALOG_IDS, LocalCatalog, check_thread_id
+from .node_items import check_before, check_limit, items_page
+
+log = logging.getLogger("sessionwatch.node")
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def create_node_app(token: str, *, claude_root: str | None = None, codex_root: str | None = None) -> Starlette:
+    if not isinstance(token, str) or not token.strip():
+        raise InvalidArgument("a node needs a non-empty token")
+    catalogs = {"claude": LocalCatalog("claude", claude_root), "codex": LocalCatalog("codex", codex_root)}
+    expected = f"Bearer {token}".encode()
+
+    def authorized(request: Request) -> bool:
+        given = request.headers.get("authorization", "").encode()
+        return hmac.compare_digest(given, expected)
+
+    def catalog_of(value: str | None) -> LocalCatalog:
+        if value not in catalogs:
+            raise InvalidArgument(f"catalog must be one of {', '.join(CATALOG_IDS)}, got {value!r}")
+        return catalogs[value]
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"ok": True, "catalogs": list(CATALOG_IDS)})
+
+    async def threads(request: Request) -> JSONResponse:
+        if not authorized(request):
+            return _error(401, "unauthorized", "missing or wrong bearer token")
+        name = request.query_params.get("catalog")
+        chosen = [catalog_of(name)] if name is not None else list(catalogs.values())
+
+        def listing() -> list[dict[str, Any]]:
+            out: list[dict[str, Any]] = []
+            for cat in chosen:
+                out.extend(cat.list_threads(include_paths=False))
+            return sorted(out, key=lambda t: -t["updatedAt"])
+
+        try:
+            return JSONResponse({"threads": await run_in_threadpool(listing)})
+        except OSError as exc:
+            return _error(503, "unavailable", f"cannot list transcripts: {exc.strerror or exc}")
+
+    async def items(request: Request) -> JSONResponse:
+        if not authorized(request):
+            return _error(401, "unauthorized", "missing or wrong bearer token")
+        cat = catalog_of(request.path_params["catalog"])
+        thread_id = check_thread_id(request.path_params["thread_id"])
+        before = check_before(request.query_params.get("before"))
+        limit = check_limit(request.query_params.get("limit"))
+
+        def page() -> dict[str, Any] | None:
+            found = cat.locate(thread_id)
+            if found is None:
+                return None
+            return items_page(found.path, cat.rules, before, limit)
+
+        try:
+            result = await run_in_threadpool(page)
+        except OSError as exc:
+            return _error(503, "unavailable", f"cannot read the transcript: {exc.strerror or exc}")
+        if result is None:
+            return _error(404, "thread_not_found", f"no {cat.catalog_id} thread {thread_id!r} on this node")
+        return JSONResponse(result)
+
+    async def sw_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, SessionwatchError)
+        status = 404 if isinstance(exc, NotFound) else exc.http_status
+        return _error(status, exc.code, exc.message)
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_argument")
+        return _error(exc.status_code, code, str(exc.detail))
+
+    routes = [
+        Route("/v1/node/health", health, methods=["GET"]),
+        Route("/v1/node/threads", threads, methods=["GET"]),
+        Route("/v1/node/threads/{catalog}/{thread_id}/items", items, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, exception_handlers={SessionwatchError: sw_error, HTTPException: http_error})
+
+
+def serve_node(host: str, port: int, token: str, claude_root: str | None = None,
+               codex_root: str | None = None) -> None:
+    """Serve until interrupted (blocking)."""
+    import uvicorn
+
+    app = create_node_app(token, claude_root=claude_root, codex_root=codex_root)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sessionwatch.upstream.node_server",
+                                     description="Serve this machine's Claude Code and Codex transcripts "
+                                                 "to a sessionwatch gateway (read-only, bearer token).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--token", default=os.environ.get("SESSIONWATCH_NODE_TOKEN"),
+                        help="bearer token (default: $SESSIONWATCH_NODE_TOKEN)")
+    parser.add_argument("--claude-root", default=None, help="Claude config folder (default: "
+                                                             "$CLAUDE_CONFIG_DIR or ~/.claude)")
+    parser.add_argument("--codex-root", default=None, help="Codex home (default: $CODEX_HOME or ~/.codex)")
+    args = parser.parse_args(argv)
+    if not args.token:
+        parser.error("--token (or $SESSIONWATCH_NODE_TOKEN) is required")
+    serve_node(args.host, args.port, args.token, claude_root=args.claude_root, codex_root=args.codex_root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

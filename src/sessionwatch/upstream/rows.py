@@ -1,0 +1,89 @@
+"""Classify transcript rows: the fast path for ordinary rows, the streaming path for oversized ones.
+
+Fast path: a cheap byte test drops rows that cannot be a person's prompt before any JSON parsing (it
+is exact: a row that decodes to the needed string must contain it literally or use a ``\\u`` escape),
+then orjson and the catalog's dict classifier. Streaming path: :class:`JsonStream` with the catalog's
+reducer, whose state can be saved between ticks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .claude_rows import classify_claude
+from .codex_rows import classify_codex
+from .jsonstream import JsonStream
+from .stream_reducers import ClaudeReducer, CodexReducer
+from .verdict import NOT_HUMAN, Verdict
+
+try:
+    import orjson
+
+    _loads: Callable[[bytes], Any] = orjson.loads
+except ImportError:  # pragma: no cover - orjson is a dependency; stdlib fallback keeps things working
+    import json
+
+    def _reject_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    def _loads(data: bytes) -> Any:
+        return json.loads(data, parse_constant=_reject_constant)
+
+CATALOGS = ("claude", "codex")
+
+
+class RowRules:
+    """The per-catalog rules: byte pre-filter, dict classifier and streaming reducer."""
+
+    def __init__(self, catalog: str, needles: tuple[bytes, ...], classify: Callable[[Any], Verdict],
+                 reducer: type[ClaudeReducer] | type[CodexReducer]) -> None:
+        self.catalog = catalog
+        self.needles = needles + (b"\\u",)
+        self.classify_obj = classify
+        self.reducer = reducer
+
+    def could_be_human(self, line: bytes) -> bool:
+        return any(n in line for n in self.needles)
+
+    def classify(self, line: bytes) -> Verdict:
+        """One complete row (no newline; a trailing CR is JSON whitespace)."""
+        if not self.could_be_human(line):
+            return NOT_HUMAN
+        try:
+            row = _loads(line)
+        except (ValueError, RecursionError):
+            return NOT_HUMAN
+        return self.classify_obj(row)
+
+    def stream(self, state: dict[str, Any] | None = None) -> RowStream:
+        return RowStream(self, state)
+
+
+class RowStream:
+    """Classify one row fed in pieces, with bounded memory; ``to_state`` survives between ticks."""
+
+    def __init__(self, rules: RowRules, state: dict[str, Any] | None = None) -> None:
+        self.rules = rules
+        self.reducer = rules.reducer(state.get("r") if state else None)
+        self.parser = JsonStream(self.reducer, state.get("j") if state else None)
+
+    def feed(self, data: bytes) -> None:
+        self.parser.feed(data)
+
+    def finish(self) -> Verdict:
+        if not self.parser.finish():
+            return NOT_HUMAN
+        return self.reducer.verdict()
+
+    def to_state(self) -> dict[str, Any]:
+        return {"j": self.parser.to_state(), "r": {} if self.parser.bad else self.reducer.to_state()}
+
+
+CLAUDE = RowRules("claude", (b'"user"',), classify_claude, ClaudeReducer)
+CODEX = RowRules("codex", (b"user_message", b"UserMessage"), classify_codex, CodexReducer)
+RULES = {"claude": CLAUDE, "codex": CODEX}
+
+
+def rules_for(catalog: str) -> RowRules:
+    return RULES[catalog]

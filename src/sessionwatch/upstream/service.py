@@ -1,0 +1,208 @@
+"""``UpstreamService``: catalogs, adoption links, paired nodes and the periodic monitor, per gateway.
+
+The gateway creates it on first use (``gateway.upstream``) and delegates ``list_threads``,
+``continue_thread``, ``link``, ``upstream_tick``, ``upstream_results`` and ``pair_node`` to it. Call
+:meth:`start` to run the monitor on the gateway's timers: the first tick 15 s after start, then every
+60 s (``Settings.monitor_first_tick_ms`` / ``monitor_interval_ms``). With an injected clock ticks run
+only through ``gateway.run_due``, synchronously; on real timers each tick runs on its own thread so a
+slow provider never holds up wake delivery.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+from ..errors import NotFound, StoreUnavailable
+from ..store.records import Node
+from .adoption import Adopter, check_pairing
+from .catalogs import CATALOG_IDS, LocalCatalog, check_catalog
+from .links import LOCAL_HOST, link_json, parse_host
+from .monitor import Monitor, Provider
+from .node_client import NodeClient, NodeError
+from .providers import LocalFiles, NodeThreads
+
+log = logging.getLogger("sessionwatch.upstream")
+
+
+class UpstreamService:
+    def __init__(self, gateway: Any) -> None:
+        self.gw = gateway
+        self.catalogs: dict[str, LocalCatalog] = {c: LocalCatalog(c) for c in CATALOG_IDS}
+        self.node_timeout_s = 10.0
+        self.listing_timeout_s = 5.0
+        self._background: bool | None = None
+        self._tick_lock = threading.Lock()
+        self._ticks = 0
+        self._last: dict[str, Any] = {"tick": 0, "status": "never", "links": [], "providers": []}
+        self._next_due: int | None = None
+        self._registered = False
+        self._runner: threading.Thread | None = None
+        self.monitor = Monitor(gateway, self._provider_for)
+        self.adopter = Adopter(gateway, self.catalogs, self._client)
+
+    # -- configuration --------------------------------------------------------------------------
+    def configure(self, claude_root: str | os.PathLike[str] | None = None,
+                  codex_root: str | os.PathLike[str] | None = None, *, node_timeout_s: float | None = None,
+                  background: bool | None = None) -> None:
+        """Override the transcript roots (default: ``$CLAUDE_CONFIG_DIR`` or ~/.claude, ``$CODEX_HOME`` or
+        ~/.codex), the per-request node timeout, and whether timed ticks run on their own thread."""
+        if claude_root is not None:
+            self.catalogs["claude"] = LocalCatalog("claude", claude_root)
+        if codex_root is not None:
+            self.catalogs["codex"] = LocalCatalog("codex", codex_root)
+        if claude_root is not None or codex_root is not None:
+            self.adopter.catalogs = self.catalogs
+        if node_timeout_s is not None:
+            self.node_timeout_s = float(node_timeout_s)
+        if background is not None:
+            self._background = background
+
+    def _client(self, node: Node) -> NodeClient:
+        return NodeClient(node, timeout=self.node_timeout_s)
+
+    def _provider_for(self, catalog: str, host: str) -> Provider | None:
+        if catalog not in self.catalogs:
+            return None
+        if host == LOCAL_HOST:
+            return LocalFiles(self.catalogs[catalog], self.gw.settings.scan_window_bytes)
+        if host.startswith("node:"):
+            node = self.gw.store.get_node(host[5:])
+            if node is None:
+                return None
+            s = self.gw.settings
+            return NodeThreads(node, catalog, s.node_page_size, s.node_max_pages, self._client)
+        return None
+
+    # -- catalogs and links ---------------------------------------------------------------------
+    def list_threads(self, catalog_id: str) -> list[dict[str, Any]]:
+        """This machine's threads of the catalog, then each paired node's (unreachable nodes are left out).
+
+        ``node:<nodeId>`` lists that node's threads of every catalog (an unreachable node is an error)."""
+        if isinstance(catalog_id, str) and catalog_id.startswith("node:"):
+            return self._node_threads(catalog_id)
+        catalog = check_catalog(catalog_id)
+        out: list[dict[str, Any]] = []
+        try:
+            for t in self.catalogs[catalog].list_threads():
+                t["hostId"] = LOCAL_HOST
+                out.append(t)
+        except OSError as exc:
+            log.warning("listing local %s threads failed: %s", catalog, exc)
+        try:
+            nodes = self.gw.store.nodes()
+        except Exception:
+            log.exception("listing paired nodes failed")
+            nodes = []
+        for node in nodes:
+            try:
+                with NodeClient(node, timeout=min(self.listing_timeout_s, self.node_timeout_s)) as client:
+                    remote = client.threads(catalog)
+            except NodeError as exc:
+                log.info("node %s left out of the listing: %s", node.node_id, exc)
+                continue
+            for t in remote:
+                t = dict(t)
+                t.pop("filePath", None)
+                t["catalogId"] = catalog
+                t["hostId"] = f"node:{node.node_id}"
+                out.append(t)
+        return out
+
+    def _node_threads(self, host_id: str) -> list[dict[str, Any]]:
+        node_id = parse_host(host_id)
+        node = self.gw.store.get_node(node_id) if node_id is not None else None
+        if node is None:
+            raise NotFound(f"node {host_id[5:]!r} is not paired")
+        out: list[dict[str, Any]] = []
+        with NodeClient(node, timeout=min(self.listing_timeout_s, self.node_timeout_s)) as client:
+            for catalog in CATALOG_IDS:
+                try:
+                    remote = client.threads(catalog)
+                except NodeError as exc:
+                    raise StoreUnavailable(f"node {node.node_id} did not answer: {exc}") from None
+                out.extend({**t, "catalogId": catalog, "hostId": host_id} for t in remote)
+        return out
+
+    def continue_thread(self, catalog_id: str, thread_id: str, *, session_key: str | None = None,
+                        agent_id: str | None = None, host_id: str = LOCAL_HOST) -> dict[str, Any]:
+        return self.adopter.continue_thread(catalog_id, thread_id, session_key=session_key, agent_id=agent_id,
+                                            host_id=host_id)
+
+    def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
+        key, agent = self.gw.resolve(session_key, agent_id)
+        found = self.gw._safe(lambda: self.gw.store.get_link(key, agent), None)
+        return None if found is None else link_json(found)
+
+    def pair_node(self, node_id: str, url: str, token: str) -> dict[str, Any]:
+        nid, base, tok = check_pairing(node_id, url, token)
+        now = self.gw.clock()
+        existing = self.gw.store.get_node(nid)
+        node = self.gw.store.put_node(Node(nid, base, tok, existing.created_at if existing else now, now))
+        out = node.to_json()
+        out["hostId"] = f"node:{nid}"
+        return out
+
+    # -- the monitor ----------------------------------------------------------------------------
+    def tick(self) -> dict[str, Any]:
+        """Run one monitor tick now and return its results (``status: busy`` if one is running)."""
+        if not self._tick_lock.acquire(blocking=False):
+            return {"tick": self._ticks, "status": "busy", "links": [], "providers": []}
+        try:
+            guard = self.gw.store.try_lock("upstream-monitor")
+            if guard is None:  # another gateway sharing the store is ticking
+                return {"tick": self._ticks, "status": "busy", "links": [], "providers": []}
+            with guard:
+                result = self.monitor.tick()
+            self._ticks += 1
+            result["tick"] = self._ticks
+            self._last = result
+            return result
+        finally:
+            self._tick_lock.release()
+
+    def last_results(self) -> dict[str, Any]:
+        return self._last
+
+    def start(self) -> None:
+        """Tick on the gateway's timers: first after ``monitor_first_tick_ms``, then every interval."""
+        self._next_due = self.gw.clock() + self.gw.settings.monitor_first_tick_ms
+        if not self._registered:
+            self._registered = True
+            self.gw.add_periodic(self)
+        else:
+            self.gw._timer_event.set()
+
+    def stop(self) -> None:
+        """No more timed ticks; an in-flight tick publishes nothing more."""
+        self._next_due = None
+        self.monitor.abort()
+
+    @property
+    def running(self) -> bool:
+        return self._next_due is not None
+
+    # Periodic (driven by Gateway.run_due)
+    def due_at(self) -> int | None:
+        return self._next_due
+
+    def run_due(self, now: int) -> None:
+        if self._next_due is None or now < self._next_due:
+            return
+        self._next_due = now + self.gw.settings.monitor_interval_ms
+        background = self._background if self._background is not None else not self.gw._injected_clock
+        if not background:
+            self.tick()
+            return
+        if self._runner is not None and self._runner.is_alive():
+            return  # single-flight: the previous tick is still running
+        self._runner = threading.Thread(target=self._tick_quietly, name="sessionwatch-upstream-tick", daemon=True)
+        self._runner.start()
+
+    def _tick_quietly(self) -> None:
+        try:
+            self.tick()
+        except Exception:
+            log.exception("upstream tick failed")

@@ -1,0 +1,317 @@
+"""Bounded-memory classification of oversized rows: reducers for :class:`JsonStream`.
+
+Each reducer applies exactly the rules of its dict-path twin (``claude_rows``, ``codex_rows``), keeping
+only flags, small strings and :class:`StreamText` digests. Duplicate keys behave as in the parser: the
+last value wins, because a value starting at a path resets what was kept for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .jsonstream import Path
+from .normalize import Digest, StreamText
+from .rules import INTER_SESSION_PREFIX, MACHINE_PROMPT_SOURCES, RESEED_TAGS, bad_candidate
+from .verdict import NOT_HUMAN, Verdict
+
+MAX_PART_DIGESTS = 64
+
+
+def _scalar_truthy(kind: str, value: Any) -> bool:
+    if kind in ("object", "array", "true"):
+        return True
+    if kind == "string":
+        return value != ""  # a long string (None) is non-empty
+    if kind == "number":
+        return float(value) != 0
+    return False
+
+
+def _text(state: dict[str, Any] | None, watch: tuple[str, ...] = ()) -> StreamText | None:
+    return None if state is None else StreamText.from_state(state, watch)
+
+
+class ClaudeReducer:
+    _FLAGS = ("isSidechain", "isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
+
+    def __init__(self, state: dict[str, Any] | None = None) -> None:
+        s = state or {}
+        self.f: dict[str, Any] = dict(s.get("f", {}))  # type, promptSource, timestamp, role; flags
+        self.msg_obj: bool = s.get("mo", False)
+        self.content: str | None = s.get("ck")  # kind of message.content
+        self.text = _text(s.get("ct"), RESEED_TAGS)  # string content
+        self.tool_result: bool = s.get("tr", False)
+        self.candidates: int = s.get("nc", 0)
+        self.bad: bool = s.get("bad", False)
+        self.first: list[str] | None = s.get("first")  # [digest, prefix]
+        self.block: dict[str, Any] | None = s.get("b")  # {"t": type, "x": text state | None}
+        self.block_text = _text(self.block.get("x"), RESEED_TAGS) if self.block else None
+
+    def to_state(self) -> dict[str, Any]:
+        block = None
+        if self.block is not None:
+            block = {"t": self.block.get("t"), "x": self.block_text.to_state() if self.block_text else None}
+        return {"f": self.f, "mo": self.msg_obj, "ck": self.content,
+                "ct": self.text.to_state() if self.text else None, "tr": self.tool_result, "nc": self.candidates,
+                "bad": self.bad, "first": self.first, "b": block}
+
+    def _reset_content(self, kind: str | None) -> None:
+        self.content, self.text, self.tool_result, self.candidates = kind, None, False, 0
+        self.bad, self.first, self.block, self.block_text = False, None, None, None
+
+    def _candidate(self, st: StreamText) -> None:
+        self.candidates += 1
+        if bad_candidate(st.prefix, tuple(st.seen)):
+            self.bad = True
+        if self.first is None:
+            self.first = [st.digest.hexdigest(), st.prefix]
+
+    def start(self, path: Path, kind: str) -> str | None:
+        depth = len(path)
+        if depth == 0:
+            return None
+        if depth == 1:
+            key = path[0]
+            if key in ("type", "promptSource", "timestamp"):
+                return "small" if kind == "string" else None
+            if key in self._FLAGS:
+                return "small" if kind == "string" else None
+            if key == "message":
+                self.msg_obj = kind == "object"
+                self.f.pop("role", None)
+                self._reset_content(None)
+            return None
+        if path[0] != "message" or not self.msg_obj:
+            return None
+        if depth == 2:
+            if path[1] == "role":
+                return "small" if kind == "string" else None
+            if path[1] == "content":
+                self._reset_content(kind)
+                if kind == "string":
+                    self.text = StreamText(RESEED_TAGS)
+                    return "text"
+            return None
+        if path[1] != "content" or self.content != "array":
+            return None
+        if depth == 3 and kind == "object":
+            self.block, self.block_text = {"t": None}, None
+        elif depth == 4 and self.block is not None:
+            if path[3] == "text":
+                self.block_text = StreamText(RESEED_TAGS) if kind == "string" else None
+                return "text" if kind == "string" else None
+            if path[3] == "type":
+                return "small" if kind == "string" else None
+        return None
+
+    def chunk(self, path: Path, text: str) -> None:
+        if len(path) == 2 and self.text is not None:
+            self.text.feed(text)
+        elif len(path) == 4 and self.block_text is not None:
+            self.block_text.feed(text)
+
+    def end(self, path: Path, kind: str, value: Any) -> None:
+        depth = len(path)
+        if depth == 0:
+            return
+        if depth == 1:
+            key = path[0]
+            if key in ("type", "promptSource", "timestamp"):
+                self.f[key] = value if kind == "string" else None
+            elif key in self._FLAGS:
+                self.f[key] = _scalar_truthy(kind, value)
+            elif key == "message" and kind not in ("object",):
+                self.msg_obj = False
+                self._reset_content(None)
+            return
+        if path[0] != "message" or not self.msg_obj:
+            return
+        if depth == 2:
+            if path[1] == "role":
+                self.f["role"] = value if kind == "string" else None
+            elif path[1] == "content" and kind not in ("string", "array", "object"):
+                self._reset_content(kind)  # a scalar content
+            return
+        if path[1] != "content" or self.content != "array":
+            return
+        if depth == 4 and self.block is not None:
+            if path[3] == "type":
+                self.block["t"] = value if kind == "string" else None
+            elif path[3] == "text" and kind != "string":
+                self.block_text = None
+        elif depth == 3 and kind == "object" and self.block is not None:
+            if self.block.get("t") == "tool_result":
+                self.tool_result = True
+            elif self.block.get("t") == "text" and self.block_text is not None:
+                self._candidate(self.block_text)
+            self.block, self.block_text = None, None
+
+    def verdict(self) -> Verdict:
+        f = self.f
+        if f.get("type") != "user" or not self.msg_obj or f.get("role") != "user":
+            return NOT_HUMAN
+        if any(f.get(k) for k in self._FLAGS):
+            return NOT_HUMAN
+        if f.get("promptSource") in MACHINE_PROMPT_SOURCES:
+            return NOT_HUMAN
+        if self.content == "string" and self.text is not None:
+            self._candidate(self.text)
+        elif self.content != "array" or self.tool_result:
+            return NOT_HUMAN
+        if not self.candidates or self.bad or self.first is None:
+            return NOT_HUMAN
+        return Verdict(True, timestamp=f.get("timestamp"), text_digest=self.first[0], text_prefix=self.first[1])
+
+
+class CodexReducer:
+    def __init__(self, state: dict[str, Any] | None = None) -> None:
+        s = state or {}
+        self.f: dict[str, Any] = dict(s.get("f", {}))  # type, timestamp, ptype, kind, itype
+        self.p_obj: bool = s.get("po", False)
+        self.msg = _text(s.get("m"))  # payload.message when a string
+        self.i_obj: bool = s.get("io", False)
+        self.c_list: bool = s.get("cl", False)
+        self.parts: list[str] = list(s.get("pd", []))
+        self.overflow: bool = s.get("of", False)
+        self.joined = Digest.from_state(s["j"]) if s.get("j") else Digest()
+        self.part: dict[str, Any] | None = s.get("pt")
+        self.part_text = _text(self.part.get("x")) if self.part else None
+
+    def to_state(self) -> dict[str, Any]:
+        part = None
+        if self.part is not None:
+            part = {"t": self.part.get("t"), "x": self.part_text.to_state() if self.part_text else None}
+        return {"f": self.f, "po": self.p_obj, "m": self.msg.to_state() if self.msg else None, "io": self.i_obj,
+                "cl": self.c_list, "pd": self.parts, "of": self.overflow, "j": self.joined.state(), "pt": part}
+
+    def _reset_item(self, is_obj: bool) -> None:
+        self.i_obj = is_obj
+        self.f.pop("itype", None)
+        self._reset_parts(False)
+
+    def _reset_parts(self, is_list: bool) -> None:
+        self.c_list, self.parts, self.overflow, self.joined = is_list, [], False, Digest()
+        self.part, self.part_text = None, None
+
+    def start(self, path: Path, kind: str) -> str | None:
+        depth = len(path)
+        if depth == 0:
+            return None
+        if depth == 1:
+            if path[0] in ("type", "timestamp"):
+                return "small" if kind == "string" else None
+            if path[0] == "payload":
+                self.p_obj = kind == "object"
+                for k in ("ptype", "kind"):
+                    self.f.pop(k, None)
+                self.msg = None
+                self._reset_item(False)
+            return None
+        if path[0] != "payload" or not self.p_obj:
+            return None
+        if depth == 2:
+            key = path[1]
+            if key in ("type", "kind"):
+                return "small" if kind == "string" else None
+            if key == "message":
+                self.msg = StreamText() if kind == "string" else None
+                return "text" if kind == "string" else None
+            if key == "item":
+                self._reset_item(kind == "object")
+            return None
+        if path[1] != "item" or not self.i_obj:
+            return None
+        if depth == 3:
+            if path[2] == "type":
+                return "small" if kind == "string" else None
+            if path[2] == "content":
+                self._reset_parts(kind == "array")
+            return None
+        if path[2] != "content" or not self.c_list:
+            return None
+        if depth == 4 and kind == "object":
+            self.part, self.part_text = {"t": None}, None
+        elif depth == 5 and self.part is not None:
+            if path[4] == "text":
+                self.part_text = StreamText() if kind == "string" else None
+                return "text" if kind == "string" else None
+            if path[4] == "type":
+                return "small" if kind == "string" else None
+        return None
+
+    def chunk(self, path: Path, text: str) -> None:
+        if len(path) == 2 and self.msg is not None:
+            self.msg.feed(text)
+        elif len(path) == 5 and self.part_text is not None:
+            self.part_text.feed(text)
+
+    def end(self, path: Path, kind: str, value: Any) -> None:
+        depth = len(path)
+        if depth == 0:
+            return
+        if depth == 1:
+            if path[0] in ("type", "timestamp"):
+                self.f[path[0]] = value if kind == "string" else None
+            elif path[0] == "payload" and kind != "object":
+                self.p_obj = False
+            return
+        if path[0] != "payload" or not self.p_obj:
+            return
+        if depth == 2:
+            key = path[1]
+            if key == "type":
+                self.f["ptype"] = value if kind == "string" else None
+            elif key == "kind":
+                # null is "absent"; any other non-string is "some other kind"
+                if kind == "null":
+                    self.f["kind"] = None
+                else:  # a long string (None here) is some other kind too
+                    self.f["kind"] = value if kind == "string" and value is not None else "\0other"
+            elif key == "message" and kind != "string":
+                self.msg = None
+            elif key == "item" and kind != "object":
+                self._reset_item(False)
+            return
+        if path[1] != "item" or not self.i_obj:
+            return
+        if depth == 3:
+            if path[2] == "type":
+                self.f["itype"] = value if kind == "string" else None
+            elif path[2] == "content" and kind != "array":
+                self._reset_parts(False)
+            return
+        if path[2] != "content" or not self.c_list:
+            return
+        if depth == 5 and self.part is not None:
+            if path[4] == "type":
+                self.part["t"] = value if kind == "string" else None
+            elif path[4] == "text" and kind != "string":
+                self.part_text = None
+        elif depth == 4 and kind == "object" and self.part is not None:
+            if self.part.get("t") == "text" and self.part_text is not None and self.part_text.digest.state()[1]:
+                if len(self.parts) < MAX_PART_DIGESTS:
+                    self.parts.append(self.part_text.digest.hexdigest())
+                else:
+                    self.overflow = True
+                self.joined.extend(self.part_text.digest, b" ")
+            self.part, self.part_text = None, None
+
+    def verdict(self) -> Verdict:
+        f = self.f
+        if f.get("type") != "event_msg" or not self.p_obj:
+            return NOT_HUMAN
+        ts = f.get("timestamp")
+        if f.get("ptype") == "user_message":
+            if f.get("kind") not in (None, "plain"):
+                return NOT_HUMAN
+            msg = self.msg or StreamText()
+            return Verdict(True, timestamp=ts, text_digest=msg.digest.hexdigest(), text_prefix=msg.prefix)
+        if f.get("ptype") == "item_completed":
+            if not self.i_obj or f.get("itype") != "UserMessage" or not self.c_list:
+                return NOT_HUMAN
+            return Verdict(True, timestamp=ts, part_digests=list(self.parts), joined_digest=self.joined.hexdigest(),
+                           parts_overflow=self.overflow)
+        return NOT_HUMAN
+
+
+__all__ = ["ClaudeReducer", "CodexReducer", "INTER_SESSION_PREFIX"]

@@ -1,0 +1,41 @@
+"""Every command documents itself: --help works, shows examples and the --json flag."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessionwatch.cli import cli
+
+from .conftest import Runner
+
+COMMANDS = sorted(cli.commands)
+
+
+def test_the_documented_command_set_is_there() -> None:
+    assert set(COMMANDS) >= {"serve", "token", "mcp", "sessions", "status", "send", "watch", "unwatch", "drain",
+                             "log", "prune", "put", "inbound", "cursors", "demo", "threads", "adopt", "link",
+                             "tick", "upstream-results", "pair", "node"}
+
+
+def test_top_level_help_lists_exit_codes(sw: Runner) -> None:
+    r = sw("--help")
+    assert r.code == 0, r
+    assert "3 not found" in r.out and "Examples:" in r.out
+    for name in COMMANDS:
+        assert name in r.out
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_has_help_with_examples(sw: Runner, name: str) -> None:
+    r = sw(name, "--help")
+    assert r.code == 0, r
+    assert f"Usage: sessionwatch {name}" in r.out
+    assert "Examples:" in r.out
+    assert f"sessionwatch {name}" in r.out.split("Examples:")[1] or f" {name} " in r.out.split("Examples:")[1]
+    assert "--json" in r.out
+
+
+def test_unknown_command_and_missing_argument_are_usage_errors(sw: Runner) -> None:
+    assert sw("frobnicate").code == 2
+    assert sw("status").code == 2
+    assert sw("send", "agent:main:main", "hi").code == 2  # --as is required
