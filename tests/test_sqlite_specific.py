@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from sessionwatch.errors import StoreUnavailable
+
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 from sessionwatch.store.sqlite import sqlite_path
@@ -146,8 +148,9 @@ def test_a_corrupt_file_is_refused_and_left_alone(tmp_path) -> None:
     path = tmp_path / "junk.db"
     junk = b"this is not a database" * 100
     path.write_bytes(junk)
-    with pytest.raises(Exception, match="not a database"):
+    with pytest.raises(StoreUnavailable, match="cannot open store .*junk.db.*not a database") as err:
         Gateway.open(f"sqlite:///{path}", clock=ManualClock())
+    assert err.value.code == "unavailable"
     assert path.read_bytes() == junk
 
 

@@ -137,7 +137,8 @@ def test_clamping_applies_to_direct_records_too(gw: Gateway, clock: ManualClock)
     gw.put_session("agent:a:x")
     for given, want in [(0, clock() - DAY), (clock() * 2, clock()), (math.nan, clock()), ("x", clock()),
                         (None, clock()), (True, clock())]:
-        ev = gw.record(EventInput("agent:a:x", AGENT, "compacted", "system", "session compacted", given))  # type: ignore[arg-type]
+        ev = gw.record(EventInput("agent:a:x", AGENT, "compacted", "system", "session compacted",
+                                  given))  # type: ignore[arg-type]
         assert ev is not None and ev.event is not None
         assert ev.event.occurred_at == want, given
 
@@ -313,7 +314,8 @@ def test_spawn_records_created_then_child_spawned_and_seeds_the_caller(gw: Gatew
     seq = events[1]["sequence"]
     assert out["stateVersion"] == seq == gw.state_version(CHILD)
     c = cursor(gw, MAIN, CHILD)
-    assert c is not None and (c["lastSeen"], c["notified"], c["material"], c["provenance"]) == (seq, seq, seq, "explicit")
+    assert c is not None
+    assert (c["lastSeen"], c["notified"], c["material"], c["provenance"]) == (seq, seq, seq, "explicit")
     assert texts(gw, MAIN) == []
     session = gw.get_session(CHILD)
     assert session["spawnedBy"] == MAIN and session["kind"] == "subagent" and session["activeRunId"] == "r1"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from sessionwatch import Gateway, SessionwatchError, Settings
 from sessionwatch.clock import ManualClock
@@ -45,6 +46,7 @@ class Cur:
     material: int
     provenance: str
     updated_at: int
+    row: int = 0  # which incarnation of the pair's cursor (a deleted cursor may come back from 0)
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Model:
         self.queues: dict[str, list[tuple[str, str, int]]] = {}  # ("n", target, last_seen) | ("g", text, 0)
         self.mutes: set[tuple[str, str]] = set()
         self.next_prune_at = 0
+        self.rows = itertools.count(1)
         self.fresh: list[dict[str, Any]] = []  # real events of the current step, not yet matched
 
     # -- the queue -------------------------------------------------------------------------------
@@ -113,7 +116,7 @@ class Model:
             for w in watchers:
                 c = self.cursors.get((w, key))
                 if c is None:
-                    self.cursors[(w, key)] = Cur(seq, seq, seq, "explicit", now)
+                    self.cursors[(w, key)] = Cur(seq, seq, seq, "explicit", now, next(self.rows))
                 else:
                     c.last_seen = c.notified = c.material = seq
                     c.updated_at = now
@@ -125,7 +128,7 @@ class Model:
                     continue
                 c = self.cursors.get((w, key))
                 if c is None:
-                    self.cursors[(w, key)] = Cur(0, seq, seq, "explicit", now)
+                    self.cursors[(w, key)] = Cur(0, seq, seq, "explicit", now, next(self.rows))
                 else:
                     self._material(c, seq, now)
                 moved.append(w)
@@ -159,7 +162,7 @@ class Model:
                 c.provenance = "explicit"
             return True
         h = self.heads.get(t, 0)
-        self.cursors[(w, t)] = Cur(h, h, h, provenance, now)
+        self.cursors[(w, t)] = Cur(h, h, h, provenance, now, next(self.rows))
         return True
 
     # -- drain, sweep, prune ---------------------------------------------------------------------
@@ -219,11 +222,10 @@ class WatchMachine(RuleBasedStateMachine):
         self.runs = itertools.count(1)
         self.noise = itertools.count(1)
         self.prev_heads: dict[str, int] = {}
-        self.prev_cursors: dict[tuple[str, str], tuple[int, int, int]] = {}
+        self.prev_cursors: dict[tuple[str, str, int], tuple[int, int, int]] = {}
         for key in FIXED:
             self.gw.put_session(key)
-            self.model.sessions[key] = Sess(None, "group" if key == GROUP else ("main" if key == MAIN else
-                                                                               "direct" if key == DM else "other"))
+            self.model.sessions[key] = Sess(None, "group" if key == GROUP else "other")
 
     def _fresh_url(self) -> str:
         if self.backend == "sqlite":
@@ -286,6 +288,13 @@ class WatchMachine(RuleBasedStateMachine):
     @rule(child=st.sampled_from(CHILDREN))
     def child_turn(self, child: str) -> None:
         self.human_turn(child)
+
+    @rule(rounds=st.integers(1, 3))
+    def busy_period(self, rounds: int) -> None:
+        """People typing everywhere: several targets of one watcher move on before its next drain."""
+        for _ in range(rounds):
+            for key in CHILDREN + [GROUP, DM]:
+                self.human_turn(key)
 
     @rule(caller=st.sampled_from(EVERYONE), other=st.sampled_from(EVERYONE))
     def send_watch(self, caller: str, other: str) -> None:
@@ -378,11 +387,13 @@ class WatchMachine(RuleBasedStateMachine):
         assert got == self.model.drain(key, self.clock())
         self._done()
 
-    @rule(key=st.sampled_from(FIXED))
-    def noise(self, key: str) -> None:
-        text = f"cron tick {next(self.noise)}"
-        self.gw.enqueue_system_event(key, text, context_key="cron:tick")
-        self.model.append_generic(key, text)
+    @rule(key=st.sampled_from(FIXED), count=st.integers(1, 12))
+    def noise(self, key: str, count: int) -> None:
+        """Other system events (cron and the like) filling the queue, so the 20-entry cap bites."""
+        for _ in range(count):
+            text = f"cron tick {next(self.noise)}"
+            self.gw.enqueue_system_event(key, text, context_key="cron:tick")
+            self.model.append_generic(key, text)
 
     @rule(key=st.sampled_from(EVERYONE))
     def reset(self, key: str) -> None:
@@ -460,20 +471,23 @@ class WatchMachine(RuleBasedStateMachine):
                     assert entries[0]["text"] == notice(t, c["lastSeen"])
                 else:  # ... unless the 20-entry cap evicted it
                     assert ("n", t, c["lastSeen"]) not in self.model.queue(w)
-            before = self.prev_cursors.get((w, t))
+            model_row = self.model.cursors.get((w, t))
+            before = self.prev_cursors.get((w, t, model_row.row if model_row else -1))
             if before is not None:  # a cursor never moves backwards while it exists
                 assert all(now >= then for now, then in zip(marks, before)), (before, c)
         heads = {key: self.gw.state_version(key) for key in self.model.sessions}
         for key, h in heads.items():
             assert h >= self.prev_heads.get(key, 0), key  # heads never decrease
         self.prev_heads = heads
-        self.prev_cursors = {(c["watcher"], c["target"]): (c["lastSeen"], c["notified"], c["material"])
-                             for c in cursors}
+        rows = {p: c.row for p, c in self.model.cursors.items()}
+        self.prev_cursors = {(c["watcher"], c["target"], rows.get((c["watcher"], c["target"]), -1)):
+                             (c["lastSeen"], c["notified"], c["material"]) for c in cursors}
 
 
 def test_watch_machine_matches_the_model(store_url: str) -> None:
     backend = "sqlite" if store_url.startswith("sqlite") else "postgresql"
     machine = type(f"WatchMachine_{backend}", (WatchMachine,), {"backend": backend})
+    examples = int(os.environ.get("SESSIONWATCH_STATEFUL_EXAMPLES", "100" if backend == "sqlite" else "25"))
     run_state_machine_as_test(machine, settings=settings(
-        max_examples=25, stateful_step_count=40, deadline=None, database=None,
+        max_examples=examples, stateful_step_count=50, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))

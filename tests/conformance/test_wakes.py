@@ -172,3 +172,32 @@ def test_explicit_watchers_wake_too(family: Gateway) -> None:
     gw.subscribe_wakes("agent:a:peer", wakes.append)
     gw.set_goal(CHILD, "create", objective="o")
     assert [(w.watcher, w.target, w.reason) for w in wakes] == [("agent:a:peer", CHILD, REASON)]
+
+
+def test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake(family: Gateway,
+                                                                           clock: ManualClock) -> None:
+    gw = family
+    group = "agent:a:telegram:group:g1"
+    gw.put_session(group)
+    human(gw, group)  # queued quietly for main
+    send(gw, MAIN, group, watch=True)  # now an explicit watch; the queued notice is still pending
+    wakes: list[Wake] = []
+    gw.subscribe_wakes(MAIN, wakes.append)
+    human(gw, group)
+    assert len(wakes) == 1
+    clock.advance(5 * SECOND)
+    human(gw, group)
+    gw.run_due(clock() + 20 * SECOND)
+    assert len(texts(gw, MAIN)) == 1
+    assert [w.trailing for w in wakes] == [False, True]
+
+
+def test_the_same_run_id_after_the_run_ended_stays_a_no_op(family: Gateway) -> None:
+    gw = family
+    gw.end_run(CHILD, "run-1", "ok")
+    before = (gw.events_after(0), gw.cursors())
+    history = gw.call_tool("sessions_history", {"sessionKey": CHILD}, caller=MAIN)["messages"]
+    spawn(gw, MAIN, "kid", run_id="run-1", task="again")
+    assert (gw.events_after(0), gw.cursors()) == before
+    assert "activeRunId" not in gw.get_session(CHILD)
+    assert gw.call_tool("sessions_history", {"sessionKey": CHILD}, caller=MAIN)["messages"] == history

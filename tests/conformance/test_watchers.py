@@ -255,6 +255,7 @@ def test_delete_removes_events_head_and_cursors_both_ways(family: Gateway) -> No
     assert gw.state_version(CHILD) == 0
     assert log(gw, CHILD) == []
     assert gw.cursors(watcher=CHILD) == [] and gw.cursors(target=CHILD) == []
+    assert texts(gw, CHILD) == []  # its own queue is gone too
     assert texts(gw, MAIN) == []  # its pending notice about the deleted session is gone
     err(gw.call_tool("session_status", {"sessionKey": CHILD, "changesSince": 0}, caller=MAIN), "not_found")
     assert log(gw, PEER) != []  # others untouched

@@ -9,6 +9,7 @@ differs between the backends, including choices the suite does not pin.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,7 @@ from tests.support import pg
 pytestmark = [pytest.mark.postgres,
               pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
 
+SEEDS = range(1, 1 + int(os.environ.get("SESSIONWATCH_PARITY_SEEDS", "4")))  # more: a longer search
 DAY = 86_400_000
 SETTINGS = Settings(queue_cap=3, max_events=15, retention_ms=2 * DAY, prune_interval_ms=0)
 KEYS = ["agent:a:main", "agent:a:p1", "agent:a:dm:bob", "agent:a:telegram:group:g", "agent:a:subagent:c1",
@@ -163,6 +165,6 @@ def pair(sqlite_url: str) -> Iterator[Pair]:
             p.close()
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 4] if not __import__("os").environ.get("PARITY_SEEDS") else range(int(__import__("os").environ["PARITY_SEEDS"])))
+@pytest.mark.parametrize("seed", SEEDS)
 def test_postgres_matches_sqlite_step_by_step(pair: Pair, seed: int) -> None:
     _walk(pair, random.Random(seed), 150)

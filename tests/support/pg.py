@@ -2,17 +2,20 @@
 
 The server is ``$SESSIONWATCH_TEST_PG_ADMIN`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``).
 
-Every test gets its own database, so no state leaks between tests and the tests of other people
-running against the same server never see each other. Creating one is a file copy of a template; the
-migrations (the slow part: ~70 ms idle, several hundred under load) run once per test process into a
-private template database, and each test's database is copied from it already migrated.
-``fresh_database(migrated=False)`` copies the empty ``template1`` instead (for migration tests).
+Every test gets its own database, so no state leaks between tests and the tests of others running
+against the same server never see each other. A database is a copy of a template that this test
+process migrated once (so no test pays for the schema DDL), and copies are made ahead of need on a
+background thread while the previous test runs; dropping happens in the background too. On an idle
+machine a copy takes ~15 ms; when the disk is busy, ~300 ms, which the prefetch hides.
+``fresh_database(migrated=False)`` gives a copy of the empty ``template1`` instead (migration tests).
 """
 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
+import queue
 import threading
 import uuid
 from collections.abc import Iterator
@@ -23,9 +26,15 @@ from urllib.parse import urlsplit, urlunsplit
 ADMIN_URL = os.environ.get("SESSIONWATCH_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
 PREFIX = "sw_test_"
 TEMPLATE_PREFIX = "sw_tpl_"
+AHEAD = 2  # migrated databases kept ready
 
+log = logging.getLogger("tests.support.pg")
+_lock = threading.Lock()
 _template: str | None = None
-_template_lock = threading.Lock()
+_ready: queue.Queue[str] = queue.Queue()
+_to_drop: queue.Queue[str | None] = queue.Queue()
+_worker: threading.Thread | None = None
+_wanted = threading.Event()
 
 
 @lru_cache(maxsize=1)
@@ -82,7 +91,7 @@ def _drop_stale() -> None:
 def _migrated_template() -> str:
     """This process's template database, migrated once (then left without connections)."""
     global _template
-    with _template_lock:
+    with _lock:
         if _template is None:
             try:
                 _drop_stale()
@@ -90,18 +99,77 @@ def _migrated_template() -> str:
                 pass
             name = f"{TEMPLATE_PREFIX}{os.getpid()}_{uuid.uuid4().hex[:8]}"
             _admin(f'CREATE DATABASE "{name}"')
-            atexit.register(drop_database, name)
             from sessionwatch.store.postgres import apply_migrations
 
             apply_migrations(url_for(name))
             _template = name
+            atexit.register(_shutdown)
         return _template
 
 
-def create_database(migrated: bool = True) -> str:
+def _copy(template: str) -> str:
     name = f"{PREFIX}{os.getpid()}_{uuid.uuid4().hex}"
-    template = _migrated_template() if migrated else "template1"
     _admin(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    return name
+
+
+def _background() -> None:
+    """Keep AHEAD migrated copies ready and drop finished ones, off the test's critical path."""
+    while True:
+        try:
+            name = _to_drop.get_nowait()
+        except queue.Empty:
+            name = ""
+        if name is None:
+            return
+        if name:
+            drop_database(name)
+            continue
+        if _ready.qsize() < AHEAD and _template is not None:
+            try:
+                _ready.put(_copy(_template))
+            except Exception as exc:  # the caller creates its own instead
+                log.warning("could not prepare a test database: %s", exc)
+                _wanted.wait(1.0)
+            continue
+        _wanted.wait(0.5)
+        _wanted.clear()
+
+
+def _start() -> None:
+    global _worker
+    with _lock:
+        if _worker is None:
+            _worker = threading.Thread(target=_background, name="pg-test-databases", daemon=True)
+            _worker.start()
+
+
+def _shutdown() -> None:
+    _to_drop.put(None)
+    _wanted.set()
+    if _worker is not None:
+        _worker.join(10)
+    leftovers = []
+    while not _ready.empty():
+        leftovers.append(_ready.get_nowait())
+    while not _to_drop.empty():
+        name = _to_drop.get_nowait()
+        if name:
+            leftovers.append(name)
+    for name in [*leftovers, *([_template] if _template else [])]:
+        drop_database(name)
+
+
+def create_database(migrated: bool = True) -> str:
+    if not migrated:
+        return _copy("template1")
+    template = _migrated_template()
+    _start()
+    try:
+        name = _ready.get_nowait()
+    except queue.Empty:
+        name = _copy(template)
+    _wanted.set()  # prepare the next one while this test runs
     return name
 
 
@@ -114,13 +182,17 @@ def drop_database(name: str) -> None:
 
 @contextmanager
 def fresh_database(migrated: bool = True) -> Iterator[str]:
-    """Yield the URL of a new, uniquely named database; drop it (and its connections) afterwards.
+    """Yield the URL of a new, uniquely named database; it is dropped (connections and all) afterwards.
 
-    The database already holds sessionwatch's schema (``migrated=False``: an empty one), which is
-    exactly what ``Gateway.open`` would have created in it.
+    The database already holds sessionwatch's schema, exactly what ``Gateway.open`` would have
+    created in it (``migrated=False``: an empty one).
     """
     name = create_database(migrated)
     try:
         yield url_for(name)
     finally:
-        drop_database(name)
+        if _worker is not None:
+            _to_drop.put(name)
+            _wanted.set()
+        else:
+            drop_database(name)

@@ -326,3 +326,24 @@ def test_one_bad_link_does_not_stop_the_others(harness: Harness):
     res = harness.tick()
     assert harness.entry(res, k_good)["status"] == "recorded"
     assert harness.entry(res, k_bad)["status"] == "unchanged"
+
+
+def test_unreadable_oversized_row_state_restarts_that_row(tmp_path, roots):
+    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=1024))
+    try:
+        t = ClaudeTranscript(h.claude_root)
+        key = h.adopt("claude", t.session_id)
+        t.prompt("long " * 1000)
+        h.tick()
+        link = h.gw.store.get_link(key, "main")
+        assert link.marker["row"]["start"] == 0
+        h.gw.store.advance_link(key, "main", link.updated_at, {"offset": link.marker["offset"],
+                                                              "row": {"start": 0, "state": {"j": "garbage"}}},
+                                h.clock())
+        assert h.entry(h.tick(), key)["note"] == "oversized row restarted"
+        assert h.gw.link(key)["marker"] == {"offset": 0}
+        for _ in range(10):
+            h.tick()
+        assert h.human_turns(key) == 1 and h.gw.link(key)["marker"] == {"offset": t.size()}
+    finally:
+        h.close()

@@ -268,7 +268,7 @@ def test_single_flight_and_stop_aborts_the_tick_in_flight(harness: Harness):
 def test_provider_timeout_skips_only_that_provider(tmp_path, roots):
     from sessionwatch.clock import ManualClock
 
-    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(provider_timeout_ms=200))
+    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(provider_timeout_ms=700))
     try:
         slow = ClaudeTranscript(h.claude_root)
         fast = CodexRollout(h.codex_root)

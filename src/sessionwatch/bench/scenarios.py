@@ -209,6 +209,7 @@ def sweep_setup(url: str, args: dict[str, Any], emit: Emit) -> None:
         gw.store._conn.execute("DELETE FROM system_events")
     else:
         with gw.store._pool.connection() as conn:  # type: ignore[attr-defined]
+            conn.execute("UPDATE queue_heads SET drained = appended")  # same queue model as SQLite
             conn.execute("DELETE FROM system_events")
     emit("sweep_setup", meta=True, pending_cursors=pending_cursors(gw), targets=tn, watchers=p)
     gw.close()

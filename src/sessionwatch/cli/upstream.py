@@ -75,8 +75,11 @@ def threads_cmd(state: State, catalog: str) -> None:
 @click.argument("thread", metavar="THREAD")
 @click.option("--session", "session_key", metavar="KEY", help="Session key to link it to (default: derived).")
 @click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent that owns the adopted session.")
+@click.option("--host", "host_id", metavar="HOST", default="gateway:local", show_default=True,
+              help="Where the thread lives: gateway:local, or node:<nodeId> for a paired node.")
 @pass_state
-def adopt_cmd(state: State, catalog: str, thread: str, session_key: str | None, agent_id: str | None) -> None:
+def adopt_cmd(state: State, catalog: str, thread: str, session_key: str | None, agent_id: str | None,
+              host_id: str) -> None:
     """Adopt (continue) a catalog thread: link it to a session the monitor then checks.
 
     From then on a person typing into that thread directly records human_direct_message
@@ -86,8 +89,10 @@ def adopt_cmd(state: State, catalog: str, thread: str, session_key: str | None, 
     Examples:
       sessionwatch adopt claude 2b1f0c3e-8d7a-4c1e-9a55-0f6f1f2f7a10
       sessionwatch adopt codex 019a-rollout --session agent:main:subagent:codex-1
+      sessionwatch adopt claude 2b1f0c3e-8d7a-4c1e-9a55-0f6f1f2f7a10 --host node:laptop
     """
-    out = jsonable(state.backend().continue_thread(catalog, thread, session_key=session_key, agent_id=agent_id))
+    out = jsonable(state.backend().continue_thread(catalog, thread, session_key=session_key, agent_id=agent_id,
+                                                   host_id=host_id))
     emit(state.json, out, _show(f"Adopted {catalog}/{thread}", out))
 
 

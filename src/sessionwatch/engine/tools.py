@@ -89,13 +89,18 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, An
     else:
         row = existing
     if row.active_run_id != run_id:
-        gw.store.update_session(child.raw, agent, now, active_run_id=run_id)
-        gw.record(EventInput(child.raw, agent, K.CHILD_SPAWNED, "agent", K.CHILD_SPAWNED_SUMMARY, now,
-                             actor_id=caller.key, session_id=row.session_id, run_id=run_id,
-                             dedupe_key=f"child-spawned:{run_id}", watchers=(caller.key,)))
-        if task is not None:
-            gw.store.append_message(MessageRow(0, child.raw, agent, "user", task, now, provenance="inter_session",
-                                               source_session_key=caller.key, channel="subagent"))
+        spawned = gw.record(EventInput(child.raw, agent, K.CHILD_SPAWNED, "agent", K.CHILD_SPAWNED_SUMMARY, now,
+                                       actor_id=caller.key, session_id=row.session_id, run_id=run_id,
+                                       dedupe_key=f"child-spawned:{run_id}", watchers=(caller.key,)))
+        # this child's own earlier run (ended since) is a no-op, not a restart of that run
+        repeat = (spawned is not None and not spawned.inserted and spawned.event is not None
+                  and spawned.event.session_key == child.raw)
+        if not repeat:
+            gw.store.update_session(child.raw, agent, now, active_run_id=run_id)
+            if task is not None:
+                gw.store.append_message(MessageRow(0, child.raw, agent, "user", task, now,
+                                                   provenance="inter_session", source_session_key=caller.key,
+                                                   channel="subagent"))
     version = gw.state_version(child.raw, agent)
     return {"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id, "stateVersion": version,
             "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}

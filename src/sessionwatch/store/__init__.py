@@ -11,11 +11,26 @@ __all__ = ["Store", "open_store", "ChangesPage", "Cursor", "EventInput", "EventR
 
 
 def open_store(url: str) -> Store:
-    """``sqlite:///path``, ``sqlite:////abs/path``, a plain path, or ``postgresql://...``."""
-    if url.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresStore  # optional extra: psycopg
+    """``sqlite:///path``, ``sqlite:////abs/path``, a plain path, or ``postgresql://...``.
 
-        return PostgresStore(url)
-    from .sqlite import SQLiteStore
+    A store that cannot be opened (unreachable server, corrupt or unwritable file, missing driver)
+    raises ``StoreUnavailable`` naming the URL.
+    """
+    from ..errors import SessionwatchError, StoreUnavailable
 
-    return SQLiteStore(url)
+    try:
+        if url.startswith(("postgresql://", "postgres://")):
+            try:
+                from .postgres import PostgresStore
+            except ImportError as exc:
+                raise StoreUnavailable(
+                    f"PostgreSQL support needs psycopg: pip install 'sessionwatch[postgres]' ({exc})") from exc
+            return PostgresStore(url)
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore(url)
+    except SessionwatchError:
+        raise
+    except Exception as exc:
+        shown = url.split("@")[-1] if "://" in url else url  # never echo credentials
+        raise StoreUnavailable(f"cannot open store {shown!r}: {exc.__class__.__name__}: {exc}") from exc

@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -51,7 +51,7 @@ log = logging.getLogger("sessionwatch.store.postgres")
 
 T = TypeVar("T")
 OWN_PARAMS = ("pool_size", "pool_min")
-SEEN_WAKES = 10_000  # (watcher, target, wake_seq) already delivered: NOTIFY and poll never double up
+SEEN_WAKES = 10_000  # remembered deliveries per kind (NOTIFY, poll, own commits)
 
 _EVENT_COLS = ("sequence, session_key, agent_id, kind, actor_type, occurred_at, summary, actor_id,"
                " session_id, run_id, dedupe_key, body")
@@ -69,21 +69,17 @@ _RECORD = (
 # retained sequence.
 _CHANGES = (
     "WITH p AS (SELECT sequence, body FROM events WHERE session_key = %(k)s AND agent_id = %(a)s"
-    " AND sequence > %(after)s ORDER BY sequence LIMIT %(lim)s)"
+    " AND sequence > %(after)s::bigint ORDER BY sequence LIMIT %(lim)s::bigint)"
     " SELECT (SELECT '[' || string_agg('{\"sequence\":' || sequence || ',' || substr(body, 2), ','"
     " ORDER BY sequence) || ']' FROM p), (SELECT count(*) FROM p),"
     " h.last_sequence, h.pruned_max_sequence,"
-    " (SELECT min(sequence) FROM events WHERE session_key = %(k)s AND agent_id = %(a)s)"
+    " (SELECT e.sequence FROM events e WHERE e.session_key = %(k)s AND e.agent_id = %(a)s"
+    " ORDER BY e.sequence LIMIT 1)"
     " FROM (SELECT 1) one LEFT JOIN heads h ON h.session_key = %(k)s AND h.agent_id = %(a)s")
 _POLL = (
     "SELECT c.watcher, c.target, c.wake_seq FROM cursors c JOIN queue_heads h ON h.session_key = c.watcher"
-    " WHERE c.wake_seq > %(last)s AND c.watcher = ANY (%(ws)s::text[]) AND c.provenance = 'explicit'"
-    " AND NOT c.queued_quiet AND c.queued_idx > h.drained AND h.appended - c.queued_idx < %(cap)s"
-    " UNION ALL SELECT NULL, NULL, max(wake_seq) FROM cursors WHERE wake_seq > %(last)s")
-_STAMP = (
-    "UPDATE heads h SET pruned_max_sequence = m.mx FROM (SELECT session_key, agent_id, max(sequence) AS mx"
-    " FROM events WHERE {where} GROUP BY session_key, agent_id) AS m"
-    " WHERE h.session_key = m.session_key AND h.agent_id = m.agent_id AND m.mx > h.pruned_max_sequence")
+    " WHERE c.watcher = ANY (%(ws)s::text[]) AND c.wake_seq > %(last)s::bigint AND c.provenance = 'explicit'"
+    " AND NOT c.queued_quiet AND c.queued_idx > h.drained AND h.appended - c.queued_idx < %(cap)s::integer")
 
 
 def split_url(url: str) -> tuple[str, dict[str, str]]:
@@ -91,8 +87,10 @@ def split_url(url: str) -> tuple[str, dict[str, str]]:
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     own = {k: v for k, v in query if k in OWN_PARAMS}
+    if not own:
+        return url, own
     rest = [(k, v) for k, v in query if k not in OWN_PARAMS]
-    return urlunsplit(parts._replace(query=urlencode(rest))), own
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), own
 
 
 def lock_key(schema: str, name: str) -> int:
@@ -198,9 +196,20 @@ class PostgresStore(Store):
         self._pool.open(wait=True, timeout=15.0)
         self._queue_cap = 20
         self._wake_lock = threading.Lock()
-        self._seen: OrderedDict[tuple[str, str, int], None] = OrderedDict()
+        # Wakes already delivered, so NOTIFY and the poll never both deliver one commit's wake.
+        self._by_notify: OrderedDict[tuple[str, str, int], None] = OrderedDict()
+        self._by_poll: OrderedDict[tuple[str, str, int], None] = OrderedDict()
+        self._local_seqs: OrderedDict[int, None] = OrderedDict()
+        self._own_prefix = '{"o":' + json.dumps(self.origin) + ","
+        # Durable commits wanted (the session's synchronous_commit is not off): the hot writers commit
+        # asynchronously under the writer lock, then _flush waits for the WAL outside it.
+        self._flush_after: bool = self._run(
+            lambda c: c.execute("SHOW synchronous_commit").fetchone()[0] != "off")  # type: ignore[index]
         self._wake_last: int = self._run(
-            lambda c: c.execute("SELECT coalesce(max(wake_seq), 0) FROM cursors").fetchone()[0])  # type: ignore[index]
+            lambda c: c.execute("SELECT coalesce(max(last_wake), 0) FROM queue_heads").fetchone()[0])  # type: ignore[index]
+        self._notify_max = 0  # highest wake position delivered (NOTIFY or own commit) since the last poll
+        self._listen_epoch = 0  # LISTEN (re)connections so far
+        self._epoch_at_poll = 0
         self._listener: WakeListener | None = None
         self._listen_thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -242,31 +251,56 @@ class PostgresStore(Store):
                 self._pool.check()
         raise AssertionError("unreachable")
 
+    def _flush(self) -> None:
+        """Wait until everything this process committed is on disk (a write transaction's commit flushes
+        the WAL up to itself). Outside the writer lock, so concurrent gateways share one fsync; the
+        writes are visible to others a moment before they are durable, as with synchronous_commit=off."""
+        if not self._flush_after:
+            return
+        try:
+            self._run(lambda c: c.execute("SELECT pg_current_xact_id()"))
+        except psycopg.Error as exc:  # committed, maybe not yet flushed: nothing to undo or retry
+            log.warning("waiting for the WAL flush failed: %s", exc)
+
     def _one(self, query: str, params: Any = None) -> Any:
         return self._run(lambda c: c.execute(query, params).fetchone())  # type: ignore[arg-type]
 
     def _all(self, query: str, params: Any = None) -> list[Any]:
         return self._run(lambda c: c.execute(query, params).fetchall())  # type: ignore[arg-type]
 
-    def _first_sight(self, watcher: str, target: str, wake_seq: int | None) -> bool:
-        """Remember a wake; False when this (watcher, target, wake_seq) was seen already."""
-        key = (watcher, target, wake_seq or 0)
+    def _remember(self, seen: OrderedDict[Any, None], key: Any) -> None:
+        seen[key] = None
+        while len(seen) > SEEN_WAKES:
+            seen.popitem(last=False)
+
+    def _notified(self, watcher: str, target: str, wake_seq: int) -> bool:
+        """A wake arrived by NOTIFY: deliver it unless the poll already did (it always wins otherwise:
+        one commit, one notification per listener)."""
+        key = (watcher, target, wake_seq)
         with self._wake_lock:
-            if key in self._seen:
+            self._notify_max = max(self._notify_max, wake_seq)
+            if key in self._by_poll:
                 return False
-            self._seen[key] = None
-            while len(self._seen) > SEEN_WAKES:
-                self._seen.popitem(last=False)
+            self._remember(self._by_notify, key)
             return True
 
-    def _local_wakes(self, watcher_targets: Iterable[tuple[str, str, int | None]]) -> list[WakeRequest]:
-        """Wakes this process committed: remembered so the poll does not repeat them."""
-        out: list[WakeRequest] = []
-        for w, t, s in watcher_targets:
-            self._first_sight(w, t, s)
-            if not is_subagent_key(w):
-                out.append(WakeRequest(w, t))
-        return out
+    def _unseen(self, watcher: str, target: str, wake_seq: int) -> bool:
+        """The poll found a waking notice: new unless NOTIFY, the poll, or this process's own commit
+        delivered it already."""
+        key = (watcher, target, wake_seq)
+        with self._wake_lock:
+            if key in self._by_notify or key in self._by_poll or wake_seq in self._local_seqs:
+                return False
+            self._remember(self._by_poll, key)
+            return True
+
+    def _committed_here(self, wake_seqs: Iterable[int | None]) -> None:
+        """Wake positions this process committed (and delivered itself): the poll skips them."""
+        with self._wake_lock:
+            for s in wake_seqs:
+                if s:
+                    self._remember(self._local_seqs, s)
+                    self._notify_max = max(self._notify_max, s)
 
     # -- cross-process wakes ---------------------------------------------------------------------
     def listen_wakes(self, listener: WakeListener) -> None:
@@ -285,6 +319,8 @@ class PostgresStore(Store):
                                        keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
                                        **self._connect_kwargs)
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                with self._wake_lock:
+                    self._listen_epoch += 1
                 self.listener_connects += 1
                 self.listening.set()
                 backoff = self.backoff_initial_s
@@ -320,39 +356,52 @@ class PostgresStore(Store):
                 last_io = time.monotonic()
 
     def _on_notify(self, payload: str) -> None:
+        if payload.startswith(self._own_prefix):
+            return  # this process delivered those itself
         try:
             data = json.loads(payload)
-            if data.get("o") == self.origin:
-                return  # this process delivered those itself
-            items = [(str(w), str(t), int(s or 0)) for w, t, s in data.get("w", ())]
-        except (ValueError, TypeError, AttributeError):
+            items = [(str(w), str(t), int(s or 0)) for w, t, s in zip(data["w"], data["t"], data["s"], strict=True)]
+        except (ValueError, TypeError, KeyError):
             log.warning("ignoring a malformed wake notification: %.200s", payload)
             return
         listener = self._listener
         for w, t, s in items:
-            if self._first_sight(w, t, s) and not is_subagent_key(w) and listener is not None:
+            if self._notified(w, t, s) and not is_subagent_key(w) and listener is not None:
                 try:
                     listener(WakeRequest(w, t))
                 except Exception:
                     log.exception("wake listener callback failed")
 
     def poll_wakes(self, watchers: Iterable[str]) -> list[WakeRequest]:
+        """Waking notices stamped after the last poll for these (subscribed) watchers.
+
+        Wake positions are allocated under the writer lock, so they become visible in commit order and
+        "wake_seq > last" misses nothing. ``last`` also moves past what NOTIFY delivered, but only when
+        the listener stayed connected since the previous poll (then every commit in between was
+        notified); after a gap it stays put, and this query finds what the gap swallowed.
+        """
+        with self._wake_lock:
+            epoch, notified_up_to = self._listen_epoch, self._notify_max
+            self._notify_max = 0
+        continuous = self.listening.is_set() and epoch == self._epoch_at_poll
+        self._epoch_at_poll = epoch
         ws = [w for w in watchers if not is_subagent_key(w)]
-        try:
-            rows = self._all(_POLL, {"last": self._wake_last, "ws": ws, "cap": self._queue_cap})
-        except psycopg.Error as exc:
-            now = time.monotonic()
-            if now - self._poll_warned_at > 30:
-                self._poll_warned_at = now
-                log.warning("wake poll failed (will retry): %s", exc)
-            return []
+        rows: list[Any] = []
+        if ws:
+            try:
+                rows = self._all(_POLL, {"last": self._wake_last, "ws": ws, "cap": self._queue_cap})
+            except psycopg.Error as exc:
+                now = time.monotonic()
+                if now - self._poll_warned_at > 30:
+                    self._poll_warned_at = now
+                    log.warning("wake poll failed (will retry): %s", exc)
+                self._epoch_at_poll = -1  # not caught up: do not move past anything next time
+                return []
         out: list[WakeRequest] = []
-        top = self._wake_last
-        for w, t, s in rows:
-            if s is None:
-                continue
-            top = max(top, s)
-            if w is not None and self._first_sight(w, t, s):
+        top = max(self._wake_last, notified_up_to) if continuous else self._wake_last
+        for w, t, seq in rows:
+            top = max(top, seq)
+            if self._unseen(w, t, seq):
                 out.append(WakeRequest(w, t))
         self._wake_last = top
         return out
@@ -384,14 +433,18 @@ class PostgresStore(Store):
         row = self._one(_RECORD, params)
         if row is None:
             return None
+        if row[0]:
+            self._flush()
         if not row[0]:
             return RecordOutcome(None if row[1] is None else _event(row[1:13]), False)
         wakes: list[WakeRequest] = []
         if row[13]:
-            wakes = self._local_wakes((w, key, s) for w, s in zip(row[13], row[14]))
+            self._committed_here(set(row[14]))
+            if want_wakes:
+                wakes = [WakeRequest(w, key) for w in row[13] if not is_subagent_key(w)]
         return RecordOutcome(EventRecord(row[1], key, ev.agent_id, ev.kind, ev.actor_type, ev.occurred_at,
                                          ev.summary, ev.actor_id, ev.session_id, ev.run_id, ev.dedupe_key,
-                                         ev.payload), True, wakes if want_wakes else [])
+                                         ev.payload), True, wakes)
 
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage:
         page, count, last, pruned, earliest = self._one(
@@ -406,7 +459,8 @@ class PostgresStore(Store):
 
     def events_after(self, after: int, limit: int) -> list[EventRecord]:
         return [_event(r) for r in self._all(
-            f"SELECT {_EVENT_COLS} FROM events WHERE sequence > %s ORDER BY sequence LIMIT %s", (after, limit))]
+            f"SELECT {_EVENT_COLS} FROM events WHERE sequence > %s::bigint ORDER BY sequence LIMIT %s::bigint",
+            (after, limit))]
 
     def state_version(self, session_key: str, agent_id: str) -> int:
         row = self._one("SELECT last_sequence FROM heads WHERE session_key = %s AND agent_id = %s",
@@ -423,54 +477,11 @@ class PostgresStore(Store):
 
     def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int,
               queue_cap: int = 20) -> PruneResult:
-        cutoff = now - retention_ms
-
-        def work(conn: psycopg.Connection[Any]) -> PruneResult:
-            result = PruneResult()
-            with conn.transaction():
-                # One prune at a time across gateways; a concurrent one is skipped, not queued.
-                if not conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (self._prune_key,)).fetchone()[0]:  # type: ignore[index]
-                    result.skipped = True
-                    return result
-                if not force:
-                    last = conn.execute("SELECT value FROM meta WHERE key = 'last_prune_at'").fetchone()
-                    if last is not None and now - int(last[0]) < interval_ms:
-                        result.skipped = True
-                        return result
-                conn.execute("INSERT INTO meta (key, value) VALUES ('last_prune_at', %s)"
-                             " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(now),))
-                # The cheap path: three index probes, and no writer lock when nothing is due.
-                old, lo, hi, stale = conn.execute(
-                    "SELECT EXISTS (SELECT 1 FROM events WHERE occurred_at < %(c)s),"
-                    " (SELECT min(sequence) FROM events), (SELECT max(sequence) FROM events),"
-                    " EXISTS (SELECT 1 FROM cursors WHERE updated_at < %(c)s)", {"c": cutoff}).fetchone()  # type: ignore[misc]
-                over = lo is not None and hi - lo + 1 > max_rows
-                if not (old or over or stale):
-                    return result
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._writer,))
-                if old:  # stamp the pruned watermarks first, then delete
-                    result.heads_stamped += conn.execute(_STAMP.format(where="occurred_at < %s"), (cutoff,)).rowcount
-                    result.rows_deleted += conn.execute("DELETE FROM events WHERE occurred_at < %s",
-                                                        (cutoff,)).rowcount
-                lo, hi = conn.execute("SELECT (SELECT min(sequence) FROM events),"
-                                      " (SELECT max(sequence) FROM events)").fetchone()  # type: ignore[misc]
-                if lo is not None and hi - lo + 1 > max_rows:
-                    boundary = conn.execute("SELECT sequence FROM events ORDER BY sequence DESC LIMIT 1 OFFSET %s",
-                                            (max_rows,)).fetchone()
-                    if boundary is not None:
-                        result.heads_stamped += conn.execute(_STAMP.format(where="sequence <= %s"),
-                                                             (boundary[0],)).rowcount
-                        result.rows_deleted += conn.execute("DELETE FROM events WHERE sequence <= %s",
-                                                            (boundary[0],)).rowcount
-                expired = [w for (w,) in conn.execute(
-                    "DELETE FROM cursors WHERE updated_at < %s RETURNING watcher", (cutoff,))]
-                result.cursors_deleted = len(expired)
-                if expired:  # their queued notices went with them
-                    conn.execute("SELECT sw_compact(w, %s) FROM unnest(%s::text[]) AS w",
-                                 (queue_cap, sorted(set(expired))))
-            return result
-
-        return self._run(work)
+        skipped, rows, cursors, stamped = self._one(
+            "SELECT * FROM sw_prune(%s::bigint, %s::bigint, %s::bigint, %s::bigint, %s::bigint, %s, %s::bigint,"
+            " %s::integer)",
+            (self._prune_key, self._writer, now, now - retention_ms, max_rows, force, interval_ms, queue_cap))
+        return PruneResult(rows_deleted=rows, cursors_deleted=cursors, heads_stamped=stamped, skipped=skipped)
 
     # -- cursors and the queue -------------------------------------------------------------------
     def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str, now: int) -> bool:
@@ -500,18 +511,23 @@ class PostgresStore(Store):
 
     def _ack(self, conn: psycopg.Connection[Any], watcher: str, targets: Sequence[str], render: Render, now: int,
              queue_cap: int) -> list[WakeRequest]:
+        last = {t: i for i, t in enumerate(targets)}  # reopen in consumption order (a repeat counts last)
+        ordered = sorted(last, key=last.__getitem__)
         rows = conn.execute(
             "SELECT * FROM sw_ack(%s::bigint, %s, %s::text[], %s::text[], %s::bigint, %s::integer, %s, %s)",
-            (self._writer, watcher, list(targets), [render(t).context_key for t in targets], now, queue_cap,
+            (self._writer, watcher, ordered, [render(t).context_key for t in ordered], now, queue_cap,
              self.channel, self.origin)).fetchall()
-        return self._local_wakes((watcher, t, s) for t, _, quiet, s in rows if not quiet)
+        self._committed_here(s for _, _, quiet, s in rows if not quiet)
+        return [] if is_subagent_key(watcher) else [WakeRequest(watcher, t) for t, _, quiet, _ in rows if not quiet]
 
     def acknowledge(self, watcher: str, targets: Sequence[str], render: Render, now: int,
                     queue_cap: int) -> list[WakeRequest]:
         if not targets:
             return []
         self._queue_cap = queue_cap
-        return self._run(lambda c: self._ack(c, watcher, targets, render, now, queue_cap))
+        wakes = self._run(lambda c: self._ack(c, watcher, targets, render, now, queue_cap))
+        self._flush()
+        return wakes
 
     def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
                 queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
@@ -521,6 +537,7 @@ class PostgresStore(Store):
             (self._writer, session_key, text, context_key, ts, queue_cap, queue_only, target, last_seen))
         if idx is None:
             return None
+        self._flush()
         if slot:
             return QueueEntry(idx, session_key, text, context_key, ts, queue_only, target=target)
         return QueueEntry(idx, session_key, text, context_key, ts)
@@ -554,7 +571,10 @@ class PostgresStore(Store):
                 wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
             return entries, wakes
 
-        return self._run(work)
+        entries, wakes = self._run(work)
+        if entries:
+            self._flush()
+        return entries, wakes
 
     def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
         row = self._one("SELECT EXISTS (SELECT 1 FROM sw_queue(%s, %s::integer)"
@@ -581,8 +601,9 @@ class PostgresStore(Store):
                     ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                      [render(r[1]).context_key for r in rows], quiet, now, queue_cap, self.channel,
                      self.origin)).fetchall()
-            wakes = self._local_wakes((r[0], r[1], s) for r, q, (_, s) in zip(rows, quiet, stamped) if not q)
-            return len(rows), wakes
+            self._committed_here(s for q, (_, s) in zip(quiet, stamped) if not q)
+            return len(rows), [WakeRequest(r[0], r[1]) for r, q in zip(rows, quiet)
+                               if not q and not is_subagent_key(r[0])]
 
         return self._run(work)
 

@@ -378,8 +378,9 @@ class SQLiteStore(Store):
                 conn.execute("DELETE FROM watch_mutes WHERE watcher = ? AND target = ?", (watcher, target))
             if existing is not None:
                 if existing[0] == "ambient-group" and provenance == "explicit":
-                    conn.execute("UPDATE cursors SET provenance = 'explicit' WHERE watcher = ? AND target = ?",
-                                 (watcher, target))
+                    # its queued notice stops being queue-only too: it counts as pending for wakes
+                    conn.execute("UPDATE cursors SET provenance = 'explicit', queued_quiet = 0"
+                                 " WHERE watcher = ? AND target = ?", (watcher, target))
                 return True
             head = conn.execute("SELECT last_sequence FROM heads WHERE session_key = ? AND agent_id = ?",
                                 (target, target_agent)).fetchone()

@@ -100,7 +100,14 @@ def _classify_window(data: bytes, offset: int, marker: dict[str, Any], rules: Ro
     row = marker.get("row")
     note = None
     if isinstance(row, dict):  # finishing an oversized row
-        stream = rules.stream(row.get("state"))
+        try:
+            stream = rules.stream(row.get("state"))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            start = row.get("start")
+            if isinstance(start, int) and not isinstance(start, bool) and 0 <= start <= offset:
+                # an unreadable saved state (say, from another version): classify the row again
+                return Outcome(ACTIVITY, next_marker={"offset": start}, note="oversized row restarted")
+            return None
         nl = data.find(b"\n")
         if nl < 0:
             stream.feed(data)

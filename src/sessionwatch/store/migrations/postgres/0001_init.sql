@@ -8,6 +8,11 @@
 -- store's writer lock: a transaction-level advisory lock whose key the caller passes in (p_lock). So
 -- writers are serialized, sequences become visible in commit order, and a reader polling
 -- "sequence > last" can never skip a lower sequence that commits late. Readers take no lock.
+--
+-- The hot writers (sw_record, sw_ack, sw_take_queue, sw_enqueue) commit without waiting for the WAL
+-- flush, so the writer lock is not held across an fsync; when the session wants durable commits the
+-- caller then waits for the flush outside the lock (store/postgres.py, PostgresStore._flush), where
+-- concurrent gateways share one fsync (group commit).
 
 -- The signal log. An identity sequence: never reused, also after pruning.
 CREATE TABLE events (
@@ -41,7 +46,8 @@ CREATE TABLE heads (
 
 -- One cursor per (watcher, target), holding the pair's queued notice (queued_*), as on SQLite.
 -- wake_seq (PostgreSQL only) stamps a waking notice from the global wake_position sequence when it is
--- queued; other gateways poll "wake_seq > last" when a NOTIFY went missing.
+-- queued (queue_heads.last_wake keeps the newest per watcher); other gateways poll "wake_seq > last"
+-- for their subscribed watchers when a NOTIFY went missing.
 CREATE SEQUENCE wake_position AS bigint;
 CREATE TABLE cursors (
     watcher      text COLLATE "C" NOT NULL,
@@ -58,9 +64,9 @@ CREATE TABLE cursors (
     wake_seq     bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (target, watcher)
 ) WITH (fillfactor = 80);
+-- Only the two key orders are indexed: the fan-out then rewrites cursor rows as HOT updates (no index
+-- entries). Prune's "updated_at < cutoff" scan runs at most hourly and reads the table instead.
 CREATE INDEX cursors_by_watcher ON cursors (watcher, target);
-CREATE INDEX cursors_by_updated ON cursors (updated_at);
-CREATE INDEX cursors_by_wake ON cursors (wake_seq);
 
 CREATE TABLE watch_mutes (
     watcher    text COLLATE "C" NOT NULL,
@@ -74,7 +80,8 @@ CREATE TABLE watch_mutes (
 CREATE TABLE queue_heads (
     session_key text COLLATE "C" PRIMARY KEY,
     appended    bigint NOT NULL DEFAULT 0,
-    drained     bigint NOT NULL DEFAULT 0
+    drained     bigint NOT NULL DEFAULT 0,
+    last_wake   bigint NOT NULL DEFAULT 0
 ) WITH (fillfactor = 80);
 
 CREATE TABLE system_events (
@@ -147,34 +154,30 @@ CREATE TABLE meta (
     value text NOT NULL
 );
 
--- Wake notifications: items [watcher, target, wake_seq] packed into as few NOTIFY payloads as fit
--- under 7500 bytes (the server limit is 8000). Sent in the caller's transaction: delivered on commit.
+-- Wake notifications: {"o": origin, "w": [watchers], "t": [targets], "s": [wake_seqs]} (parallel arrays),
+-- split in halves until each payload fits the server's 8000-byte limit (one item is under 4300 bytes:
+-- keys are at most 512 characters). Sent in the caller's transaction: delivered on commit only.
 CREATE FUNCTION sw_notify(p_channel text, p_origin text, p_watchers text[], p_targets text[],
                           p_positions bigint[]) RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_head  text := '{"o":' || to_json(p_origin)::text || ',"w":[';
-    v_items text := '';
-    v_item  text;
-    v_sent  integer := 0;
+    v_n       integer := coalesce(cardinality(p_watchers), 0);
+    v_half    integer;
+    v_payload text;
 BEGIN
-    IF p_channel IS NULL THEN
+    IF p_channel IS NULL OR v_n = 0 THEN
         RETURN 0;
     END IF;
-    FOR i IN 1 .. coalesce(cardinality(p_watchers), 0) LOOP
-        v_item := json_build_array(p_watchers[i], p_targets[i], p_positions[i])::text;
-        IF v_items <> '' AND octet_length(v_head) + octet_length(v_items) + octet_length(v_item) + 3 > 7500 THEN
-            PERFORM pg_notify(p_channel, v_head || v_items || ']}');
-            v_sent := v_sent + 1;
-            v_items := '';
-        END IF;
-        v_items := CASE WHEN v_items = '' THEN v_item ELSE v_items || ',' || v_item END;
-    END LOOP;
-    IF v_items <> '' THEN
-        PERFORM pg_notify(p_channel, v_head || v_items || ']}');
-        v_sent := v_sent + 1;
+    v_payload := '{"o":' || to_json(p_origin)::text || ',"w":' || to_json(p_watchers)::text
+                 || ',"t":' || to_json(p_targets)::text || ',"s":' || to_json(p_positions)::text || '}';
+    IF octet_length(v_payload) <= 7900 OR v_n = 1 THEN
+        PERFORM pg_notify(p_channel, v_payload);
+        RETURN 1;
     END IF;
-    RETURN v_sent;
+    v_half := v_n / 2;
+    RETURN sw_notify(p_channel, p_origin, p_watchers[1:v_half], p_targets[1:v_half], p_positions[1:v_half])
+         + sw_notify(p_channel, p_origin, p_watchers[v_half + 1:v_n], p_targets[v_half + 1:v_n],
+                     p_positions[v_half + 1:v_n]);
 END $$;
 
 CREATE FUNCTION sw_ensure_head(p_session text) RETURNS void
@@ -242,6 +245,7 @@ DECLARE
     v_same    bigint;
     v_removed boolean;
     v_idx     bigint;
+    v_wake    bigint;
 BEGIN
     SELECT c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap, c.queued_ls INTO v_live, v_quoted
       FROM cursors c JOIN queue_heads h ON h.session_key = c.watcher
@@ -276,9 +280,13 @@ BEGIN
         UPDATE cursors c SET queued_idx = 0 WHERE c.target = p_target AND c.watcher = p_watcher;
         PERFORM sw_compact(p_watcher, p_cap);
     END IF;
-    UPDATE queue_heads h SET appended = h.appended + 1 WHERE h.session_key = p_watcher RETURNING h.appended INTO v_idx;
+    IF p_wake AND NOT p_quiet THEN
+        v_wake := nextval('wake_position');
+    END IF;
+    UPDATE queue_heads h SET appended = h.appended + 1, last_wake = coalesce(v_wake, h.last_wake)
+     WHERE h.session_key = p_watcher RETURNING h.appended INTO v_idx;
     UPDATE cursors c SET queued_idx = v_idx, queued_ls = p_ls, queued_ts = p_ts, queued_quiet = p_quiet,
-                         wake_seq = CASE WHEN p_wake AND NOT p_quiet THEN nextval('wake_position') ELSE c.wake_seq END
+                         wake_seq = coalesce(v_wake, c.wake_seq)
      WHERE c.target = p_target AND c.watcher = p_watcher;
     RETURN v_idx;
 END $$;
@@ -312,6 +320,7 @@ CREATE FUNCTION sw_enqueue(p_lock bigint, p_session text, p_text text, p_ctx tex
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(p_lock);
+    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
     o_slot := p_target IS NOT NULL AND EXISTS (
         SELECT 1 FROM cursors c JOIN queue_heads h ON h.session_key = c.watcher
          WHERE c.target = p_target AND c.watcher = p_session);
@@ -375,6 +384,7 @@ BEGIN
         RETURN;
     END IF;
     PERFORM pg_advisory_xact_lock(p_lock);
+    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
     IF p_link_updated_at IS NOT NULL AND NOT EXISTS (
            SELECT 1 FROM upstream_links l WHERE l.session_key = p_key AND l.agent_id = p_agent
               AND l.updated_at = p_link_updated_at AND l.upstream_ref_json = p_link_ref) THEN
@@ -411,7 +421,7 @@ BEGIN
         ON CONFLICT (target, watcher) DO UPDATE SET last_seen = v_seq, notified = v_seq, material = v_seq,
                                                     updated_at = p_now;
         DELETE FROM watch_mutes m WHERE m.target = p_key AND m.watcher = ANY (p_watchers);
-    ELSIF p_mode = 2 THEN
+    ELSIF p_mode = 2 AND (cardinality(p_watchers) > 0 OR EXISTS (SELECT 1 FROM cursors c WHERE c.target = p_key)) THEN
         -- Explicit rows whose live notice quotes an older last_seen (after a re-seed, or an acknowledge
         -- that consumed nothing) lose that entry first, so the append replacing it evicts nothing older.
         SELECT array_agg(c.watcher::text ORDER BY c.watcher) INTO v_ws
@@ -420,50 +430,67 @@ BEGIN
            AND c.queued_ls <> c.last_seen AND c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap;
         PERFORM sw_remove_slot(u.w, p_key, p_cap) FROM unnest(coalesce(v_ws, '{}')) AS u(w);
         v_ws := NULL;
-        -- Producer-known watchers (not the actor, not muted): material update, creating the row. Explicit
-        -- rows whose notice must be (re)queued are marked queued_idx = -1 for the fill below.
-        INSERT INTO queue_heads (session_key)
-        SELECT DISTINCT u.w FROM unnest(p_watchers) AS u(w)
-         WHERE u.w IS DISTINCT FROM p_actor_id
-           AND NOT EXISTS (SELECT 1 FROM watch_mutes m WHERE m.watcher = u.w AND m.target = p_key)
-        ON CONFLICT DO NOTHING;
-        INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at, queued_idx)
-        SELECT DISTINCT u.w, p_key, 0, v_seq, v_seq, 'explicit', p_now, -1 FROM unnest(p_watchers) AS u(w)
-         WHERE u.w IS DISTINCT FROM p_actor_id
-           AND NOT EXISTS (SELECT 1 FROM watch_mutes m WHERE m.watcher = u.w AND m.target = p_key)
-        ON CONFLICT (target, watcher) DO UPDATE
-           SET notified = CASE WHEN cursors.notified = cursors.last_seen THEN v_seq ELSE cursors.notified END,
+        v_wake := nextval('wake_position');
+        IF cardinality(p_watchers) > 0 THEN
+            -- Producer-known watchers (not the actor, not muted): material update, creating the row.
+            -- Explicit rows whose notice must be (re)queued are marked queued_idx = -1 for the fill below.
+            INSERT INTO queue_heads (session_key)
+            SELECT DISTINCT u.w FROM unnest(p_watchers) AS u(w)
+             WHERE u.w IS DISTINCT FROM p_actor_id
+               AND NOT EXISTS (SELECT 1 FROM watch_mutes m WHERE m.watcher = u.w AND m.target = p_key)
+            ON CONFLICT DO NOTHING;
+            INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at, queued_idx)
+            SELECT DISTINCT u.w, p_key, 0, v_seq, v_seq, 'explicit', p_now, -1 FROM unnest(p_watchers) AS u(w)
+             WHERE u.w IS DISTINCT FROM p_actor_id
+               AND NOT EXISTS (SELECT 1 FROM watch_mutes m WHERE m.watcher = u.w AND m.target = p_key)
+            ON CONFLICT (target, watcher) DO UPDATE
+               SET notified = CASE WHEN cursors.notified = cursors.last_seen THEN v_seq ELSE cursors.notified END,
+                   material = v_seq, updated_at = p_now,
+                   queued_idx = CASE WHEN cursors.provenance = 'explicit' AND NOT EXISTS (
+                                         SELECT 1 FROM queue_heads h WHERE h.session_key = cursors.watcher
+                                            AND cursors.queued_idx > h.drained
+                                            AND h.appended - cursors.queued_idx < p_cap
+                                            AND cursors.queued_ls = cursors.last_seen)
+                                     THEN -1 ELSE cursors.queued_idx END;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            v_moved := v_n;
+        END IF;
+        -- The fan-out, two statements whatever the number of watchers (and no join a bad row estimate
+        -- could turn quadratic). Rows moved: every registered watcher except the actor (self-suppression)
+        -- and the rows marked above. Those that are explicit and whose notice is not queued live and
+        -- current take the next index of their watcher's queue: bump those heads first...
+        UPDATE queue_heads h SET appended = h.appended + 1, last_wake = v_wake
+         WHERE h.session_key IN (
+               SELECT c.watcher FROM cursors c
+                WHERE c.target = p_key
+                  AND ((c.material < v_seq AND c.watcher IS DISTINCT FROM p_actor_id) OR c.queued_idx = -1)
+                  AND c.provenance = 'explicit'
+                  AND NOT EXISTS (SELECT 1 FROM queue_heads h2 WHERE h2.session_key = c.watcher
+                                     AND c.queued_idx > h2.drained AND h2.appended - c.queued_idx < p_cap
+                                     AND c.queued_ls = c.last_seen));
+        -- ...then move the cursors (frozen-watermark rule) and fill the requeued slots from their heads.
+        -- The requeue test gives the same answer after the bump: a bumped head only ever makes its
+        -- slot less live, and heads that were not bumped did not change.
+        UPDATE cursors c
+           SET notified = CASE WHEN c.notified = c.last_seen THEN v_seq ELSE c.notified END,
                material = v_seq, updated_at = p_now,
-               queued_idx = CASE WHEN cursors.provenance = 'explicit' AND NOT EXISTS (
-                                     SELECT 1 FROM queue_heads h WHERE h.session_key = cursors.watcher
-                                        AND cursors.queued_idx > h.drained AND h.appended - cursors.queued_idx < p_cap
-                                        AND cursors.queued_ls = cursors.last_seen)
-                                 THEN -1 ELSE cursors.queued_idx END;
-        GET DIAGNOSTICS v_n = ROW_COUNT;
-        v_moved := v_n;
-        -- Every registered watcher except the actor (self-suppression), with the frozen-watermark rule.
-        UPDATE cursors c SET notified = CASE WHEN c.notified = c.last_seen THEN v_seq ELSE c.notified END,
-                             material = v_seq, updated_at = p_now,
-                             queued_idx = CASE WHEN c.provenance = 'explicit' AND NOT EXISTS (
-                                                   SELECT 1 FROM queue_heads h WHERE h.session_key = c.watcher
-                                                      AND c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap
-                                                      AND c.queued_ls = c.last_seen)
-                                               THEN -1 ELSE c.queued_idx END
-         WHERE c.target = p_key AND c.material < v_seq AND c.watcher IS DISTINCT FROM p_actor_id;
-        GET DIAGNOSTICS v_n = ROW_COUNT;
+               (queued_idx, queued_ls, queued_ts, queued_quiet, wake_seq) = (
+                   SELECT CASE WHEN q.requeue THEN q.appended ELSE c.queued_idx END,
+                          CASE WHEN q.requeue THEN c.last_seen ELSE c.queued_ls END,
+                          CASE WHEN q.requeue THEN p_now ELSE c.queued_ts END,
+                          CASE WHEN q.requeue THEN false ELSE c.queued_quiet END,
+                          CASE WHEN q.requeue THEN v_wake ELSE c.wake_seq END
+                     FROM (SELECT h.appended,
+                                  c.provenance = 'explicit' AND NOT coalesce(
+                                      c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap
+                                      AND c.queued_ls = c.last_seen, false) AS requeue
+                             FROM (SELECT 1) one
+                             LEFT JOIN queue_heads h ON h.session_key = c.watcher) q)
+         WHERE c.target = p_key
+           AND ((c.material < v_seq AND c.watcher IS DISTINCT FROM p_actor_id) OR c.queued_idx = -1);
+        GET DIAGNOSTICS v_n = ROW_COUNT;  -- rows marked above count twice: only "any moved?" matters
         v_moved := v_moved + v_n;
         IF v_moved > 0 THEN
-            -- Append the marked notices: the next index of each watcher's queue, then fill the slots.
-            UPDATE queue_heads h SET appended = h.appended + 1
-             WHERE h.session_key IN (SELECT c.watcher FROM cursors c WHERE c.target = p_key AND c.queued_idx = -1);
-            GET DIAGNOSTICS v_n = ROW_COUNT;
-            IF v_n > 0 THEN
-                v_wake := nextval('wake_position');
-                UPDATE cursors c SET queued_idx = h.appended, queued_ls = c.last_seen, queued_ts = p_now,
-                                     queued_quiet = false, wake_seq = v_wake
-                  FROM queue_heads h
-                 WHERE c.target = p_key AND c.queued_idx = -1 AND h.session_key = c.watcher;
-            END IF;
             -- Queue-only (ambient) notices use replace semantics, one pair at a time.
             FOR r IN SELECT c.watcher, c.last_seen FROM cursors c
                       WHERE c.target = p_key AND c.material = v_seq AND c.provenance = 'ambient-group'
@@ -487,40 +514,61 @@ BEGIN
 END $$;
 
 -- Acknowledge the frozen watermark of each target; queue exactly one reopen where material moved on.
--- Reopens are queued in the order the targets were given (consumed).
+-- p_targets are distinct (the caller dedupes) and in the order the notices were consumed, which is
+-- the order reopens are queued in; p_ctxs are their context keys.
 CREATE FUNCTION sw_ack(p_lock bigint, p_watcher text, p_targets text[], p_ctxs text[], p_now bigint,
                        p_cap integer, p_channel text, p_origin text)
 RETURNS TABLE (o_target text, o_last_seen bigint, o_quiet boolean, o_wake_seq bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    r    record;
-    v_ws text[] := '{}';
-    v_ts text[] := '{}';
-    v_ps bigint[] := '{}';
+    v_targets text[];
+    v_seen    bigint[];
+    v_provs   text[];
+    v_ctxs    text[];
+    v_ls      bigint;
+    v_mat     bigint;
+    v_prov    text;
+    v_ws      text[] := '{}';
+    v_ts      text[] := '{}';
+    v_ps      bigint[] := '{}';
 BEGIN
     PERFORM pg_advisory_xact_lock(p_lock);
-    FOR r IN
+    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
+    IF cardinality(p_targets) = 1 THEN  -- the common case: one notice consumed, a plain update
+        UPDATE cursors c SET last_seen = c.notified, notified = greatest(c.material, c.notified), updated_at = p_now
+         WHERE c.watcher = p_watcher AND c.target = p_targets[1]
+        RETURNING c.last_seen, c.material, c.provenance INTO v_ls, v_mat, v_prov;
+        IF NOT FOUND OR v_mat <= v_ls THEN
+            RETURN;
+        END IF;
+        v_targets := p_targets;
+        v_seen := ARRAY[v_ls];
+        v_provs := ARRAY[v_prov];
+        v_ctxs := p_ctxs;
+    ELSE
         WITH acked AS (
             UPDATE cursors c SET last_seen = c.notified, notified = greatest(c.material, c.notified),
                                  updated_at = p_now
              WHERE c.watcher = p_watcher AND c.target = ANY (p_targets)
-            RETURNING c.target, c.last_seen, c.material, c.provenance)
-        SELECT a.target, a.last_seen, a.provenance, u.ctx
-          FROM acked a
-          JOIN (SELECT DISTINCT ON (x.t) x.t, x.ctx, x.ord
-                  FROM unnest(p_targets, p_ctxs) WITH ORDINALITY AS x(t, ctx, ord)
-                 ORDER BY x.t, x.ord DESC) u ON u.t = a.target
-         WHERE a.material > a.last_seen
-         ORDER BY u.ord
-    LOOP
-        o_target := r.target;
-        o_last_seen := r.last_seen;
-        o_quiet := r.provenance = 'ambient-group';
-        PERFORM sw_append_notice(p_watcher, r.target, r.last_seen, r.ctx, p_now, p_cap, o_quiet, true);
-        SELECT c.wake_seq INTO o_wake_seq FROM cursors c WHERE c.target = r.target AND c.watcher = p_watcher;
+            RETURNING c.target::text AS target, c.last_seen, c.material, c.provenance),
+        reopen AS (
+            SELECT a.target, a.last_seen, a.provenance, array_position(p_targets, a.target) AS pos
+              FROM acked a WHERE a.material > a.last_seen)
+        SELECT array_agg(r.target ORDER BY r.pos), array_agg(r.last_seen ORDER BY r.pos),
+               array_agg(r.provenance ORDER BY r.pos), array_agg(p_ctxs[r.pos] ORDER BY r.pos)
+          INTO v_targets, v_seen, v_provs, v_ctxs
+          FROM reopen r;
+    END IF;
+    -- Material moved on after these notices froze: exactly one reopen each, in consumption order.
+    FOR i IN 1 .. coalesce(cardinality(v_targets), 0) LOOP
+        o_target := v_targets[i];
+        o_last_seen := v_seen[i];
+        o_quiet := v_provs[i] = 'ambient-group';
+        PERFORM sw_append_notice(p_watcher, o_target, o_last_seen, v_ctxs[i], p_now, p_cap, o_quiet, true);
+        SELECT c.wake_seq INTO o_wake_seq FROM cursors c WHERE c.target = o_target AND c.watcher = p_watcher;
         IF NOT o_quiet THEN
             v_ws := v_ws || p_watcher;
-            v_ts := v_ts || r.target::text;
+            v_ts := v_ts || o_target;
             v_ps := v_ps || o_wake_seq;
         END IF;
         RETURN NEXT;
@@ -549,7 +597,8 @@ BEGIN
     END IF;
     IF v_prov IS NOT NULL THEN
         IF v_prov = 'ambient-group' AND p_provenance = 'explicit' THEN
-            UPDATE cursors c SET provenance = 'explicit' WHERE c.watcher = p_watcher AND c.target = p_target;
+            UPDATE cursors c SET provenance = 'explicit', queued_quiet = false  -- its queued notice wakes now
+            WHERE c.watcher = p_watcher AND c.target = p_target;
         END IF;
         RETURN true;
     END IF;
@@ -629,7 +678,90 @@ RETURNS TABLE (o_idx bigint, o_target text, o_ls bigint, o_ts bigint, o_quiet bo
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(p_lock);
+    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
     RETURN QUERY SELECT * FROM sw_queue(p_session, p_cap);
     UPDATE queue_heads h SET drained = h.appended WHERE h.session_key = p_session;
     DELETE FROM system_events e WHERE e.session_key = p_session;
+END $$;
+
+-- Retention prune (store.base.Store.prune), one call. One prune at a time across gateways: a prune
+-- that finds another running is skipped. Unless p_force, skipped when one ran within p_interval (the
+-- time is shared in meta). The writer lock is taken only when something is due for deletion.
+CREATE FUNCTION sw_prune(p_prune_lock bigint, p_lock bigint, p_now bigint, p_cutoff bigint, p_max_rows bigint,
+                         p_force boolean, p_interval bigint, p_cap integer,
+                         OUT o_skipped boolean, OUT o_rows_deleted bigint, OUT o_cursors_deleted bigint,
+                         OUT o_heads_stamped bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_last     text;
+    v_old      boolean;
+    v_stale    boolean;
+    v_lo       bigint;
+    v_hi       bigint;
+    v_boundary bigint;
+    v_n        bigint;
+    v_expired  text[];
+BEGIN
+    -- Losing a prune to a server crash is harmless (the next one redoes it, and stamps and deletes
+    -- commit together): do not wait for the WAL flush.
+    PERFORM set_config('synchronous_commit', 'off', true);
+    o_skipped := false;
+    o_rows_deleted := 0;
+    o_cursors_deleted := 0;
+    o_heads_stamped := 0;
+    IF NOT pg_try_advisory_xact_lock(p_prune_lock) THEN
+        o_skipped := true;
+        RETURN;
+    END IF;
+    IF NOT p_force THEN
+        SELECT m.value INTO v_last FROM meta m WHERE m.key = 'last_prune_at';
+        IF v_last IS NOT NULL AND p_now - v_last::bigint < p_interval THEN
+            o_skipped := true;
+            RETURN;
+        END IF;
+    END IF;
+    INSERT INTO meta (key, value) VALUES ('last_prune_at', p_now::text)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+    -- The cheap path: index probes only, and no writer lock when nothing is due.
+    -- (the oldest event by index, whatever the planner thinks of "occurred_at < cutoff")
+    v_old := coalesce((SELECT e.occurred_at FROM events e ORDER BY e.occurred_at LIMIT 1) < p_cutoff, false);
+    v_lo := (SELECT e.sequence FROM events e ORDER BY e.sequence LIMIT 1);
+    v_hi := (SELECT e.sequence FROM events e ORDER BY e.sequence DESC LIMIT 1);
+    v_stale := EXISTS (SELECT 1 FROM cursors c WHERE c.updated_at < p_cutoff);
+    IF NOT (v_old OR (v_lo IS NOT NULL AND v_hi - v_lo + 1 > p_max_rows) OR v_stale) THEN
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock(p_lock);
+    IF v_old THEN  -- age: stamp the pruned watermarks first, then delete
+        UPDATE heads h SET pruned_max_sequence = m.mx
+          FROM (SELECT e.session_key, e.agent_id, max(e.sequence) AS mx FROM events e
+                 WHERE e.occurred_at < p_cutoff GROUP BY e.session_key, e.agent_id) m
+         WHERE h.session_key = m.session_key AND h.agent_id = m.agent_id AND m.mx > h.pruned_max_sequence;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        o_heads_stamped := o_heads_stamped + v_n;
+        DELETE FROM events e WHERE e.occurred_at < p_cutoff;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        o_rows_deleted := o_rows_deleted + v_n;
+        v_lo := (SELECT e.sequence FROM events e ORDER BY e.sequence LIMIT 1);
+        v_hi := (SELECT e.sequence FROM events e ORDER BY e.sequence DESC LIMIT 1);
+    END IF;
+    -- Cap: sequences are dense except for holes, so max - min + 1 bounds the row count cheaply.
+    IF v_lo IS NOT NULL AND v_hi - v_lo + 1 > p_max_rows THEN
+        SELECT e.sequence INTO v_boundary FROM events e ORDER BY e.sequence DESC LIMIT 1 OFFSET p_max_rows;
+        IF v_boundary IS NOT NULL THEN
+            UPDATE heads h SET pruned_max_sequence = m.mx
+              FROM (SELECT e.session_key, e.agent_id, max(e.sequence) AS mx FROM events e
+                     WHERE e.sequence <= v_boundary GROUP BY e.session_key, e.agent_id) m
+             WHERE h.session_key = m.session_key AND h.agent_id = m.agent_id AND m.mx > h.pruned_max_sequence;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            o_heads_stamped := o_heads_stamped + v_n;
+            DELETE FROM events e WHERE e.sequence <= v_boundary;
+            GET DIAGNOSTICS v_n = ROW_COUNT;
+            o_rows_deleted := o_rows_deleted + v_n;
+        END IF;
+    END IF;
+    -- Expired cursors take their queued notices with them.
+    WITH d AS (DELETE FROM cursors c WHERE c.updated_at < p_cutoff RETURNING c.watcher::text AS w)
+    SELECT count(*), array_agg(DISTINCT d.w) INTO o_cursors_deleted, v_expired FROM d;
+    PERFORM sw_compact(x.w, p_cap) FROM unnest(coalesce(v_expired, '{}')) AS x(w);
 END $$;

@@ -1,0 +1,155 @@
+"""Recording throughput with 1, 2, 4 ... gateway processes sharing one PostgreSQL database.
+
+    python benchmarks/pg_scaling.py [--store postgresql://postgres@127.0.0.1:5432/postgres]
+                                    [--procs 1,2,4] [--events 1500] [--watchers 0,10]
+                                    [--synchronous-commit on|off]
+
+For every (watchers, processes) pair: a fresh database, ``sessions`` sessions (each watched by
+``watchers`` explicit watchers when > 0), then P processes each open their own Gateway and record
+``events`` human_direct_message events round-robin over the sessions, one transaction each, all
+starting together. Prints one JSON line per run (``{"op", "n", "seconds", "per_sec", ...}``, the shape
+of ``python -m sessionwatch.bench``) with the aggregate events/s, its ratio to one process, per-call
+latency percentiles, and a check that the log holds exactly n dense sequences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+AGENT = "main"
+
+
+def _key(name: str) -> str:
+    return f"agent:{AGENT}:{name}"
+
+
+def _db_url(base: str, name: str, sync: str | None) -> str:
+    parts = urlsplit(base)
+    query = "options=-csynchronous_commit%3D" + sync if sync else ""
+    return urlunsplit(parts._replace(path="/" + name, query=query))
+
+
+def _pct(lat: list[float]) -> dict[str, float]:
+    a = sorted(lat)
+    at = lambda p: round(a[min(len(a) - 1, int(p * len(a)))] * 1e6, 1)  # noqa: E731
+    return {"p50_us": at(0.5), "p99_us": at(0.99), "max_us": round(a[-1] * 1e6, 1)}
+
+
+def worker(url: str, events: int, sessions: int, worker_id: int) -> None:
+    """One gateway process: open, say ready, wait for go, record, report."""
+    from sessionwatch import Gateway
+    from sessionwatch.store.records import EventInput
+
+    keys = [_key(f"bench-s{i}") for i in range(sessions)]
+    gw = Gateway.open(url, timers=False)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    lat: list[float] = []
+    failures = 0
+    clock = time.perf_counter
+    t0 = clock()
+    for i in range(events):
+        a = clock()
+        out = gw.record(EventInput(keys[(i + worker_id) % sessions], AGENT, "human_direct_message", "human",
+                                   f"bench event {worker_id}.{i}", None, payload={"i": i}))
+        lat.append(clock() - a)
+        failures += out is None
+    seconds = clock() - t0
+    print(json.dumps({"seconds": seconds, "failures": failures, "lat": lat}), flush=True)
+    gw.close()
+
+
+def _setup(url: str, sessions: int, watchers: int) -> None:
+    from sessionwatch import Gateway
+
+    with Gateway.open(url, timers=False) as gw:
+        for i in range(sessions):
+            for j in range(watchers):
+                gw.watch(_key(f"bench-w{j}"), _key(f"bench-s{i}"))
+
+
+def _run(url: str, procs: int, events: int, sessions: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    children = [subprocess.Popen([sys.executable, __file__, "--worker", url, "--events", str(events),
+                                  "--sessions", str(sessions), "--worker-id", str(k)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+                for k in range(procs)]
+    for c in children:
+        assert c.stdout is not None and c.stdout.readline().strip() == "ready"
+    t0 = time.perf_counter()
+    for c in children:
+        assert c.stdin is not None
+        c.stdin.write("go\n")
+        c.stdin.flush()
+    reports = []
+    for c in children:
+        assert c.stdout is not None
+        reports.append(json.loads(c.stdout.readline()))
+    wall = time.perf_counter() - t0
+    for c in children:
+        c.wait(60)
+    lat = [x for r in reports for x in r["lat"]]
+    return {"wall": wall, "failures": sum(r["failures"] for r in reports), "lat": lat,
+            "slowest_process_seconds": max(r["seconds"] for r in reports)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--store", default=os.environ.get("SESSIONWATCH_BENCH_PG",
+                                                     "postgresql://postgres@127.0.0.1:5432/postgres"),
+                   help="a server URL; a fresh database is created (and dropped) per run")
+    p.add_argument("--procs", default="1,2,4")
+    p.add_argument("--events", type=int, default=1500, help="events per process")
+    p.add_argument("--sessions", type=int, default=100)
+    p.add_argument("--watchers", default="0,10", help="watchers on every session, per scenario")
+    p.add_argument("--synchronous-commit", choices=["on", "off"], default=None,
+                   help="override synchronous_commit for the gateways' sessions (default: the server's)")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--worker-id", type=int, default=0, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.worker:
+        worker(a.worker, a.events, a.sessions, a.worker_id)
+        return
+
+    import psycopg
+
+    server = urlsplit(a.store)
+    print(json.dumps({"op": "run", "meta": True, "backend": "postgresql", "server": server.netloc.split("@")[-1],
+                      "cpus": os.cpu_count(), "synchronous_commit": a.synchronous_commit or "server default"}),
+          flush=True)
+    for watchers in [int(w) for w in a.watchers.split(",")]:
+        base: float | None = None
+        for procs in [int(n) for n in a.procs.split(",")]:
+            name = f"sw_scaling_{uuid.uuid4().hex[:10]}"
+            with psycopg.connect(a.store, autocommit=True) as admin:
+                admin.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+            try:
+                url = _db_url(a.store, name, a.synchronous_commit)
+                _setup(url, a.sessions, watchers)
+                res = _run(url, procs, a.events, a.sessions)
+                with psycopg.connect(url) as conn:
+                    rows, top = conn.execute("SELECT count(*), max(sequence) FROM events").fetchone()  # type: ignore[misc]
+            finally:
+                with psycopg.connect(a.store, autocommit=True) as admin:
+                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+            n = procs * a.events
+            per_sec = n / res["wall"]
+            base = base or per_sec
+            print(json.dumps({
+                "op": f"pg_record_w{watchers}_procs{procs}", "n": n, "seconds": round(res["wall"], 6),
+                "per_sec": round(per_sec, 1), "procs": procs, "watchers": watchers, "sessions": a.sessions,
+                "ratio_vs_1": round(per_sec / base, 2), "per_process_per_sec": round(a.events / res["wall"], 1),
+                "failures": res["failures"], "rows_after": rows, "dense": rows == n and top == n,
+                **_pct(res["lat"])}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
