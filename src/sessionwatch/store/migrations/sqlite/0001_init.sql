@@ -49,7 +49,7 @@ CREATE TABLE cursors (
     PRIMARY KEY (target, watcher)  -- clustered by target: one event's fan-out touches adjacent rows
 ) STRICT, WITHOUT ROWID;
 CREATE INDEX cursors_by_watcher ON cursors (watcher);
-CREATE INDEX cursors_by_updated ON cursors (updated_at);
+-- No index on updated_at: every fan-out and ack touches it, while only the hourly prune reads it.
 
 -- Pairs muted by session_unwatch: implicit (spawn-parent, ambient) notices stay off until a new
 -- explicit watch or a new spawn run.
