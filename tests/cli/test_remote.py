@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from .conftest import SW, Result, clean_env
+from tests.support.procs import stop
 
 pytest.importorskip("sessionwatch.client")
 pytestmark = pytest.mark.slow
@@ -50,12 +51,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.05)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 15)
 
 
 def remote(url: str, *args: str, token: str = TOKEN, timeout: float = 60) -> Result:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from .conftest import SW, Result, clean_env
+from tests.support.procs import stop
 
 MAIN = "agent:main:main"
 CC = "agent:main:subagent:cc"
@@ -99,12 +100,7 @@ def node(claude_root: Path) -> Iterator[tuple[str, str]]:
                 time.sleep(0.05)
         yield url, token
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @pytest.mark.slow

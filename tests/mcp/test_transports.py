@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from sessionwatch import Gateway
 
 from .helpers import MANAGER, assert_published_tools, run_every_tool, run_notice_scenario
+from tests.support.procs import stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -72,12 +73,7 @@ def http_mcp(sqlite_url: str) -> Iterator[tuple[str, str]]:
                 time.sleep(0.05)
         yield url, token
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         # Nothing but the protocol (here: nothing at all) may reach stdout; logs belong on stderr.
         assert proc.stdout is not None and proc.stdout.read() == b""
 

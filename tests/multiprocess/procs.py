@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.support.procs import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,13 +66,7 @@ class HttpGateway:
 
     def stop(self) -> None:
         self.client.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop(self.proc, 15)
 
 
 class WakeReader:

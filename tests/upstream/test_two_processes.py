@@ -19,6 +19,7 @@ import pytest
 
 from .conftest import free_port
 from .writers import ClaudeTranscript
+from tests.support.procs import stop
 
 pytestmark = pytest.mark.slow
 TOKEN = "two-process-token"
@@ -66,12 +67,7 @@ def processes(tmp_path: Path):
         yield f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{node_port}", node_root, node
     finally:
         for p in (gw, node):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop(p)
 
 
 def test_one_notice_for_a_burst_and_none_for_our_echo(processes):

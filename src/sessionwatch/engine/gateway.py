@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from .. import kinds as K
 from .. import validation as v
 from ..clock import Clock, system_clock
-from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError
+from ..errors import InvalidArgument, NotFound, SessionwatchError
 from ..keys import (check_agent_id, infer_kind, is_agent_qualified, main_key, parse_key, SESSION_KINDS)
 from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
                        target_from_context_key)
@@ -26,8 +26,8 @@ from ..settings import Settings
 from ..store import open_store
 from ..store.base import Store
 from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, MessageRow, PruneResult, QueueEntry,
-                             RecordOutcome, SessionRow, WakeRequest)
-from .wakes import Subscription, Wake, WakeCallback, WakeHub
+                             RecordOutcome, SessionRow)
+from .wakes import Subscription, WakeCallback, WakeHub
 
 log = logging.getLogger("sessionwatch.engine")
 
@@ -296,14 +296,15 @@ class Gateway:
         dedupe = v.optional_name(dedupe_key, "dedupeKey")
         if occurred_at is not None:
             v.number(occurred_at, "occurredAt", minimum=-math.inf)
+        # Actor classification (reference §2.5): only a person's turn can become human_direct_message.
         if provenance == "inter_session":
-            actor_type, actor_id = "agent", source
+            actor_type = "agent"
         elif provenance == "internal_system":
-            actor_type, actor_id = "system", None
+            actor_type = "system"
         elif lane == "subagent":  # the parent's own dispatch into its child
-            actor_type, actor_id = "agent", row.spawned_by
+            actor_type = "agent"
         else:
-            actor_type, actor_id = "human", human
+            actor_type = "human"
         message_id: int | None = None
         try:  # the turn happened whatever the store says: keeping its transcript is best-effort too
             message_id = self.store.append_message(MessageRow(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .. import kinds as K
 from .. import validation as v
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
-from ..keys import SESSION_KINDS, SessionKey, check_agent_id, is_agent_qualified, parse_key
+from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EventInput, MessageRow, SessionRow
 
