@@ -1,4 +1,8 @@
-"""SQLite backend: one file, WAL, one transaction per write, set-based fan-out."""
+"""SQLite backend: one file, WAL, one transaction per write, set-based fan-out.
+
+This module holds the signal log, cursors and the notice queue's transactions; the queue's derived
+model is in ``sqlite_queue``, sessions and transcripts in ``sqlite_sessions``, links and nodes in
+``sqlite_links`` (mixins of ``SQLiteStore``)."""
 
 from __future__ import annotations
 
@@ -16,8 +20,11 @@ from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
 from . import sqlite_queue as sq
 from .base import Render, Store
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
-                      QueueEntry, RecordOutcome, SessionRow, WakeRequest, dumps, loads, loads_or_none)
+from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult, QueueEntry, RecordOutcome,
+                      WakeRequest, dumps, loads)
+
+from .sqlite_links import LinksMixin
+from .sqlite_sessions import SessionsMixin
 
 log = logging.getLogger("sessionwatch.store.sqlite")
 
@@ -126,32 +133,6 @@ def event_body(ev: EventInput) -> str:
     return dumps(body)
 
 
-def _session(row: Sequence[Any]) -> SessionRow:
-    return SessionRow(session_key=row[0], agent_id=row[1], session_id=row[2], kind=row[3], spawned_by=row[4],
-                      label=row[5], active_run_id=row[6], goal=loads_or_none(row[7]), created_at=row[8],
-                      updated_at=row[9])
-
-
-_SESSION_COLS = ("session_key, agent_id, session_id, kind, spawned_by, label, active_run_id, goal_json,"
-                 " created_at, updated_at")
-_MESSAGE_COLS = "id, session_key, agent_id, role, text, created_at, provenance, source_session_key, channel, imported"
-_LINK_COLS = ("session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json,"
-              " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at")
-
-
-def _message(row: Sequence[Any]) -> MessageRow:
-    return MessageRow(id=row[0], session_key=row[1], agent_id=row[2], role=row[3], text=row[4],
-                      created_at=row[5], provenance=row[6], source_session_key=row[7], channel=row[8],
-                      imported=bool(row[9]))
-
-
-def _link(row: Sequence[Any]) -> Link:
-    return Link(session_key=row[0], agent_id=row[1], catalog_id=row[2], host_id=row[3], thread_id=row[4],
-                upstream_kind=row[5], upstream_ref=json.loads(row[6]), marker=json.loads(row[7]),
-                created_at=row[8], updated_at=row[9], last_scanned_at=row[10], miss_count=row[11],
-                miss_link_updated_at=row[12])
-
-
 def apply_migrations(conn: sqlite3.Connection) -> int:
     """Apply numbered migration files newer than ``PRAGMA user_version``; safe with concurrent openers."""
     folder = resources.files("sessionwatch.store").joinpath("migrations/sqlite")
@@ -174,7 +155,7 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
     return current
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SessionsMixin, LinksMixin, Store):
     """The embedded default backend. Thread-safe: one connection behind a lock."""
 
     multi_process = False
@@ -486,224 +467,3 @@ class SQLiteStore(Store):
                 if not quiet and not is_subagent_key(watcher):
                     wakes.append(WakeRequest(watcher, target))
         return len(rows), wakes
-
-    # -- sessions and transcripts ----------------------------------------------------------------
-    def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
-        with self._tx() as conn:
-            existing = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
-                                    (row.session_key, row.agent_id)).fetchone()
-            if existing is None:
-                conn.execute(f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                             (row.session_key, row.agent_id, row.session_id, row.kind, row.spawned_by, row.label,
-                              row.active_run_id, None if row.goal is None else dumps(row.goal), row.created_at,
-                              row.updated_at))
-                return row, True
-            current = _session(existing)
-            current.kind = row.kind or current.kind
-            current.spawned_by = row.spawned_by if row.spawned_by is not None else current.spawned_by
-            current.label = row.label if row.label is not None else current.label
-            current.updated_at = row.updated_at
-            conn.execute("UPDATE sessions SET kind = ?, spawned_by = ?, label = ?, updated_at = ?"
-                         " WHERE session_key = ? AND agent_id = ?",
-                         (current.kind, current.spawned_by, current.label, current.updated_at,
-                          row.session_key, row.agent_id))
-            return current, False
-
-    def get_session(self, session_key: str, agent_id: str) -> SessionRow | None:
-        with self._lock:
-            row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
-                                     (session_key, agent_id)).fetchone()
-        return None if row is None else _session(row)
-
-    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]:
-        sql = f"SELECT {_SESSION_COLS} FROM sessions"
-        where: list[str] = []
-        args: list[Any] = []
-        if agent_id is not None:
-            where.append("agent_id = ?")
-            args.append(agent_id)
-        if kinds:
-            where.append(f"kind IN ({','.join('?' * len(kinds))})")
-            args.extend(kinds)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, session_key LIMIT ?"
-        args.append(limit)
-        with self._lock:
-            return [_session(r) for r in self._conn.execute(sql, args)]
-
-    _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
-                  "spawned_by": "spawned_by"}
-
-    def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
-        sets, args = ["updated_at = ?"], [now]
-        for name, value in fields.items():
-            sets.append(f"{self._UPDATABLE[name]} = ?")
-            args.append(dumps(value) if name == "goal" and value is not None else value)
-        with self._tx() as conn:
-            return conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_key = ? AND agent_id = ?",
-                                (*args, session_key, agent_id)).rowcount > 0
-
-    def end_run(self, session_key: str, agent_id: str, run_id: str, now: int) -> bool:
-        with self._tx() as conn:
-            return conn.execute("UPDATE sessions SET active_run_id = NULL, updated_at = ? WHERE session_key = ?"
-                                " AND agent_id = ? AND active_run_id = ?",
-                                (now, session_key, agent_id, run_id)).rowcount > 0
-
-    def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
-                      context_prefix: str, queue_cap: int = 20) -> bool:
-        with self._tx() as conn:
-            found = conn.execute("UPDATE sessions SET session_id = ?, active_run_id = NULL, updated_at = ?"
-                                 " WHERE session_key = ? AND agent_id = ?",
-                                 (new_session_id, now, session_key, agent_id)).rowcount > 0
-            if found:
-                conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
-                conn.execute("DELETE FROM system_events WHERE session_key = ? AND context_key LIKE ?",
-                             (session_key, context_prefix + "%"))
-                sq.after_removal(conn, {session_key}, queue_cap)
-            return found
-
-    def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
-        with self._tx() as conn:
-            found = conn.execute("DELETE FROM sessions WHERE session_key = ? AND agent_id = ?",
-                                 (session_key, agent_id)).rowcount > 0
-            conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            conn.execute("DELETE FROM events WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            conn.execute("DELETE FROM heads WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            conn.execute("DELETE FROM messages WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            touched = {w for (w,) in conn.execute("DELETE FROM cursors WHERE target = ? RETURNING watcher",
-                                                  (session_key,))}
-            touched |= {w for (w,) in conn.execute(
-                "DELETE FROM system_events WHERE context_key = ? RETURNING session_key", (context_key,))}
-            conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
-            conn.execute("DELETE FROM watch_mutes WHERE watcher = ?1 OR target = ?1", (session_key,))
-            conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
-            conn.execute("DELETE FROM queue_heads WHERE session_key = ?", (session_key,))
-            touched.discard(session_key)
-            sq.after_removal(conn, touched, queue_cap)
-            return found
-
-    def append_message(self, msg: MessageRow) -> MessageRow:
-        with self._tx() as conn:
-            row = conn.execute(
-                "INSERT INTO messages (session_key, agent_id, role, text, provenance, source_session_key, channel,"
-                " imported, created_at) VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
-                (msg.session_key, msg.agent_id, msg.role, msg.text, msg.provenance, msg.source_session_key,
-                 msg.channel, int(msg.imported), msg.created_at)).fetchone()
-        msg.id = row[0]
-        return msg
-
-    def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
-                 role: str | None = None) -> list[MessageRow]:
-        sql = (f"SELECT {_MESSAGE_COLS} FROM messages WHERE session_key = ? AND agent_id = ? AND id > ?"
-               + (" AND role = ?" if role else "") + " ORDER BY id DESC LIMIT ?")
-        args: list[Any] = [session_key, agent_id, after_id] + ([role] if role else []) + [limit]
-        with self._lock:
-            rows = self._conn.execute(sql, args).fetchall()
-        return [_message(r) for r in reversed(rows)]
-
-    def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._conn.execute(
-                "SELECT text FROM messages WHERE session_key = ? AND agent_id = ? AND role = 'user'"
-                " AND imported = 0 ORDER BY id DESC LIMIT ?", (session_key, agent_id, limit))]
-
-    # -- upstream links and nodes ----------------------------------------------------------------
-    def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
-        with self._tx() as conn:
-            row = conn.execute(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
-                               (link.session_key, link.agent_id)).fetchone()
-            if row is None:
-                link.created_at = now
-                link.updated_at = now
-                link.last_scanned_at = None
-                link.miss_count = 0
-                link.miss_link_updated_at = None
-                conn.execute(f"INSERT INTO upstream_links ({_LINK_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                             (link.session_key, link.agent_id, link.catalog_id, link.host_id, link.thread_id,
-                              link.upstream_kind, dumps(link.upstream_ref), dumps(link.marker), now, now, None, 0,
-                              None))
-                return link, "created"
-            old = _link(row)
-            updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
-            same = (old.catalog_id, old.thread_id, old.host_id, old.upstream_kind, dumps(old.upstream_ref)) == (
-                link.catalog_id, link.thread_id, link.host_id, link.upstream_kind, dumps(link.upstream_ref))
-            if same:
-                conn.execute("UPDATE upstream_links SET updated_at = ?, miss_count = 0, miss_link_updated_at = NULL"
-                             " WHERE session_key = ? AND agent_id = ?", (updated_at, link.session_key, link.agent_id))
-                old.updated_at, old.miss_count, old.miss_link_updated_at = updated_at, 0, None
-                return old, "same"
-            conn.execute(
-                "UPDATE upstream_links SET catalog_id = ?, host_id = ?, thread_id = ?, upstream_kind = ?,"
-                " upstream_ref_json = ?, last_marker_json = ?, last_scanned_at = NULL, miss_count = 0,"
-                " miss_link_updated_at = NULL, updated_at = ? WHERE session_key = ? AND agent_id = ?",
-                (link.catalog_id, link.host_id, link.thread_id, link.upstream_kind, dumps(link.upstream_ref),
-                 dumps(link.marker), updated_at, link.session_key, link.agent_id))
-            link.created_at, link.updated_at, link.last_scanned_at = old.created_at, updated_at, None
-            link.miss_count, link.miss_link_updated_at = 0, None
-            return link, "rebased"
-
-    def get_link(self, session_key: str, agent_id: str) -> Link | None:
-        with self._lock:
-            row = self._conn.execute(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
-                                     (session_key, agent_id)).fetchone()
-        return None if row is None else _link(row)
-
-    def links(self, catalog_id: str | None = None) -> list[Link]:
-        sql = f"SELECT {_LINK_COLS} FROM upstream_links"
-        args: tuple[Any, ...] = ()
-        if catalog_id is not None:
-            sql += " WHERE catalog_id = ?"
-            args = (catalog_id,)
-        with self._lock:
-            return [_link(r) for r in self._conn.execute(sql + " ORDER BY session_key, agent_id", args)]
-
-    def watched_links(self) -> list[Link]:
-        with self._lock:
-            return [_link(r) for r in self._conn.execute(
-                f"SELECT {_LINK_COLS} FROM upstream_links l WHERE EXISTS"
-                " (SELECT 1 FROM cursors c WHERE c.target = l.session_key) ORDER BY session_key, agent_id")]
-
-    def advance_link(self, session_key: str, agent_id: str, expected_updated_at: int, marker: dict[str, Any],
-                     now: int) -> bool:
-        with self._tx() as conn:
-            return conn.execute(
-                "UPDATE upstream_links SET last_marker_json = ?, last_scanned_at = ?,"
-                " updated_at = max(?, updated_at + 1), miss_count = 0, miss_link_updated_at = NULL"
-                " WHERE session_key = ? AND agent_id = ? AND updated_at = ?",
-                (dumps(marker), now, now, session_key, agent_id, expected_updated_at)).rowcount > 0
-
-    def set_link_misses(self, session_key: str, agent_id: str, expected_updated_at: int, count: int) -> bool:
-        with self._tx() as conn:
-            return conn.execute(
-                "UPDATE upstream_links SET miss_count = ?, miss_link_updated_at = ?"
-                " WHERE session_key = ? AND agent_id = ? AND updated_at = ?",
-                (count, expected_updated_at if count else None, session_key, agent_id,
-                 expected_updated_at)).rowcount > 0
-
-    def delete_link(self, session_key: str, agent_id: str, expected_updated_at: int | None = None) -> bool:
-        with self._tx() as conn:
-            if expected_updated_at is None:
-                return conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ?",
-                                    (session_key, agent_id)).rowcount > 0
-            return conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ? AND updated_at = ?",
-                                (session_key, agent_id, expected_updated_at)).rowcount > 0
-
-    def put_node(self, node: Node) -> Node:
-        with self._tx() as conn:
-            conn.execute("INSERT INTO nodes (node_id, url, token, created_at, updated_at) VALUES (?,?,?,?,?)"
-                         " ON CONFLICT (node_id) DO UPDATE SET url = excluded.url, token = excluded.token,"
-                         " updated_at = excluded.updated_at",
-                         (node.node_id, node.url, node.token, node.created_at, node.updated_at))
-        return self.get_node(node.node_id) or node
-
-    def get_node(self, node_id: str) -> Node | None:
-        with self._lock:
-            row = self._conn.execute("SELECT node_id, url, token, created_at, updated_at FROM nodes WHERE node_id = ?",
-                                     (node_id,)).fetchone()
-        return None if row is None else Node(*row)
-
-    def nodes(self) -> list[Node]:
-        with self._lock:
-            return [Node(*r) for r in self._conn.execute(
-                "SELECT node_id, url, token, created_at, updated_at FROM nodes ORDER BY node_id")]

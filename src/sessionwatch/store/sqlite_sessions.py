@@ -1,0 +1,154 @@
+"""SQLite: sessions and their transcripts (a mixin of SQLiteStore)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from . import sqlite_queue as sq
+from .records import MessageRow, SessionRow, dumps, loads_or_none
+
+
+def _session(row: Sequence[Any]) -> SessionRow:
+    return SessionRow(session_key=row[0], agent_id=row[1], session_id=row[2], kind=row[3], spawned_by=row[4],
+                      label=row[5], active_run_id=row[6], goal=loads_or_none(row[7]), created_at=row[8],
+                      updated_at=row[9])
+
+
+_SESSION_COLS = ("session_key, agent_id, session_id, kind, spawned_by, label, active_run_id, goal_json,"
+                 " created_at, updated_at")
+_MESSAGE_COLS = "id, session_key, agent_id, role, text, created_at, provenance, source_session_key, channel, imported"
+
+
+def _message(row: Sequence[Any]) -> MessageRow:
+    return MessageRow(id=row[0], session_key=row[1], agent_id=row[2], role=row[3], text=row[4],
+                      created_at=row[5], provenance=row[6], source_session_key=row[7], channel=row[8],
+                      imported=bool(row[9]))
+
+
+class SessionsMixin:
+    _lock: Any
+    _conn: sqlite3.Connection
+    _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
+
+    def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
+        with self._tx() as conn:
+            existing = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
+                                    (row.session_key, row.agent_id)).fetchone()
+            if existing is None:
+                conn.execute(f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                             (row.session_key, row.agent_id, row.session_id, row.kind, row.spawned_by, row.label,
+                              row.active_run_id, None if row.goal is None else dumps(row.goal), row.created_at,
+                              row.updated_at))
+                return row, True
+            current = _session(existing)
+            current.kind = row.kind or current.kind
+            current.spawned_by = row.spawned_by if row.spawned_by is not None else current.spawned_by
+            current.label = row.label if row.label is not None else current.label
+            current.updated_at = row.updated_at
+            conn.execute("UPDATE sessions SET kind = ?, spawned_by = ?, label = ?, updated_at = ?"
+                         " WHERE session_key = ? AND agent_id = ?",
+                         (current.kind, current.spawned_by, current.label, current.updated_at,
+                          row.session_key, row.agent_id))
+            return current, False
+
+    def get_session(self, session_key: str, agent_id: str) -> SessionRow | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
+                                     (session_key, agent_id)).fetchone()
+        return None if row is None else _session(row)
+
+    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]:
+        sql = f"SELECT {_SESSION_COLS} FROM sessions"
+        where: list[str] = []
+        args: list[Any] = []
+        if agent_id is not None:
+            where.append("agent_id = ?")
+            args.append(agent_id)
+        if kinds:
+            where.append(f"kind IN ({','.join('?' * len(kinds))})")
+            args.extend(kinds)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, session_key LIMIT ?"
+        args.append(limit)
+        with self._lock:
+            return [_session(r) for r in self._conn.execute(sql, args)]
+
+    _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
+                  "spawned_by": "spawned_by"}
+
+    def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
+        sets, args = ["updated_at = ?"], [now]
+        for name, value in fields.items():
+            sets.append(f"{self._UPDATABLE[name]} = ?")
+            args.append(dumps(value) if name == "goal" and value is not None else value)
+        with self._tx() as conn:
+            return conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_key = ? AND agent_id = ?",
+                                (*args, session_key, agent_id)).rowcount > 0
+
+    def end_run(self, session_key: str, agent_id: str, run_id: str, now: int) -> bool:
+        with self._tx() as conn:
+            return conn.execute("UPDATE sessions SET active_run_id = NULL, updated_at = ? WHERE session_key = ?"
+                                " AND agent_id = ? AND active_run_id = ?",
+                                (now, session_key, agent_id, run_id)).rowcount > 0
+
+    def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
+                      context_prefix: str, queue_cap: int = 20) -> bool:
+        with self._tx() as conn:
+            found = conn.execute("UPDATE sessions SET session_id = ?, active_run_id = NULL, updated_at = ?"
+                                 " WHERE session_key = ? AND agent_id = ?",
+                                 (new_session_id, now, session_key, agent_id)).rowcount > 0
+            if found:
+                conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
+                conn.execute("DELETE FROM system_events WHERE session_key = ? AND context_key LIKE ?",
+                             (session_key, context_prefix + "%"))
+                sq.after_removal(conn, {session_key}, queue_cap)
+            return found
+
+    def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
+        with self._tx() as conn:
+            found = conn.execute("DELETE FROM sessions WHERE session_key = ? AND agent_id = ?",
+                                 (session_key, agent_id)).rowcount > 0
+            conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            conn.execute("DELETE FROM events WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            conn.execute("DELETE FROM heads WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            conn.execute("DELETE FROM messages WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            touched = {w for (w,) in conn.execute("DELETE FROM cursors WHERE target = ? RETURNING watcher",
+                                                  (session_key,))}
+            touched |= {w for (w,) in conn.execute(
+                "DELETE FROM system_events WHERE context_key = ? RETURNING session_key", (context_key,))}
+            conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
+            conn.execute("DELETE FROM watch_mutes WHERE watcher = ?1 OR target = ?1", (session_key,))
+            conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
+            conn.execute("DELETE FROM queue_heads WHERE session_key = ?", (session_key,))
+            touched.discard(session_key)
+            sq.after_removal(conn, touched, queue_cap)
+            return found
+
+    def append_message(self, msg: MessageRow) -> MessageRow:
+        with self._tx() as conn:
+            row = conn.execute(
+                "INSERT INTO messages (session_key, agent_id, role, text, provenance, source_session_key, channel,"
+                " imported, created_at) VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
+                (msg.session_key, msg.agent_id, msg.role, msg.text, msg.provenance, msg.source_session_key,
+                 msg.channel, int(msg.imported), msg.created_at)).fetchone()
+        msg.id = row[0]
+        return msg
+
+    def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
+                 role: str | None = None) -> list[MessageRow]:
+        sql = (f"SELECT {_MESSAGE_COLS} FROM messages WHERE session_key = ? AND agent_id = ? AND id > ?"
+               + (" AND role = ?" if role else "") + " ORDER BY id DESC LIMIT ?")
+        args: list[Any] = [session_key, agent_id, after_id] + ([role] if role else []) + [limit]
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        return [_message(r) for r in reversed(rows)]
+
+    def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute(
+                "SELECT text FROM messages WHERE session_key = ? AND agent_id = ? AND role = 'user'"
+                " AND imported = 0 ORDER BY id DESC LIMIT ?", (session_key, agent_id, limit))]
