@@ -10,6 +10,7 @@ from sessionwatch import Gateway
 
 AGENT = "a"
 MAIN = "agent:a:main"
+CHILD = "agent:a:subagent:kid"  # what family() spawns
 SECOND = 1000
 MINUTE = 60 * SECOND
 HOUR = 60 * MINUTE

@@ -9,9 +9,8 @@ import pytest
 
 from sessionwatch import Gateway, SessionwatchError
 
-from ._helpers import MAIN, human, send, snapshot, spawn
+from ._helpers import CHILD, MAIN, human, send, snapshot, spawn
 
-CHILD = "agent:a:subagent:kid"
 PEER = "agent:a:peer"
 GROUP = "agent:a:telegram:group:g1"
 KEYS = [MAIN, CHILD, PEER, GROUP, "agent:a:ghost"]

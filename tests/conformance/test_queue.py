@@ -7,16 +7,10 @@ import pytest
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 
-from ._helpers import MAIN, ctx, human, marks, notice, spawn, texts
-
-CHILD = "agent:a:subagent:kid"
+from ._helpers import CHILD, MAIN, ctx, human, marks, notice, spawn, texts
 
 
-@pytest.fixture
-def family(gw: Gateway) -> Gateway:
-    gw.put_session(MAIN)
-    spawn(gw, MAIN, "kid", run_id="run-1")
-    return gw
+
 
 
 def test_queue_is_capped_at_20_and_evicts_the_oldest(gw: Gateway) -> None:

@@ -9,9 +9,8 @@ from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.store.records import EventInput
 
-from ._helpers import AGENT, DAY, MAIN, human, notice, ok, send, spawn, status, texts
+from ._helpers import CHILD, AGENT, DAY, MAIN, human, notice, ok, send, spawn, status, texts
 
-CHILD = "agent:a:subagent:kid"
 
 
 def _fenced_json(text: str) -> dict:

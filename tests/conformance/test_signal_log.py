@@ -11,17 +11,10 @@ from sessionwatch import Gateway, InvalidArgument, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.store.records import EventInput
 
-from ._helpers import AGENT, DAY, HOUR, MAIN, cursor, human, log, marks, notice, ok, spawn, status, texts
-
-CHILD = "agent:a:subagent:kid"
+from ._helpers import CHILD, AGENT, DAY, HOUR, MAIN, cursor, human, log, marks, notice, ok, spawn, status, texts
 
 
-@pytest.fixture
-def family(gw: Gateway) -> Gateway:
-    """main spawned agent:a:subagent:kid and watches it."""
-    gw.put_session(MAIN)
-    spawn(gw, MAIN, "kid", run_id="run-1")
-    return gw
+
 
 
 # -- sequences and heads ---------------------------------------------------------------------------------

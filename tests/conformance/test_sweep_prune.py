@@ -5,9 +5,8 @@ from __future__ import annotations
 from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
 
-from ._helpers import DAY, MAIN, MINUTE, cursor, human, log, marks, notice, send, spawn, texts
+from ._helpers import CHILD, DAY, MAIN, MINUTE, cursor, human, log, marks, notice, send, spawn, texts
 
-CHILD = "agent:a:subagent:kid"
 PEER = "agent:a:peer"
 
 

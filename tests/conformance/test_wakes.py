@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
 
 from sessionwatch import Gateway, Wake
 from sessionwatch.clock import ManualClock
 
-from ._helpers import MAIN, SECOND, human, notice, send, spawn, texts
+from ._helpers import CHILD, MAIN, SECOND, human, notice, send, spawn, texts
 
-CHILD = "agent:a:subagent:kid"
 REASON = f"session-state:{CHILD}"
 
 
-@pytest.fixture
-def family(gw: Gateway) -> Gateway:
-    gw.put_session(MAIN)
-    spawn(gw, MAIN, "kid", run_id="run-1")
-    return gw
 
 
 def test_first_wake_is_delivered_at_once_after_the_commit(family: Gateway, clock: ManualClock) -> None:

@@ -7,9 +7,8 @@ import pytest
 
 from sessionwatch import Gateway, Wake
 
-from ._helpers import (MAIN, cursor, err, human, log, marks, notice, ok, send, spawn, status, texts)
+from ._helpers import (CHILD, MAIN, cursor, err, human, log, marks, notice, ok, send, spawn, status, texts)
 
-CHILD = "agent:a:subagent:kid"
 PEER = "agent:a:peer"
 GROUP = "agent:a:telegram:group:g1"
 

@@ -45,7 +45,9 @@ from .base import Render, Store, WakeListener
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
                       QueueEntry, RecordOutcome, SessionRow, WakeRequest, dumps, loads)
 # Row shapes are shared with the SQLite backend (same columns, same order).
-from .sqlite import _event, _link, _message, _session, event_body
+from .sqlite import _event, event_body
+from .sqlite_links import _link
+from .sqlite_sessions import _message, _session
 
 log = logging.getLogger("sessionwatch.store.postgres")
 
