@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import InvalidArgument, PayloadTooLarge
+from .errors import InvalidArgument
 from .settings import MAX_NAME_LENGTH, MAX_TEXT_BYTES
 
 _MISSING = object()
@@ -26,9 +26,8 @@ def text(value: object, what: str, *, max_bytes: int = MAX_TEXT_BYTES, allow_emp
     if not allow_empty and not value.strip():
         raise InvalidArgument(f"{what} must not be empty")
     size = len(value.encode("utf-8", errors="surrogatepass"))
-    if size > max_bytes:
-        raise PayloadTooLarge(f"{what} is {size} bytes; the limit is {max_bytes} bytes") if max_bytes >= MAX_TEXT_BYTES \
-            else InvalidArgument(f"{what} is longer than {max_bytes} bytes")
+    if size > max_bytes:  # SPEC §6: input beyond a documented limit is invalid_argument
+        raise InvalidArgument(f"{what} is {size} bytes; the limit is {max_bytes} bytes")
     return value
 
 

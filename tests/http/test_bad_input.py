@@ -189,10 +189,10 @@ def test_default_limits(http: httpx.Client, seeded: dict[str, Any]) -> None:
     res = http.post(f"/v1/sessions/{CHILD}/inbound", content=b"{" + b" " * (4 * 1024 * 1024) + b"}",
                     headers={"Content-Type": "application/json"})
     assert res.status_code == 413
-    # Within the body cap but over the 1 MiB text limit of the engine.
+    # Within the body cap but over the 1 MiB text limit of the engine: bad input (SPEC §6).
     res = http.post(f"/v1/sessions/{CHILD}/inbound", json={"text": "x" * (1024 * 1024 + 1), "channel": "web"})
-    assert res.status_code == 413 and res.json()["error"]["code"] == "payload_too_large"
+    assert res.status_code == 400 and res.json()["error"]["code"] == "invalid_argument"
     res = http.post("/v1/tools/sessions_send", json={"sessionKey": CHILD, "message": "x" * (1024 * 1024 + 1)},
                     headers={"X-Session-Key": MANAGER})
-    assert res.status_code == 413
+    assert res.status_code == 400 and res.json()["error"]["code"] == "invalid_argument"
     assert snapshot(http) == before

@@ -16,7 +16,7 @@ ERROR_STATUSES = {
     "403": "The caller may not do this (forbidden).",
     "404": "Unknown session, tool or route (not_found, unknown_tool).",
     "409": "Conflicting state (conflict).",
-    "413": "Body or text too large (payload_too_large).",
+    "413": "Request body over the size limit (payload_too_large).",
     "503": "The store or the upstream service is unavailable, or the gateway is starting (unavailable).",
 }
 _PARAM = re.compile(r"{(\w+)}")
