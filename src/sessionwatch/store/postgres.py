@@ -42,12 +42,11 @@ from ..errors import StoreUnavailable
 from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
 from .base import Render, Store, WakeListener
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
-                      QueueEntry, RecordOutcome, SessionRow, WakeRequest, dumps, loads)
-# Row shapes are shared with the SQLite backend (same columns, same order).
-from .sqlite import _event, event_body
-from .sqlite_links import _link
-from .sqlite_sessions import _message, _session
+from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult, QueueEntry, RecordOutcome,
+                      WakeRequest, loads)
+from .rows import CURSOR_COLS, EVENT_COLS, event_body, event_from_row
+from .postgres_links import LinksMixin
+from .postgres_sessions import SessionsMixin
 
 log = logging.getLogger("sessionwatch.store.postgres")
 
@@ -55,14 +54,6 @@ T = TypeVar("T")
 OWN_PARAMS = ("pool_size", "pool_min")
 SEEN_WAKES = 10_000  # remembered deliveries per kind (NOTIFY, poll, own commits)
 
-_EVENT_COLS = ("sequence, session_key, agent_id, kind, actor_type, occurred_at, summary, actor_id,"
-               " session_id, run_id, dedupe_key, body")
-_SESSION_COLS = ("session_key, agent_id, session_id, kind, spawned_by, label, active_run_id, goal_json,"
-                 " created_at, updated_at")
-_MESSAGE_COLS = "id, session_key, agent_id, role, text, created_at, provenance, source_session_key, channel, imported"
-_LINK_COLS = ("session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json,"
-              " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at")
-_CURSOR_COLS = "watcher, target, last_seen, notified, material, provenance, updated_at"
 
 _RECORD = (
     "SELECT * FROM sw_record(%s::bigint, %s, %s, %s, %s, %s, %s, %s, %s, %s::bigint, %s, %s, %s::text[], %s,"
@@ -172,7 +163,7 @@ class _AdvisoryLock:
         self._pool.putconn(self._conn)
 
 
-class PostgresStore(Store):
+class PostgresStore(SessionsMixin, LinksMixin, Store):
     """The scale-out backend. Thread-safe: a connection pool plus one LISTEN connection."""
 
     multi_process = True
@@ -438,7 +429,7 @@ class PostgresStore(Store):
         if row[0]:
             self._flush()
         if not row[0]:
-            return RecordOutcome(None if row[1] is None else _event(row[1:13]), False)
+            return RecordOutcome(None if row[1] is None else event_from_row(row[1:13]), False)
         wakes: list[WakeRequest] = []
         if row[13]:
             self._committed_here(set(row[14]))
@@ -460,8 +451,8 @@ class PostgresStore(Store):
         return ChangesPage(events, count > limit, earliest, after < pruned)
 
     def events_after(self, after: int, limit: int) -> list[EventRecord]:
-        return [_event(r) for r in self._all(
-            f"SELECT {_EVENT_COLS} FROM events WHERE sequence > %s::bigint ORDER BY sequence LIMIT %s::bigint",
+        return [event_from_row(r) for r in self._all(
+            f"SELECT {EVENT_COLS} FROM events WHERE sequence > %s::bigint ORDER BY sequence LIMIT %s::bigint",
             (after, limit))]
 
     def state_version(self, session_key: str, agent_id: str) -> int:
@@ -499,7 +490,7 @@ class PostgresStore(Store):
         return bool(row[0])
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
-        query = f"SELECT {_CURSOR_COLS} FROM cursors"
+        query = f"SELECT {CURSOR_COLS} FROM cursors"
         where, args = [], []
         if watcher is not None:
             where.append("watcher = %s")
@@ -608,200 +599,3 @@ class PostgresStore(Store):
                                if not q and not is_subagent_key(r[0])]
 
         return self._run(work)
-
-    # -- sessions and transcripts ----------------------------------------------------------------
-    def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
-        # One upsert; xmax = 0 tells an insert from an update of an existing row.
-        got = self._one(
-            f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-            " ON CONFLICT (session_key, agent_id) DO UPDATE SET"
-            " kind = coalesce(nullif(excluded.kind, ''), sessions.kind),"
-            " spawned_by = coalesce(excluded.spawned_by, sessions.spawned_by),"
-            " label = coalesce(excluded.label, sessions.label), updated_at = excluded.updated_at"
-            f" RETURNING {_SESSION_COLS}, xmax = 0",
-            (row.session_key, row.agent_id, row.session_id, row.kind, row.spawned_by, row.label, row.active_run_id,
-             None if row.goal is None else dumps(row.goal), row.created_at, row.updated_at))
-        return _session(got[:10]), bool(got[10])
-
-    def get_session(self, session_key: str, agent_id: str) -> SessionRow | None:
-        row = self._one(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = %s AND agent_id = %s",
-                        (session_key, agent_id))
-        return None if row is None else _session(row)
-
-    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]:
-        query = f"SELECT {_SESSION_COLS} FROM sessions"
-        where: list[str] = []
-        args: list[Any] = []
-        if agent_id is not None:
-            where.append("agent_id = %s")
-            args.append(agent_id)
-        if kinds:
-            where.append("kind = ANY (%s::text[])")
-            args.append(list(kinds))
-        if where:
-            query += " WHERE " + " AND ".join(where)
-        query += " ORDER BY updated_at DESC, session_key LIMIT %s"
-        args.append(limit)
-        return [_session(r) for r in self._all(query, args)]
-
-    _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
-                  "spawned_by": "spawned_by"}
-
-    def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
-        sets, args = ["updated_at = %s"], [now]
-        for name, value in fields.items():
-            sets.append(f"{self._UPDATABLE[name]} = %s")
-            args.append(dumps(value) if name == "goal" and value is not None else value)
-        return self._run(lambda c: c.execute(
-            f"UPDATE sessions SET {', '.join(sets)} WHERE session_key = %s AND agent_id = %s",
-            (*args, session_key, agent_id)).rowcount > 0)
-
-    def end_run(self, session_key: str, agent_id: str, run_id: str, now: int) -> bool:
-        return self._run(lambda c: c.execute(
-            "UPDATE sessions SET active_run_id = NULL, updated_at = %s WHERE session_key = %s AND agent_id = %s"
-            " AND active_run_id = %s", (now, session_key, agent_id, run_id)).rowcount > 0)
-
-    def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
-                      context_prefix: str, queue_cap: int = 20) -> bool:
-        def work(conn: psycopg.Connection[Any]) -> bool:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._writer,))
-                found = conn.execute("UPDATE sessions SET session_id = %s, active_run_id = NULL, updated_at = %s"
-                                     " WHERE session_key = %s AND agent_id = %s",
-                                     (new_session_id, now, session_key, agent_id)).rowcount > 0
-                if found:
-                    conn.execute("DELETE FROM cursors WHERE watcher = %s", (session_key,))
-                    # ILIKE: SQLite's LIKE ignores ASCII case
-                    conn.execute("DELETE FROM system_events WHERE session_key = %s AND context_key ILIKE %s",
-                                 (session_key, context_prefix + "%"))
-                    conn.execute("SELECT sw_compact(%s, %s::integer)", (session_key, queue_cap))
-            return found
-
-        return self._run(work)
-
-    def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
-        row = self._one("SELECT sw_delete_session(%s::bigint, %s, %s, %s, %s::integer)",
-                        (self._writer, session_key, agent_id, context_key, queue_cap))
-        return bool(row[0])
-
-    def append_message(self, msg: MessageRow) -> MessageRow:
-        row = self._one(
-            "INSERT INTO messages (session_key, agent_id, role, text, provenance, source_session_key, channel,"
-            " imported, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-            (msg.session_key, msg.agent_id, msg.role, msg.text, msg.provenance, msg.source_session_key,
-             msg.channel, bool(msg.imported), msg.created_at))
-        msg.id = row[0]
-        return msg
-
-    def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
-                 role: str | None = None) -> list[MessageRow]:
-        query = (f"SELECT {_MESSAGE_COLS} FROM messages WHERE session_key = %s AND agent_id = %s AND id > %s"
-                 + (" AND role = %s" if role else "") + " ORDER BY id DESC LIMIT %s")
-        args: list[Any] = [session_key, agent_id, after_id] + ([role] if role else []) + [limit]
-        return [_message(r) for r in reversed(self._all(query, args))]
-
-    def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
-        return [r[0] for r in self._all(
-            "SELECT text FROM messages WHERE session_key = %s AND agent_id = %s AND role = 'user'"
-            " AND NOT imported ORDER BY id DESC LIMIT %s", (session_key, agent_id, limit))]
-
-    # -- upstream links and nodes ----------------------------------------------------------------
-    def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
-        def work(conn: psycopg.Connection[Any]) -> tuple[Link, str]:
-            with conn.transaction():
-                row = conn.execute(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = %s"
-                                   " AND agent_id = %s FOR UPDATE", (link.session_key, link.agent_id)).fetchone()
-                if row is None:
-                    inserted = conn.execute(
-                        f"INSERT INTO upstream_links ({_LINK_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-                        " ON CONFLICT DO NOTHING",
-                        (link.session_key, link.agent_id, link.catalog_id, link.host_id, link.thread_id,
-                         link.upstream_kind, dumps(link.upstream_ref), dumps(link.marker), now, now, None, 0,
-                         None)).rowcount
-                    if inserted:
-                        link.created_at = link.updated_at = now
-                        link.last_scanned_at, link.miss_count, link.miss_link_updated_at = None, 0, None
-                        return link, "created"
-                    # another gateway created it a moment ago: lock and treat it as existing
-                    row = conn.execute(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = %s"
-                                       " AND agent_id = %s FOR UPDATE",
-                                       (link.session_key, link.agent_id)).fetchone()
-                old = _link(row)
-                updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
-                same = (old.catalog_id, old.thread_id, old.host_id, old.upstream_kind, dumps(old.upstream_ref)) == (
-                    link.catalog_id, link.thread_id, link.host_id, link.upstream_kind, dumps(link.upstream_ref))
-                if same:
-                    conn.execute("UPDATE upstream_links SET updated_at = %s, miss_count = 0,"
-                                 " miss_link_updated_at = NULL WHERE session_key = %s AND agent_id = %s",
-                                 (updated_at, link.session_key, link.agent_id))
-                    old.updated_at, old.miss_count, old.miss_link_updated_at = updated_at, 0, None
-                    return old, "same"
-                conn.execute(
-                    "UPDATE upstream_links SET catalog_id = %s, host_id = %s, thread_id = %s, upstream_kind = %s,"
-                    " upstream_ref_json = %s, last_marker_json = %s, last_scanned_at = NULL, miss_count = 0,"
-                    " miss_link_updated_at = NULL, updated_at = %s WHERE session_key = %s AND agent_id = %s",
-                    (link.catalog_id, link.host_id, link.thread_id, link.upstream_kind, dumps(link.upstream_ref),
-                     dumps(link.marker), updated_at, link.session_key, link.agent_id))
-                link.created_at, link.updated_at, link.last_scanned_at = old.created_at, updated_at, None
-                link.miss_count, link.miss_link_updated_at = 0, None
-                return link, "rebased"
-
-        return self._run(work)
-
-    def get_link(self, session_key: str, agent_id: str) -> Link | None:
-        row = self._one(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = %s AND agent_id = %s",
-                        (session_key, agent_id))
-        return None if row is None else _link(row)
-
-    def links(self, catalog_id: str | None = None) -> list[Link]:
-        query = f"SELECT {_LINK_COLS} FROM upstream_links"
-        args: tuple[Any, ...] = ()
-        if catalog_id is not None:
-            query += " WHERE catalog_id = %s"
-            args = (catalog_id,)
-        return [_link(r) for r in self._all(query + " ORDER BY session_key, agent_id", args)]
-
-    def watched_links(self) -> list[Link]:
-        return [_link(r) for r in self._all(
-            f"SELECT {_LINK_COLS} FROM upstream_links l WHERE EXISTS"
-            " (SELECT 1 FROM cursors c WHERE c.target = l.session_key) ORDER BY session_key, agent_id")]
-
-    def advance_link(self, session_key: str, agent_id: str, expected_updated_at: int, marker: dict[str, Any],
-                     now: int) -> bool:
-        return self._run(lambda c: c.execute(
-            "UPDATE upstream_links SET last_marker_json = %s, last_scanned_at = %s,"
-            " updated_at = greatest(%s, updated_at + 1), miss_count = 0, miss_link_updated_at = NULL"
-            " WHERE session_key = %s AND agent_id = %s AND updated_at = %s",
-            (dumps(marker), now, now, session_key, agent_id, expected_updated_at)).rowcount > 0)
-
-    def set_link_misses(self, session_key: str, agent_id: str, expected_updated_at: int, count: int) -> bool:
-        return self._run(lambda c: c.execute(
-            "UPDATE upstream_links SET miss_count = %s, miss_link_updated_at = %s"
-            " WHERE session_key = %s AND agent_id = %s AND updated_at = %s",
-            (count, expected_updated_at if count else None, session_key, agent_id,
-             expected_updated_at)).rowcount > 0)
-
-    def delete_link(self, session_key: str, agent_id: str, expected_updated_at: int | None = None) -> bool:
-        if expected_updated_at is None:
-            return self._run(lambda c: c.execute(
-                "DELETE FROM upstream_links WHERE session_key = %s AND agent_id = %s",
-                (session_key, agent_id)).rowcount > 0)
-        return self._run(lambda c: c.execute(
-            "DELETE FROM upstream_links WHERE session_key = %s AND agent_id = %s AND updated_at = %s",
-            (session_key, agent_id, expected_updated_at)).rowcount > 0)
-
-    def put_node(self, node: Node) -> Node:
-        row = self._one("INSERT INTO nodes (node_id, url, token, created_at, updated_at) VALUES (%s,%s,%s,%s,%s)"
-                        " ON CONFLICT (node_id) DO UPDATE SET url = excluded.url, token = excluded.token,"
-                        " updated_at = excluded.updated_at RETURNING node_id, url, token, created_at, updated_at",
-                        (node.node_id, node.url, node.token, node.created_at, node.updated_at))
-        return Node(*row)
-
-    def get_node(self, node_id: str) -> Node | None:
-        row = self._one("SELECT node_id, url, token, created_at, updated_at FROM nodes WHERE node_id = %s",
-                        (node_id,))
-        return None if row is None else Node(*row)
-
-    def nodes(self) -> list[Node]:
-        return [Node(*r) for r in self._all("SELECT node_id, url, token, created_at, updated_at FROM nodes"
-                                            " ORDER BY node_id")]

@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
 from . import sqlite_queue as sq
 from .base import Render, Store
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult, QueueEntry, RecordOutcome,
-                      WakeRequest, dumps, loads)
+                      WakeRequest, loads)
+from .rows import CURSOR_COLS, EVENT_COLS, event_body, event_from_row
 
 from .sqlite_links import LinksMixin
 from .sqlite_sessions import SessionsMixin
@@ -39,8 +39,6 @@ PRAGMAS = (
     "PRAGMA journal_size_limit=67108864",
 )
 
-_EVENT_COLS = ("sequence, session_key, agent_id, kind, actor_type, occurred_at, summary, actor_id, "
-               "session_id, run_id, dedupe_key, body")
 _INSERT_EVENT = (
     "INSERT INTO events (dedupe_key, session_key, session_id, agent_id, kind, actor_type, actor_id, run_id,"
     " occurred_at, summary, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
@@ -102,7 +100,6 @@ _ACK = (
 _ACK_ONE = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
     " WHERE target = ?3 AND watcher = ?2 RETURNING target, last_seen, material, provenance")
-_CURSOR_COLS = "watcher, target, last_seen, notified, material, provenance, updated_at"
 
 
 def sqlite_path(url: str) -> str:
@@ -112,25 +109,6 @@ def sqlite_path(url: str) -> str:
     if url.startswith("sqlite://"):
         return url[len("sqlite://"):]
     return url
-
-
-def _event(row: Sequence[Any]) -> EventRecord:
-    return EventRecord(sequence=row[0], session_key=row[1], agent_id=row[2], kind=row[3], actor_type=row[4],
-                       occurred_at=row[5], summary=row[6], actor_id=row[7], session_id=row[8], run_id=row[9],
-                       dedupe_key=row[10], payload=loads(row[11]).get("payload"))
-
-
-def event_body(ev: EventInput) -> str:
-    """The stored JSON body of an event (its public shape without the sequence)."""
-    body: dict[str, Any] = {"kind": ev.kind, "actorType": ev.actor_type, "occurredAt": ev.occurred_at,
-                            "summary": ev.summary}
-    if ev.actor_id is not None:
-        body["actorId"] = ev.actor_id
-    if ev.run_id is not None:
-        body["runId"] = ev.run_id
-    if ev.payload is not None:
-        body["payload"] = ev.payload
-    return dumps(body)
 
 
 def apply_migrations(conn: sqlite3.Connection) -> int:
@@ -225,10 +203,10 @@ class SQLiteStore(SessionsMixin, LinksMixin, Store):
                                                    ev.actor_type, ev.actor_id, ev.run_id, ev.occurred_at,
                                                    ev.summary, event_body(ev))).fetchone()
                 if row is None:
-                    existing = conn.execute(f"SELECT {_EVENT_COLS} FROM events WHERE dedupe_key = ?",
+                    existing = conn.execute(f"SELECT {EVENT_COLS} FROM events WHERE dedupe_key = ?",
                                             (ev.dedupe_key,)).fetchone()
                     conn.execute("COMMIT")
-                    return RecordOutcome(None if existing is None else _event(existing), False)
+                    return RecordOutcome(None if existing is None else event_from_row(existing), False)
                 seq = row[0]
                 conn.execute(_UPSERT_HEAD, (key, ev.agent_id, seq, now))
                 wakes: list[WakeRequest] = []
@@ -285,8 +263,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, Store):
 
     def events_after(self, after: int, limit: int) -> list[EventRecord]:
         with self._lock:
-            return [_event(r) for r in self._conn.execute(
-                f"SELECT {_EVENT_COLS} FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?", (after, limit))]
+            return [event_from_row(r) for r in self._conn.execute(
+                f"SELECT {EVENT_COLS} FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?", (after, limit))]
 
     def state_version(self, session_key: str, agent_id: str) -> int:
         with self._lock:
@@ -386,7 +364,7 @@ class SQLiteStore(SessionsMixin, LinksMixin, Store):
         return deleted > 0
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
-        sql = f"SELECT {_CURSOR_COLS} FROM cursors"
+        sql = f"SELECT {CURSOR_COLS} FROM cursors"
         where, args = [], []
         if watcher is not None:
             where.append("watcher = ?")

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 from .records import Link, Node, dumps
-
-_LINK_COLS = ("session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json,"
-              " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at")
-
-
-def _link(row: Sequence[Any]) -> Link:
-    return Link(session_key=row[0], agent_id=row[1], catalog_id=row[2], host_id=row[3], thread_id=row[4],
-                upstream_kind=row[5], upstream_ref=json.loads(row[6]), marker=json.loads(row[7]),
-                created_at=row[8], updated_at=row[9], last_scanned_at=row[10], miss_count=row[11],
-                miss_link_updated_at=row[12])
-
+from .rows import LINK_COLS, link_from_row
 
 class LinksMixin:
     _lock: Any
@@ -28,7 +17,7 @@ class LinksMixin:
 
     def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
         with self._tx() as conn:
-            row = conn.execute(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
+            row = conn.execute(f"SELECT {LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
                                (link.session_key, link.agent_id)).fetchone()
             if row is None:
                 link.created_at = now
@@ -36,12 +25,12 @@ class LinksMixin:
                 link.last_scanned_at = None
                 link.miss_count = 0
                 link.miss_link_updated_at = None
-                conn.execute(f"INSERT INTO upstream_links ({_LINK_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                conn.execute(f"INSERT INTO upstream_links ({LINK_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                              (link.session_key, link.agent_id, link.catalog_id, link.host_id, link.thread_id,
                               link.upstream_kind, dumps(link.upstream_ref), dumps(link.marker), now, now, None, 0,
                               None))
                 return link, "created"
-            old = _link(row)
+            old = link_from_row(row)
             updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
             same = (old.catalog_id, old.thread_id, old.host_id, old.upstream_kind, dumps(old.upstream_ref)) == (
                 link.catalog_id, link.thread_id, link.host_id, link.upstream_kind, dumps(link.upstream_ref))
@@ -62,23 +51,23 @@ class LinksMixin:
 
     def get_link(self, session_key: str, agent_id: str) -> Link | None:
         with self._lock:
-            row = self._conn.execute(f"SELECT {_LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
+            row = self._conn.execute(f"SELECT {LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
                                      (session_key, agent_id)).fetchone()
-        return None if row is None else _link(row)
+        return None if row is None else link_from_row(row)
 
     def links(self, catalog_id: str | None = None) -> list[Link]:
-        sql = f"SELECT {_LINK_COLS} FROM upstream_links"
+        sql = f"SELECT {LINK_COLS} FROM upstream_links"
         args: tuple[Any, ...] = ()
         if catalog_id is not None:
             sql += " WHERE catalog_id = ?"
             args = (catalog_id,)
         with self._lock:
-            return [_link(r) for r in self._conn.execute(sql + " ORDER BY session_key, agent_id", args)]
+            return [link_from_row(r) for r in self._conn.execute(sql + " ORDER BY session_key, agent_id", args)]
 
     def watched_links(self) -> list[Link]:
         with self._lock:
-            return [_link(r) for r in self._conn.execute(
-                f"SELECT {_LINK_COLS} FROM upstream_links l WHERE EXISTS"
+            return [link_from_row(r) for r in self._conn.execute(
+                f"SELECT {LINK_COLS} FROM upstream_links l WHERE EXISTS"
                 " (SELECT 1 FROM cursors c WHERE c.target = l.session_key) ORDER BY session_key, agent_id")]
 
     def advance_link(self, session_key: str, agent_id: str, expected_updated_at: int, marker: dict[str, Any],

@@ -8,24 +8,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from . import sqlite_queue as sq
-from .records import MessageRow, SessionRow, dumps, loads_or_none
-
-
-def _session(row: Sequence[Any]) -> SessionRow:
-    return SessionRow(session_key=row[0], agent_id=row[1], session_id=row[2], kind=row[3], spawned_by=row[4],
-                      label=row[5], active_run_id=row[6], goal=loads_or_none(row[7]), created_at=row[8],
-                      updated_at=row[9])
-
-
-_SESSION_COLS = ("session_key, agent_id, session_id, kind, spawned_by, label, active_run_id, goal_json,"
-                 " created_at, updated_at")
-_MESSAGE_COLS = "id, session_key, agent_id, role, text, created_at, provenance, source_session_key, channel, imported"
-
-
-def _message(row: Sequence[Any]) -> MessageRow:
-    return MessageRow(id=row[0], session_key=row[1], agent_id=row[2], role=row[3], text=row[4],
-                      created_at=row[5], provenance=row[6], source_session_key=row[7], channel=row[8],
-                      imported=bool(row[9]))
+from .records import MessageRow, SessionRow, dumps
+from .rows import MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
 
 
 class SessionsMixin:
@@ -35,15 +19,15 @@ class SessionsMixin:
 
     def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
         with self._tx() as conn:
-            existing = conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
+            existing = conn.execute(f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
                                     (row.session_key, row.agent_id)).fetchone()
             if existing is None:
-                conn.execute(f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                conn.execute(f"INSERT INTO sessions ({SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
                              (row.session_key, row.agent_id, row.session_id, row.kind, row.spawned_by, row.label,
                               row.active_run_id, None if row.goal is None else dumps(row.goal), row.created_at,
                               row.updated_at))
                 return row, True
-            current = _session(existing)
+            current = session_from_row(existing)
             current.kind = row.kind or current.kind
             current.spawned_by = row.spawned_by if row.spawned_by is not None else current.spawned_by
             current.label = row.label if row.label is not None else current.label
@@ -56,12 +40,12 @@ class SessionsMixin:
 
     def get_session(self, session_key: str, agent_id: str) -> SessionRow | None:
         with self._lock:
-            row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
+            row = self._conn.execute(f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
                                      (session_key, agent_id)).fetchone()
-        return None if row is None else _session(row)
+        return None if row is None else session_from_row(row)
 
     def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]:
-        sql = f"SELECT {_SESSION_COLS} FROM sessions"
+        sql = f"SELECT {SESSION_COLS} FROM sessions"
         where: list[str] = []
         args: list[Any] = []
         if agent_id is not None:
@@ -75,7 +59,7 @@ class SessionsMixin:
         sql += " ORDER BY updated_at DESC, session_key LIMIT ?"
         args.append(limit)
         with self._lock:
-            return [_session(r) for r in self._conn.execute(sql, args)]
+            return [session_from_row(r) for r in self._conn.execute(sql, args)]
 
     _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
                   "spawned_by": "spawned_by"}
@@ -140,12 +124,12 @@ class SessionsMixin:
 
     def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
                  role: str | None = None) -> list[MessageRow]:
-        sql = (f"SELECT {_MESSAGE_COLS} FROM messages WHERE session_key = ? AND agent_id = ? AND id > ?"
+        sql = (f"SELECT {MESSAGE_COLS} FROM messages WHERE session_key = ? AND agent_id = ? AND id > ?"
                + (" AND role = ?" if role else "") + " ORDER BY id DESC LIMIT ?")
         args: list[Any] = [session_key, agent_id, after_id] + ([role] if role else []) + [limit]
         with self._lock:
             rows = self._conn.execute(sql, args).fetchall()
-        return [_message(r) for r in reversed(rows)]
+        return [message_from_row(r) for r in reversed(rows)]
 
     def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
         with self._lock:

@@ -1,0 +1,114 @@
+"""PostgreSQL: sessions and their transcripts (a mixin of PostgresStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+
+from .records import MessageRow, SessionRow, dumps
+from .rows import MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
+
+
+
+class SessionsMixin:
+    _writer: int
+    _run: Callable[..., Any]
+    _one: Callable[..., Any]
+    _all: Callable[..., list[Any]]
+
+    def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
+        # One upsert; xmax = 0 tells an insert from an update of an existing row.
+        got = self._one(
+            f"INSERT INTO sessions ({SESSION_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+            " ON CONFLICT (session_key, agent_id) DO UPDATE SET"
+            " kind = coalesce(nullif(excluded.kind, ''), sessions.kind),"
+            " spawned_by = coalesce(excluded.spawned_by, sessions.spawned_by),"
+            " label = coalesce(excluded.label, sessions.label), updated_at = excluded.updated_at"
+            f" RETURNING {SESSION_COLS}, xmax = 0",
+            (row.session_key, row.agent_id, row.session_id, row.kind, row.spawned_by, row.label, row.active_run_id,
+             None if row.goal is None else dumps(row.goal), row.created_at, row.updated_at))
+        return session_from_row(got[:10]), bool(got[10])
+
+    def get_session(self, session_key: str, agent_id: str) -> SessionRow | None:
+        row = self._one(f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = %s AND agent_id = %s",
+                        (session_key, agent_id))
+        return None if row is None else session_from_row(row)
+
+    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]:
+        query = f"SELECT {SESSION_COLS} FROM sessions"
+        where: list[str] = []
+        args: list[Any] = []
+        if agent_id is not None:
+            where.append("agent_id = %s")
+            args.append(agent_id)
+        if kinds:
+            where.append("kind = ANY (%s::text[])")
+            args.append(list(kinds))
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        query += " ORDER BY updated_at DESC, session_key LIMIT %s"
+        args.append(limit)
+        return [session_from_row(r) for r in self._all(query, args)]
+
+    _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
+                  "spawned_by": "spawned_by"}
+
+    def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
+        sets, args = ["updated_at = %s"], [now]
+        for name, value in fields.items():
+            sets.append(f"{self._UPDATABLE[name]} = %s")
+            args.append(dumps(value) if name == "goal" and value is not None else value)
+        return self._run(lambda c: c.execute(
+            f"UPDATE sessions SET {', '.join(sets)} WHERE session_key = %s AND agent_id = %s",
+            (*args, session_key, agent_id)).rowcount > 0)
+
+    def end_run(self, session_key: str, agent_id: str, run_id: str, now: int) -> bool:
+        return self._run(lambda c: c.execute(
+            "UPDATE sessions SET active_run_id = NULL, updated_at = %s WHERE session_key = %s AND agent_id = %s"
+            " AND active_run_id = %s", (now, session_key, agent_id, run_id)).rowcount > 0)
+
+    def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
+                      context_prefix: str, queue_cap: int = 20) -> bool:
+        def work(conn: psycopg.Connection[Any]) -> bool:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._writer,))
+                found = conn.execute("UPDATE sessions SET session_id = %s, active_run_id = NULL, updated_at = %s"
+                                     " WHERE session_key = %s AND agent_id = %s",
+                                     (new_session_id, now, session_key, agent_id)).rowcount > 0
+                if found:
+                    conn.execute("DELETE FROM cursors WHERE watcher = %s", (session_key,))
+                    # ILIKE: SQLite's LIKE ignores ASCII case
+                    conn.execute("DELETE FROM system_events WHERE session_key = %s AND context_key ILIKE %s",
+                                 (session_key, context_prefix + "%"))
+                    conn.execute("SELECT sw_compact(%s, %s::integer)", (session_key, queue_cap))
+            return found
+
+        return self._run(work)
+
+    def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
+        row = self._one("SELECT sw_delete_session(%s::bigint, %s, %s, %s, %s::integer)",
+                        (self._writer, session_key, agent_id, context_key, queue_cap))
+        return bool(row[0])
+
+    def append_message(self, msg: MessageRow) -> MessageRow:
+        row = self._one(
+            "INSERT INTO messages (session_key, agent_id, role, text, provenance, source_session_key, channel,"
+            " imported, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+            (msg.session_key, msg.agent_id, msg.role, msg.text, msg.provenance, msg.source_session_key,
+             msg.channel, bool(msg.imported), msg.created_at))
+        msg.id = row[0]
+        return msg
+
+    def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
+                 role: str | None = None) -> list[MessageRow]:
+        query = (f"SELECT {MESSAGE_COLS} FROM messages WHERE session_key = %s AND agent_id = %s AND id > %s"
+                 + (" AND role = %s" if role else "") + " ORDER BY id DESC LIMIT %s")
+        args: list[Any] = [session_key, agent_id, after_id] + ([role] if role else []) + [limit]
+        return [message_from_row(r) for r in reversed(self._all(query, args))]
+
+    def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
+        return [r[0] for r in self._all(
+            "SELECT text FROM messages WHERE session_key = %s AND agent_id = %s AND role = 'user'"
+            " AND NOT imported ORDER BY id DESC LIMIT %s", (session_key, agent_id, limit))]
