@@ -44,7 +44,7 @@ from ..keys import is_agent_qualified, is_subagent_key
 from .base import Render, Store, WakeListener
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult, QueueEntry, RecordOutcome,
                       WakeRequest, loads)
-from .rows import CURSOR_COLS, EVENT_COLS, event_body, event_from_row
+from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 from .postgres_links import LinksMixin
 from .postgres_sessions import SessionsMixin
 
@@ -490,17 +490,8 @@ class PostgresStore(SessionsMixin, LinksMixin, Store):
         return bool(row[0])
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
-        query = f"SELECT {CURSOR_COLS} FROM cursors"
-        where, args = [], []
-        if watcher is not None:
-            where.append("watcher = %s")
-            args.append(watcher)
-        if target is not None:
-            where.append("target = %s")
-            args.append(target)
-        if where:
-            query += " WHERE " + " AND ".join(where)
-        return [Cursor(*r) for r in self._all(query + " ORDER BY watcher, target", args)]
+        query, args = cursor_query(watcher, target, "%s")
+        return [Cursor(*r) for r in self._all(query, args)]
 
     def _ack(self, conn: psycopg.Connection[Any], watcher: str, targets: Sequence[str], render: Render, now: int,
              queue_cap: int) -> list[WakeRequest]:

@@ -39,9 +39,7 @@ class LinksMixin:
                                        (link.session_key, link.agent_id)).fetchone()
                 old = link_from_row(row)
                 updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
-                same = (old.catalog_id, old.thread_id, old.host_id, old.upstream_kind, dumps(old.upstream_ref)) == (
-                    link.catalog_id, link.thread_id, link.host_id, link.upstream_kind, dumps(link.upstream_ref))
-                if same:
+                if old.source() == link.source():
                     conn.execute("UPDATE upstream_links SET updated_at = %s, miss_count = 0,"
                                  " miss_link_updated_at = NULL WHERE session_key = %s AND agent_id = %s",
                                  (updated_at, link.session_key, link.agent_id))

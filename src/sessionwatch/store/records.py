@@ -224,6 +224,10 @@ class Link:
     miss_count: int = 0
     miss_link_updated_at: int | None = None
 
+    def source(self) -> tuple[str, str, str, str, str]:
+        """What makes two links "the same source": a continue onto it keeps progress, else rebases."""
+        return self.catalog_id, self.thread_id, self.host_id, self.upstream_kind, dumps(self.upstream_ref)
+
     def to_json(self) -> dict[str, Any]:
         return {"sessionKey": self.session_key, "agentId": self.agent_id, "catalogId": self.catalog_id,
                 "hostId": self.host_id, "threadId": self.thread_id, "upstreamKind": self.upstream_kind,

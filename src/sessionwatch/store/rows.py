@@ -18,6 +18,17 @@ LINK_COLS = ("session_key, agent_id, catalog_id, host_id, thread_id, upstream_ki
              " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at")
 
 
+def cursor_query(watcher: str | None, target: str | None, placeholder: str) -> tuple[str, list[str]]:
+    """The cursors listing, optionally filtered by watcher and/or target, ordered for display."""
+    where, args = [], []
+    for column, value in (("watcher", watcher), ("target", target)):
+        if value is not None:
+            where.append(f"{column} = {placeholder}")
+            args.append(value)
+    sql = f"SELECT {CURSOR_COLS} FROM cursors" + (" WHERE " + " AND ".join(where) if where else "")
+    return sql + " ORDER BY watcher, target", args
+
+
 def event_body(ev: EventInput) -> str:
     """The stored JSON body of an event: its public shape without the sequence."""
     body: dict[str, Any] = {"kind": ev.kind, "actorType": ev.actor_type, "occurredAt": ev.occurred_at,

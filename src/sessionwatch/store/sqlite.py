@@ -21,7 +21,7 @@ from . import sqlite_queue as sq
 from .base import Render, Store
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult, QueueEntry, RecordOutcome,
                       WakeRequest, loads)
-from .rows import CURSOR_COLS, EVENT_COLS, event_body, event_from_row
+from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 
 from .sqlite_links import LinksMixin
 from .sqlite_sessions import SessionsMixin
@@ -364,18 +364,9 @@ class SQLiteStore(SessionsMixin, LinksMixin, Store):
         return deleted > 0
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
-        sql = f"SELECT {CURSOR_COLS} FROM cursors"
-        where, args = [], []
-        if watcher is not None:
-            where.append("watcher = ?")
-            args.append(watcher)
-        if target is not None:
-            where.append("target = ?")
-            args.append(target)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql, args = cursor_query(watcher, target, "?")
         with self._lock:
-            return [Cursor(*r) for r in self._conn.execute(sql + " ORDER BY watcher, target", args)]
+            return [Cursor(*r) for r in self._conn.execute(sql, args)]
 
     def _ack(self, conn: sqlite3.Connection, watcher: str, targets: Sequence[str], render: Render, now: int,
              queue_cap: int) -> list[WakeRequest]:

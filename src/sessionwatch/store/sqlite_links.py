@@ -32,9 +32,7 @@ class LinksMixin:
                 return link, "created"
             old = link_from_row(row)
             updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
-            same = (old.catalog_id, old.thread_id, old.host_id, old.upstream_kind, dumps(old.upstream_ref)) == (
-                link.catalog_id, link.thread_id, link.host_id, link.upstream_kind, dumps(link.upstream_ref))
-            if same:
+            if old.source() == link.source():
                 conn.execute("UPDATE upstream_links SET updated_at = ?, miss_count = 0, miss_link_updated_at = NULL"
                              " WHERE session_key = ? AND agent_id = ?", (updated_at, link.session_key, link.agent_id))
                 old.updated_at, old.miss_count, old.miss_link_updated_at = updated_at, 0, None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,17 +106,21 @@ class LocalCatalog:
             return []
         return [(tid, p) for tid, p in out if inside(p, base)]
 
-    def locate(self, thread_id: str) -> Found | None:
-        """The newest regular file for the thread, or None. Raises OSError when the folder is unreadable."""
-        check_thread_id(thread_id)
-        best: Found | None = None
+    def _regular_files(self, thread_id: str | None) -> Iterator[tuple[str, str, os.stat_result]]:
+        """(thread id, path, stat) of every candidate that is a regular file right now."""
         for tid, path in self._candidates(thread_id):
             try:
                 st = os.stat(path)
             except OSError:
                 continue
-            if not _is_regular(st.st_mode):
-                continue
+            if _is_regular(st.st_mode):
+                yield tid, path, st
+
+    def locate(self, thread_id: str) -> Found | None:
+        """The newest regular file for the thread, or None. Raises OSError when the folder is unreadable."""
+        check_thread_id(thread_id)
+        best: Found | None = None
+        for tid, path, st in self._regular_files(thread_id):
             found = Found(tid, os.path.abspath(path), st.st_mtime_ns // 1_000_000, st.st_size)
             if best is None or found.mtime_ms > best.mtime_ms:
                 best = found
@@ -127,13 +132,7 @@ class LocalCatalog:
 
     def list_threads(self, *, include_paths: bool = True) -> list[dict[str, Any]]:
         threads: dict[str, dict[str, Any]] = {}
-        for tid, path in self._candidates(None):
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            if not _is_regular(st.st_mode):
-                continue
+        for tid, path, st in self._regular_files(None):
             mtime = st.st_mtime_ns // 1_000_000
             prev = threads.get(tid)
             if prev is not None and prev["updatedAt"] >= mtime:
