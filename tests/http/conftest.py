@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -21,17 +21,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _limit_files(n: int) -> Callable[[], None]:
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    return apply
+
+
 class GatewayProcess:
     """One ``python -m sessionwatch.http`` process; ``start()`` returns when health says ok."""
 
     def __init__(self, store_url: str, log_path: Path, *, token: str | None = None, env: dict[str, str] | None = None,
-                 extra_args: list[str] | None = None, port: int | None = None) -> None:
+                 extra_args: list[str] | None = None, port: int | None = None,
+                 nofile: int | None = None) -> None:
         self.store_url = store_url
         self.log_path = log_path
         self.token = token
         self.env = env or {}
         self.extra_args = extra_args or []
         self.port = port or free_port()
+        self.nofile = nofile  # the server's RLIMIT_NOFILE (soft and hard), when a test needs a known one
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -49,7 +59,8 @@ class GatewayProcess:
         if self.token:
             args += ["--token", self.token]
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                     preexec_fn=_limit_files(self.nofile) if self.nofile else None)
         log.close()
         return self.proc
 

@@ -177,8 +177,9 @@ def test_oversized_bodies_are_413(gateway_factory) -> None:
                     yield b"y" * 512
                 yield b'", "channel": "web"}'
 
-            if "requestBody" in op:
-                res = http.request(method, url, content=chunks(), headers=_headers(path))
+            if "requestBody" in op:  # a body must say it is JSON (docs/security.md)
+                res = http.request(method, url, content=chunks(),
+                                   headers={**_headers(path), "Content-Type": "application/json"})
                 assert res.status_code == 413 and res.json()["error"]["code"] == "payload_too_large", (path, res.text)
         assert snapshot(http) == before
 

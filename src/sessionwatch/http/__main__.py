@@ -9,6 +9,7 @@ import sys
 from ..errors import SessionwatchError
 from .app import DEFAULT_MAX_BODY
 from .server import serve
+from .server_options import add_argparse_options, limits_of
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -27,6 +28,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-monitor", action="store_true", help="do not start the upstream monitor")
     p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY)
     p.add_argument("--keepalive", type=float, default=15.0, help="seconds between SSE keep-alive comments")
+    add_argparse_options(p, token_file_env="SESSIONWATCH_TOKEN_FILE")
     return p.parse_args(argv)
 
 
@@ -36,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         serve(args.store, host=args.host, port=args.port, token=args.token, log_level=args.log_level,
               monitor=not args.no_monitor, access_log=access, max_body_bytes=args.max_body_bytes,
-              keepalive_s=args.keepalive)
+              keepalive_s=args.keepalive, token_file=args.token_file, allowed_hosts=args.allowed_host,
+              allowed_origins=args.allowed_origin,
+              limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections))
     except SessionwatchError as exc:
         print(f"sessionwatch: {exc.code}: {exc.message}", file=sys.stderr)
         return 2

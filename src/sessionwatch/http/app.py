@@ -17,6 +17,7 @@ from .endpoints import Call, Endpoint, make_routes
 from .errors import http_exception_handler, internal_error_handler
 from .jsonio import json_response
 from .middleware import Guard
+from .origin import BrowserGuard, RequestPolicy
 from .runtime import GatewayFactory, Runtime, redact_url
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
@@ -47,12 +48,14 @@ def _meta_routes(runtime: Runtime, doc: Callable[[], dict[str, Any]]) -> list[En
 
 def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: str | None = None,
                max_body_bytes: int = DEFAULT_MAX_BODY, keepalive_s: float = 15.0,
-               on_open_error: Callable[[BaseException], None] | None = None) -> Starlette:
+               on_open_error: Callable[[BaseException], None] | None = None,
+               policy: RequestPolicy | None = None) -> Starlette:
     """The gateway app. Given a factory, the app opens the Gateway on a worker thread at startup (health
     answers 503 until it is open) and closes it at shutdown; given a Gateway, it borrows it (you close it).
 
     ``token`` (when set) is required as ``Authorization: Bearer <token>`` on every route but health.
-    ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on SIGTERM/SIGINT).
+    ``policy`` says which Host names and Origins are accepted (default: loopback names, no Origin; see
+    http/origin.py). ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on SIGTERM/SIGINT).
     """
     runtime = Runtime(gateway_factory_or_gateway, keepalive_s=keepalive_s, on_open_error=on_open_error)
     cached: dict[str, Any] = {}
@@ -75,7 +78,8 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
 
     app = Starlette(
         routes=make_routes(endpoints, runtime, max_body_bytes),
-        middleware=[Middleware(Guard, token=token, max_body_bytes=max_body_bytes)],
+        middleware=[Middleware(Guard, token=token, max_body_bytes=max_body_bytes),
+                    Middleware(BrowserGuard, policy=policy)],  # inside Guard: refusals reach the access log
         exception_handlers={HTTPException: http_exception_handler, Exception: internal_error_handler},
         lifespan=lifespan,
     )

@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import os
 import sys
 from typing import Any
 
 import uvicorn
 
 from ..engine import Gateway, default_store_url
-from ..errors import Forbidden, StoreUnavailable
+from ..errors import InvalidArgument, StoreUnavailable
 from ..settings import Settings
 from .app import DEFAULT_MAX_BODY, create_app
 from .config import settings_from_env
+from .exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
+from .limits import Limits, uvicorn_config
+from .origin import RequestPolicy
 from .runtime import Runtime
 
 log = logging.getLogger("sessionwatch.http")
 
 GRACEFUL_SHUTDOWN_S = 30  # in-flight requests get this long to finish after SIGTERM/SIGINT
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and 'localhost'; wildcard and other addresses are not loopback."""
-    if host.strip().lower() in ("localhost", "localhost."):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_exposure(host: str, token: str | None) -> None:
-    if not token and not is_loopback(host):
-        raise Forbidden(f"refusing to listen on {host!r} without a token: beyond loopback the gateway requires "
-                        "a bearer token (pass --token or set SESSIONWATCH_TOKEN)")
 
 
 def start_monitor(gw: Gateway) -> None:
@@ -78,12 +63,20 @@ class _Server(uvicorn.Server):
 def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 7878, token: str | None = None,
           log_level: str = "info", monitor: bool = True, access_log: bool = True,
           max_body_bytes: int = DEFAULT_MAX_BODY, keepalive_s: float = 15.0,
-          settings: Settings | None = None) -> None:
-    """Serve the gateway (blocking). Token defaults to ``$SESSIONWATCH_TOKEN``, the store to
-    ``$SESSIONWATCH_STORE`` or the per-user default. Raises Forbidden before binding when ``host`` is not
-    loopback and there is no token; StoreUnavailable when the store cannot be opened."""
-    token = token or os.environ.get("SESSIONWATCH_TOKEN") or None
+          settings: Settings | None = None, token_file: str | None = None,
+          allowed_hosts: list[str] | tuple[str, ...] = (), allowed_origins: list[str] | tuple[str, ...] = (),
+          limits: Limits | None = None) -> None:
+    """Serve the gateway (blocking). Token defaults to ``$SESSIONWATCH_TOKEN`` (or the file named by
+    ``token_file`` / ``$SESSIONWATCH_TOKEN_FILE``), the store to ``$SESSIONWATCH_STORE`` or the per-user
+    default. Raises Forbidden before binding when ``host`` is not loopback and there is no token or a weak
+    one; StoreUnavailable when the store cannot be opened. ``allowed_hosts``/``allowed_origins`` (plus
+    ``$SESSIONWATCH_ALLOWED_HOSTS``/``..._ORIGINS``) and ``limits``: see docs/security.md."""
+    token = resolve_token(token, token_file, env_token="SESSIONWATCH_TOKEN", env_file="SESSIONWATCH_TOKEN_FILE")
     check_exposure(host, token)
+    try:
+        policy = RequestPolicy.from_options(allowed_hosts, allowed_origins)
+    except ValueError as exc:
+        raise InvalidArgument(f"allowed hosts: {exc}") from None
     url = store_url or default_store_url()
     gw_settings = settings_from_env(settings)
     _configure_logging(log_level, access_log)
@@ -102,8 +95,8 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
             server.should_exit = True
 
     app = create_app(open_gateway, token=token, max_body_bytes=max_body_bytes, keepalive_s=keepalive_s,
-                     on_open_error=on_open_error)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(), access_log=False,
+                     on_open_error=on_open_error, policy=policy)
+    config = uvicorn_config(app, host=host, port=port, limits=limits, log_level=log_level.lower(), access_log=False,
                             lifespan="on", server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
                             backlog=2048)
     server = _Server(config, app.state.runtime)
