@@ -86,3 +86,53 @@ async def test_streamable_http_with_a_bearer_token(http_mcp: tuple[str, str], sq
         async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
             await assert_published_tools(client)
             await run_notice_scenario(client, _person_types(sqlite_url), child_label=f"kid-{mode}")
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+STREAM_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def test_streamable_http_refuses_pages_like_the_gateway(http_mcp: tuple[str, str]) -> None:
+    """The SDK on its own let any page served from this machine in (Origin http://localhost:*); our guard
+    applies the gateway's rules: a loopback Host with this port, no Origin unless configured, JSON bodies."""
+    url, token = http_mcp
+    port = url.split(":")[2].split("/")[0]
+    auth = {"Authorization": f"Bearer {token}", **STREAM_ACCEPT}
+    res = httpx.post(url, json=INIT, headers={**auth, "Origin": "http://localhost:5173"})
+    assert res.status_code == 403 and res.json()["error"]["code"] == "forbidden", res.text
+    res = httpx.post(url, json=INIT, headers={**auth, "Host": f"rebind.evil.example:{port}"})
+    assert res.status_code == 421, res.text
+    res = httpx.post(url, content=b"{}", headers={**auth, "Content-Type": "text/plain"})
+    assert res.status_code == 415, res.text
+    res = httpx.post(url, json=INIT, headers={**auth, "Host": f"localhost:{port}"})
+    assert res.status_code == 200, res.text
+
+
+def test_streamable_http_token_rules(tmp_path: Path, sqlite_url: str) -> None:
+    weak = subprocess.run([SW, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
+                           "--host", "0.0.0.0", "--port", str(_free_port()), "--http-token", "short"],
+                          capture_output=True, text=True, timeout=30)
+    assert weak.returncode == 4 and "weak token" in weak.stderr, weak.stderr
+    secret = tmp_path / "mcp-token"
+    secret.write_text("mcp-token-from-a-file-0123456789\n")
+    port = _free_port()
+    proc = subprocess.Popen([SW, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
+                             "--port", str(port), "--http-token-file", str(secret)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                first = httpx.post(url, json=INIT, headers=STREAM_ACCEPT, timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+        assert first.status_code == 401
+        res = httpx.post(url, json=INIT, headers={**STREAM_ACCEPT,
+                                                  "Authorization": "Bearer mcp-token-from-a-file-0123456789"})
+        assert res.status_code == 200, res.text
+    finally:
+        stop(proc)

@@ -6,6 +6,7 @@ import secrets
 
 import click
 
+from ..http.server_options import click_options
 from .app import State, cli, command, pass_state
 from .output import emit
 
@@ -28,14 +29,18 @@ def token_cmd(state: State) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=7878, show_default=True)
 @click.option("--store", "serve_store", metavar="URL", help="Store URL (overrides the global --store).")
-@click.option("--token", "serve_token", envvar="SESSIONWATCH_TOKEN", metavar="TOKEN",
-              help="Bearer token clients must send; required beyond loopback. Env: SESSIONWATCH_TOKEN.")
+@click.option("--token", "serve_token", metavar="TOKEN",
+              help="Bearer token clients must send; required beyond loopback (at least 16 characters, no "
+                   "whitespace). Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_TOKEN.")
+@click_options(token_file_env="SESSIONWATCH_TOKEN_FILE")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
 @click.option("--no-monitor", is_flag=True, help="Do not run the upstream monitor in this process.")
 @pass_state
 def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve_token: str | None, log_level: str,
-              no_monitor: bool) -> None:
+              no_monitor: bool, token_file: str | None, allowed_host: tuple[str, ...],
+              allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
+              max_connections: int) -> None:
     """Run the HTTP gateway (blocking) on a local store.
 
     Listening beyond loopback needs --token (exit 4 otherwise).
@@ -44,13 +49,16 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
     Examples:
       sessionwatch serve
       sessionwatch serve --port 9000 --store sqlite:////var/lib/sessionwatch/state.db
-      sessionwatch serve --host 0.0.0.0 --token "$(sessionwatch token)"
+      sessionwatch token > ~/.sessionwatch-token && chmod 600 ~/.sessionwatch-token
+      sessionwatch serve --host 0.0.0.0 --token-file ~/.sessionwatch-token --allowed-host gw.example.org
       sessionwatch serve --store postgresql://postgres@127.0.0.1:5432/sessionwatch
     """
     from ..http.server import serve
+    from ..http.server_options import limits_of
 
     serve(serve_store or state.store, host=host, port=port, token=serve_token, log_level=log_level,
-          monitor=not no_monitor)
+          monitor=not no_monitor, token_file=token_file, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
+          limits=limits_of(header_timeout, body_timeout, max_connections))
 
 
 @command(cli, "mcp")
@@ -62,12 +70,15 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
 @click.option("--port", type=click.IntRange(0, 65535), default=7879, show_default=True,
               help="HTTP transport: port.")
 @click.option("--path", default="/mcp", show_default=True, help="HTTP transport: endpoint path.")
-@click.option("--http-token", envvar="SESSIONWATCH_MCP_TOKEN", metavar="TOKEN",
+@click.option("--http-token", metavar="TOKEN",
               help="HTTP transport: bearer token clients must send; required beyond loopback. "
                    "Env: SESSIONWATCH_MCP_TOKEN.")
+@click_options(token_file_env="SESSIONWATCH_MCP_TOKEN_FILE", token_file_option="--http-token-file")
 @pass_state
 def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str, host: str, port: int, path: str,
-            http_token: str | None) -> None:
+            http_token: str | None, token_file: str | None, allowed_host: tuple[str, ...],
+            allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
+            max_connections: int) -> None:
     """Serve the six sessionwatch tools over MCP, bound to caller session KEY.
 
     Pending notices for KEY ride along in every tool result (as 'System: ...' lines
@@ -83,27 +94,44 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
       sessionwatch mcp --session agent:main:main --transport http --port 7879
       claude mcp add sessionwatch -- sessionwatch mcp --session agent:main:main
     """
+    from ..http.exposure import check_exposure, resolve_token
+    from ..http.origin import RequestPolicy
+    from ..http.server_options import limits_of
     from ..mcpserver import SessionBinding, build_server, run_http, run_stdio
 
+    policy = limits = None
+    if transport == "http":  # refuse a weak or missing token before opening anything
+        http_token = resolve_token(http_token, token_file, env_token="SESSIONWATCH_MCP_TOKEN",
+                                   env_file="SESSIONWATCH_MCP_TOKEN_FILE")
+        check_exposure(host, http_token, what="the MCP transport", option="--http-token or --http-token-file")
+        try:
+            policy = RequestPolicy.from_options(allowed_host, allowed_origin)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--allowed-host") from None
+        limits = limits_of(header_timeout, body_timeout, max_connections)
     binding = SessionBinding(state.backend(timers=True), session_key, agent_id)
     binding.ensure_session()
     server = build_server(binding)
     if transport == "stdio":
         run_stdio(server)
     else:
-        run_http(server, host=host, port=port, token=http_token, path=path)
+        run_http(server, host=host, port=port, token=http_token, path=path, policy=policy, limits=limits)
 
 
 @command(cli, "node")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
-@click.option("--token", "node_token", envvar="SESSIONWATCH_NODE_TOKEN", required=True, metavar="TOKEN",
-              help="Bearer token the gateway must send (give the same to 'pair'). Env: SESSIONWATCH_NODE_TOKEN.")
+@click.option("--token", "node_token", metavar="TOKEN",
+              help="Bearer token the gateway must send (give the same to 'pair'); at least 16 characters beyond "
+                   "loopback. Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_NODE_TOKEN.")
+@click_options(token_file_env="SESSIONWATCH_NODE_TOKEN_FILE")
 @click.option("--claude-root", type=click.Path(file_okay=False), help="Claude config folder (default ~/.claude).")
 @click.option("--codex-root", type=click.Path(file_okay=False), help="Codex home (default ~/.codex).")
 @pass_state
-def node_cmd(state: State, host: str, port: int, node_token: str, claude_root: str | None,
-             codex_root: str | None) -> None:
+def node_cmd(state: State, host: str, port: int, node_token: str | None, claude_root: str | None,
+             codex_root: str | None, token_file: str | None, allowed_host: tuple[str, ...],
+             allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
+             max_connections: int) -> None:
     """Serve this machine's Claude Code and Codex transcripts to a gateway (blocking).
 
     Pair it from the gateway side with: sessionwatch pair NODE_ID http://HOST:PORT --token TOKEN
@@ -111,8 +139,12 @@ def node_cmd(state: State, host: str, port: int, node_token: str, claude_root: s
     \b
     Examples:
       sessionwatch node --token "$(sessionwatch token)"
-      sessionwatch node --host 0.0.0.0 --port 8765 --token "$NODE_TOKEN" --claude-root ~/.claude
+      sessionwatch node --host 0.0.0.0 --port 8765 --token-file ~/.node-token --claude-root ~/.claude
     """
+    from ..http.server_options import limits_of
+    from ..upstream.node_server import node_token as resolve_node_token
     from ..upstream.node_server import serve_node
 
-    serve_node(host, port, node_token, claude_root=claude_root, codex_root=codex_root)
+    serve_node(host, port, resolve_node_token(node_token, token_file), claude_root=claude_root,
+               codex_root=codex_root, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
+               limits=limits_of(header_timeout, body_timeout, max_connections))

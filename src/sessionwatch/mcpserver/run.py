@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 from typing import Any
 
 import anyio
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import Forbidden
+from ..http.exposure import check_exposure, is_loopback  # noqa: F401 - is_loopback re-exported
+from ..http.limits import Limits, uvicorn_config
+from ..http.origin import BrowserGuard, RequestPolicy
 
 log = logging.getLogger("sessionwatch.mcp")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def run_stdio(server: Server) -> None:
@@ -55,25 +48,36 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
-def http_app(server: Server, *, host: str = "127.0.0.1", token: str | None = None, path: str = "/mcp") -> Any:
-    """The streamable-HTTP ASGI app; beyond loopback a bearer token is required."""
-    if not is_loopback(host) and not token:
-        raise Forbidden(f"refusing to serve MCP on non-loopback host {host!r} without a token (--http-token)")
-    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
-    return BearerGuard(app, token) if token else app
+def http_app(server: Server, *, host: str = "127.0.0.1", token: str | None = None, path: str = "/mcp",
+             policy: RequestPolicy | None = None) -> Any:
+    """The streamable-HTTP ASGI app; beyond loopback a strong bearer token is required.
+
+    Host, Origin and Content-Type are checked by our ``BrowserGuard`` with the same rules and options as
+    the REST gateway. The SDK's own check is switched off: on loopback it accepts every local Origin
+    (``http://localhost:*``, so any page served from this machine), and on other addresses it checks nothing.
+    """
+    check_exposure(host, token, what="the MCP transport", option="--http-token or --http-token-file")
+    app: Any = server.streamable_http_app(
+        streamable_http_path=path, host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    if token:
+        app = BearerGuard(app, token)
+    return BrowserGuard(app, policy=policy)
 
 
 def run_http(server: Server, *, host: str = "127.0.0.1", port: int = 7879, token: str | None = None,
-             path: str = "/mcp", log_level: str = "info") -> None:
+             path: str = "/mcp", log_level: str = "info", policy: RequestPolicy | None = None,
+             limits: Limits | None = None) -> None:
     """Blocking: serve streamable HTTP with uvicorn at http://host:port/mcp."""
     import copy
 
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 
-    app = http_app(server, host=host, token=token, path=path)
+    app = http_app(server, host=host, token=token, path=path, policy=policy)
     log_config = copy.deepcopy(LOGGING_CONFIG)
     for handler in log_config["handlers"].values():
         handler["stream"] = "ext://sys.stderr"  # uvicorn's access log defaults to stdout; keep stdout clean
     log.info("MCP streamable HTTP on http://%s:%d%s", host, port, path)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=log_config)
+    uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level=log_level,
+                                  log_config=log_config)).run()

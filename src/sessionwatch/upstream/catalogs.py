@@ -32,6 +32,18 @@ def check_thread_id(value: object) -> str:
     return value
 
 
+def claude_thread_of(file_name: str) -> str | None:
+    """The thread id a Claude transcript file name stands for, or None when the catalog does not offer it.
+
+    The one rule for both listing and serving: sub-agent transcripts (``agent-*.jsonl``) belong to their
+    parent session and are not threads of their own, so they are neither listed nor served by name.
+    """
+    if not file_name.endswith(".jsonl") or file_name.startswith("agent-"):
+        return None
+    tid = file_name[:-6]
+    return tid if THREAD_ID.fullmatch(tid) and ".." not in tid else None
+
+
 def check_catalog(value: object) -> str:
     if not isinstance(value, str) or value not in CATALOG_IDS:
         raise NotFound(f"unknown catalog {value!r}; catalogs: {', '.join(CATALOG_IDS)}")
@@ -85,15 +97,16 @@ class LocalCatalog:
                     if not project.is_dir():
                         continue
                     if thread_id is not None:
+                        if claude_thread_of(thread_id + ".jsonl") != thread_id:
+                            return []  # a name the listing never shows is not served either
                         path = os.path.join(project.path, thread_id + ".jsonl")
                         if os.path.lexists(path):
                             out.append((thread_id, path))
                         continue
                     for entry in os.scandir(project.path):
-                        if entry.name.endswith(".jsonl") and not entry.name.startswith("agent-"):
-                            tid = entry.name[:-6]
-                            if THREAD_ID.fullmatch(tid):
-                                out.append((tid, entry.path))
+                        tid = claude_thread_of(entry.name)
+                        if tid is not None:
+                            out.append((tid, entry.path))
             else:
                 pattern = f"*/*/*/rollout-*-{thread_id}.jsonl" if thread_id else "*/*/*/rollout-*.jsonl"
                 for path in base.glob(pattern):

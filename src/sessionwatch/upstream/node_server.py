@@ -9,8 +9,10 @@ Routes (bearer token on all but health):
   ``404 {"error": {"code": "thread_not_found"}}``; a malformed thread id, item id or limit is a 400.
 
 No path leaves the transcript roots: thread ids are checked against a strict pattern and every file
-must resolve (symlinks followed) inside its catalog folder. Run it with
-``python -m sessionwatch.upstream.node_server --port P --token T [--claude-root DIR] [--codex-root DIR]``.
+must resolve (symlinks followed) inside its catalog folder; a thread is served only if the listing shows
+it (``catalogs.claude_thread_of`` decides both). Host, Origin and Content-Type are checked like on the
+gateway (``http/origin.py``), and the same connection limits apply (``http/limits.py``). Run it with
+``python -m sessionwatch.upstream.node_server --port P --token-file F [--claude-root DIR] [--codex-root DIR]``.
 """
 
 from __future__ import annotations
@@ -18,18 +20,22 @@ from __future__ import annotations
 import argparse
 import hmac
 import logging
-import os
 import sys
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..errors import InvalidArgument, NotFound, SessionwatchError
+from ..http.exposure import check_exposure, resolve_token
+from ..http.limits import Limits, uvicorn_config
+from ..http.origin import BrowserGuard, RequestPolicy
+from ..http.server_options import add_argparse_options, limits_of
 from .catalogs import CATALOG_IDS, LocalCatalog, check_thread_id
 from .node_items import check_before, check_limit, items_page
 
@@ -40,7 +46,8 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def create_node_app(token: str, *, claude_root: str | None = None, codex_root: str | None = None) -> Starlette:
+def create_node_app(token: str, *, claude_root: str | None = None, codex_root: str | None = None,
+                    policy: RequestPolicy | None = None) -> Starlette:
     if not isinstance(token, str) or not token.strip():
         raise InvalidArgument("a node needs a non-empty token")
     catalogs = {"claude": LocalCatalog("claude", claude_root), "codex": LocalCatalog("codex", codex_root)}
@@ -112,16 +119,35 @@ def create_node_app(token: str, *, claude_root: str | None = None, codex_root: s
         Route("/v1/node/threads", threads, methods=["GET"]),
         Route("/v1/node/threads/{catalog}/{thread_id}/items", items, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={SessionwatchError: sw_error, HTTPException: http_error})
+    return Starlette(routes=routes, exception_handlers={SessionwatchError: sw_error, HTTPException: http_error},
+                     middleware=[Middleware(BrowserGuard, policy=policy)])
+
+
+TOKEN_SOURCES = "--token, --token-file, SESSIONWATCH_NODE_TOKEN or SESSIONWATCH_NODE_TOKEN_FILE"
+
+
+def node_token(token: str | None, token_file: str | None) -> str:
+    """The node's token from an option or the environment; InvalidArgument when there is none."""
+    found = resolve_token(token, token_file, env_token="SESSIONWATCH_NODE_TOKEN",
+                          env_file="SESSIONWATCH_NODE_TOKEN_FILE")
+    if not found:
+        raise InvalidArgument(f"a node needs a token ({TOKEN_SOURCES})")
+    return found
 
 
 def serve_node(host: str, port: int, token: str, claude_root: str | None = None,
-               codex_root: str | None = None) -> None:
-    """Serve until interrupted (blocking)."""
+               codex_root: str | None = None, *, allowed_hosts: list[str] | tuple[str, ...] = (),
+               allowed_origins: list[str] | tuple[str, ...] = (), limits: Limits | None = None) -> None:
+    """Serve until interrupted (blocking). Raises Forbidden before binding for a weak token beyond loopback."""
     import uvicorn
 
-    app = create_node_app(token, claude_root=claude_root, codex_root=codex_root)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    check_exposure(host, token, what="a node", option=TOKEN_SOURCES)
+    try:
+        policy = RequestPolicy.from_options(allowed_hosts, allowed_origins)
+    except ValueError as exc:
+        raise InvalidArgument(f"allowed hosts: {exc}") from None
+    app = create_node_app(token, claude_root=claude_root, codex_root=codex_root, policy=policy)
+    uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level="warning")).run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,15 +156,22 @@ def main(argv: list[str] | None = None) -> int:
                                                  "to a sessionwatch gateway (read-only, bearer token).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--token", default=os.environ.get("SESSIONWATCH_NODE_TOKEN"),
-                        help="bearer token (default: $SESSIONWATCH_NODE_TOKEN)")
+    parser.add_argument("--token", default=None, help="bearer token (default: $SESSIONWATCH_NODE_TOKEN); "
+                                                     "prefer --token-file, since --token shows in 'ps'")
     parser.add_argument("--claude-root", default=None, help="Claude config folder (default: "
                                                              "$CLAUDE_CONFIG_DIR or ~/.claude)")
     parser.add_argument("--codex-root", default=None, help="Codex home (default: $CODEX_HOME or ~/.codex)")
+    add_argparse_options(parser, token_file_env="SESSIONWATCH_NODE_TOKEN_FILE")
     args = parser.parse_args(argv)
-    if not args.token:
-        parser.error("--token (or $SESSIONWATCH_NODE_TOKEN) is required")
-    serve_node(args.host, args.port, args.token, claude_root=args.claude_root, codex_root=args.codex_root)
+    try:
+        serve_node(args.host, args.port, node_token(args.token, args.token_file), claude_root=args.claude_root,
+                   codex_root=args.codex_root, allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
+                   limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections))
+    except SessionwatchError as exc:
+        print(f"sessionwatch node: {exc.code}: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
     return 0
 
 
