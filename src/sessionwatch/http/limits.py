@@ -62,7 +62,7 @@ def descriptor_budget(wanted: int) -> int:
     except ImportError:  # not on POSIX: nothing to fit
         return wanted
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = wanted + max(RESERVED_FDS_MIN, wanted // 8)
+    need = max(wanted + RESERVED_FDS_MIN, -(-wanted * 8 // 7))  # leaves the reserve computed below
     if soft != resource.RLIM_INFINITY and soft < need:
         target = need if hard == resource.RLIM_INFINITY else min(need, hard)
         try:
@@ -180,18 +180,22 @@ def protocol_class(limits: Limits, max_connections: int | None = None) -> type[H
 
         def _sw_shed_one(self) -> bool:
             """Close the oldest connection that is not in a request; False when there is none."""
-            for victim in waiting:
-                if victim is not self:
-                    in_request = victim.cycle is not None and not victim.cycle.response_complete
-                    started = victim._sw_timer is not None  # bytes of a request have been asked for
-                    if started and not in_request:
-                        victim._sw_close(408, "Request Timeout", "invalid_argument",
-                                         f"closed to make room: the server is at its cap of {cap} connections "
-                                         "and this one had not sent a complete request")
-                    else:
-                        waiting.pop(victim, None)
-                        victim.transport.close()  # idle between requests: nothing to answer
+            for victim in list(waiting):
+                if victim is self:
+                    continue
+                if victim.transport.is_closing():
+                    waiting.pop(victim, None)  # already on its way out: it frees its descriptor anyway
                     return True
+                if victim.cycle is not None and not victim.cycle.response_complete:
+                    continue  # a pipelined request is in progress on it: busy
+                if victim._sw_timer is not None:  # a request has begun (or is awaited) but its headers are not in
+                    victim._sw_close(408, "Request Timeout", "invalid_argument",
+                                     f"closed to make room: the server is at its cap of {cap} connections "
+                                     "and this one had not sent a complete request")
+                else:
+                    waiting.pop(victim, None)
+                    victim.transport.close()  # idle between requests: nothing to answer
+                return True
             return False
 
     return GuardedHttpProtocol
