@@ -138,6 +138,20 @@ def test_serve_refuses_a_public_interface_without_a_token(sw: Runner) -> None:
     assert r.code == 4 and "forbidden" in r.err, r
 
 
+def test_servers_refuse_weak_tokens_and_take_token_files(sw: Runner, tmp_path) -> None:
+    for weak in ("x", "   ", "two words but long enough"):
+        r = sw("serve", "--host", "0.0.0.0", "--port", "0", "--token", weak)
+        assert r.code == 4 and "weak token" in r.err, r
+        r = sw("node", "--host", "0.0.0.0", "--port", "0", "--token", weak)
+        assert r.code == 4 and "weak token" in r.err, r
+    r = sw("node", "--port", "0")
+    assert r.code == 2 and "needs a token" in r.err, r
+    r = sw("serve", "--port", "0", "--token-file", str(tmp_path / "missing"))
+    assert r.code == 2 and "token file" in r.err, r
+    r = sw("serve", "--port", "0", "--allowed-host", "bad:host:name")
+    assert r.code == 2 and "allowed hosts" in r.err, r
+
+
 def test_mcp_http_refuses_a_public_interface_without_a_token(sw: Runner) -> None:
     r = sw("mcp", "--session", MAIN, "--transport", "http", "--host", "0.0.0.0", "--port", "0")
     assert r.code == 4 and "forbidden" in r.err, r

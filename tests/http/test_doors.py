@@ -100,6 +100,29 @@ def test_a_configured_name_and_origin_are_accepted(gateway_factory) -> None:
     assert [e["text"] for e in _queue(gp)] == ["from the app"]
 
 
+def _outward_address() -> str | None:
+    """This machine's address on its default route (no packet is sent), or None without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+            addr = str(s.getsockname()[0])
+        except OSError:
+            return None
+    return None if addr.startswith("127.") else addr
+
+
+def test_a_wildcard_bind_accepts_the_address_it_was_reached_on(gateway_factory) -> None:
+    addr = _outward_address()
+    if addr is None:
+        pytest.skip("no non-loopback address on this machine")
+    gp = gateway_factory(token=STRONG, extra_args=["--host", "0.0.0.0"]).start()
+    auth = gp.headers()
+    assert httpx.get(f"http://{addr}:{gp.port}/v1/cursors", headers=auth).status_code == 200
+    assert httpx.get(f"{gp.url}/v1/cursors", headers=auth).status_code == 200
+    res = httpx.get(f"http://{addr}:{gp.port}/v1/cursors", headers={**auth, "Host": f"gw.example.org:{gp.port}"})
+    _refusal(res, 421, "forbidden")
+
+
 # -- 3. limits that hold under abuse -------------------------------------------------------------------------
 
 def _half_sent(port: int, n: int) -> list[socket.socket]:
