@@ -87,6 +87,22 @@ def test_a_foreign_host_is_refused_even_on_get(gateway_factory) -> None:
     _refusal(httpx.get(f"{gp.url}/v1/health", headers={"Host": "localhost"}), 421, "forbidden")
 
 
+def _raw_get(port: int, host_line: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /v1/health HTTP/1.1\r\n" + host_line + b"Connection: close\r\n\r\n")
+        return _closed_by_server(s, 5) or b""
+
+
+def test_a_missing_or_malformed_host_is_refused(gateway_factory) -> None:
+    gp = gateway_factory().start()
+    for line in (b"", b"Host: \r\n", b"Host: localhost:99999\r\n", b"Host: localhost:x\r\n",
+                 b"Host: [::1\r\n", b"Host: a:b:c\r\n", b"Host: localhost@evil.example\r\n"):
+        answer = _raw_get(gp.port, line)
+        assert answer.startswith(b"HTTP/1.1 421") or answer.startswith(b"HTTP/1.1 400"), (line, answer[:200])
+    assert _raw_get(gp.port, f"Host: [::1]:{gp.port}\r\n".encode()).startswith(b"HTTP/1.1 200")
+    assert _raw_get(gp.port, f"Host: 127.9.9.9:{gp.port}\r\n".encode()).startswith(b"HTTP/1.1 200")
+
+
 def test_a_configured_name_and_origin_are_accepted(gateway_factory) -> None:
     gp = gateway_factory(extra_args=["--allowed-host", "gw.example.org", "--allowed-origin", "https://app.example.org"],
                          env={"SESSIONWATCH_ALLOWED_HOSTS": "other.example.org:8443"}).start()
