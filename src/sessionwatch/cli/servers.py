@@ -1,27 +1,11 @@
-"""Long-running commands: serve (HTTP gateway), mcp (MCP server), node (paired-node transcripts), token."""
+"""Long-running commands: serve (HTTP gateway), mcp (MCP server), node (paired-node transcripts)."""
 
 from __future__ import annotations
-
-import secrets
 
 import click
 
 from .app import State, cli, command, pass_state
 from .output import emit
-
-
-@command(cli, "token")
-@pass_state
-def token_cmd(state: State) -> None:
-    """Print a new random bearer token (for serve --token, node --token, pair --token).
-
-    \b
-    Examples:
-      export SESSIONWATCH_TOKEN=$(sessionwatch token)
-      sessionwatch serve --host 0.0.0.0 --token "$SESSIONWATCH_TOKEN"
-    """
-    tok = secrets.token_urlsafe(32)
-    emit(state.json, {"token": tok}, lambda c: c.print(tok, markup=False))
 
 
 @command(cli, "serve")

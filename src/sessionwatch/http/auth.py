@@ -24,6 +24,7 @@ from typing import Any
 import anyio.to_thread
 
 from ..access import ADMIN, Principal
+from ..keys import agent_of
 from ..errors import Forbidden, SessionwatchError, StoreUnavailable, Unauthorized
 from ..store.base import Store
 from ..store.records import TokenRow
@@ -125,8 +126,11 @@ def declared(touches: Touches | None, path: str) -> Touches:
 
 
 def authorize(principal: Principal, touches: Touches, what: str, path: dict[str, Any], query: dict[str, Any],
-              body: dict[str, Any]) -> None:
-    """Raise Forbidden unless ``principal`` may call a route declaring ``touches``."""
+              body: dict[str, Any] | None) -> None:
+    """Raise Forbidden unless ``principal`` may call a route declaring ``touches``.
+
+    Called twice per request: with ``body`` None before the body is read (a token refused by the path
+    or query alone learns nothing from body validation), then with the validated body."""
     if principal.admin or touches.kind in ("any", "view", "tool"):
         return
     if touches.kind == "admin":
@@ -134,15 +138,19 @@ def authorize(principal: Principal, touches: Touches, what: str, path: dict[str,
         return
     if touches.kind != "sessions":
         raise Forbidden(f"{what}: unknown access declaration {touches.kind!r}")
-    sources = {"path": path, "query": query, "body": body}
-    agent = query.get("agentId", body.get("agentId"))
+    sources = {"path": path, "query": query, "body": body or {}}
+    agent = query.get("agentId", (body or {}).get("agentId"))
     for where in touches.keys:
         src, _, name = where.partition(":")
+        if body is None and src == "body":
+            continue
         value = sources[src].get(name)
         if value is None:
             continue  # an optional key left out (validation has already refused a missing required one)
         if not isinstance(value, str):
             raise Forbidden(f"{what}: {name} must name a session of this token's agents")
+        if body is None and agent_of(value) is None and not isinstance(agent, str):
+            continue  # a bare 'global' key whose agentId may be in the body: decided in the second call
         principal.require_key(value, agent if isinstance(agent, str) else None)
 
 

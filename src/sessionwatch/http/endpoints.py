@@ -105,12 +105,13 @@ def make_handler(ep: Endpoint, runtime: Runtime, max_body: int) -> RequestHandle
         try:
             gw = runtime.require() if ep.needs_gateway else runtime.gateway
             query = parse_query(request, ep.query, ep.required_query)
+            principal = principal_of(request.scope)
+            path = path_params(request)
+            authorize(principal, touches, ep.op_id, path, query, None)
             body: dict[str, Any] = {}
             if ep.body is not None:
                 body = await read_object(request, max_body)
                 check(body, ep.body, "request body")
-            principal = principal_of(request.scope)
-            path = path_params(request)
             authorize(principal, touches, ep.op_id, path, query, body)
             call = Call(request, runtime, gw, path, query, body, principal)  # type: ignore[arg-type]
             if is_async:
