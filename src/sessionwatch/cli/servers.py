@@ -75,7 +75,15 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
     if transport == "stdio":
         run_stdio(server)
     else:
-        run_http(server, host=host, port=port, token=http_token, path=path)
+        from ..keys import agent_of
+
+        # With --http-token, tokens of a local store's token table are accepted too (scoped ones only
+        # when they cover the bound session's agent); a remote gateway's table is not reachable here.
+        local = getattr(binding.backend, "target", None)
+        store = getattr(local, "store", None)
+        run_http(server, host=host, port=port, token=http_token, path=path,
+                 store=(lambda: store) if store is not None else None,
+                 bound_agent=agent_of(session_key) or agent_id)
 
 
 @command(cli, "node")
