@@ -179,6 +179,20 @@ def test_tools_refuse_other_agents_as_caller_and_as_target(setup: Setup) -> None
                              caller=OWN_MAIN)["stateChanges"]["events"]
 
 
+def test_a_session_body_may_not_name_another_agents_session(setup: Setup) -> None:
+    headers = {"Authorization": f"Bearer {setup.tokens['own']}"}
+    with httpx.Client(base_url=setup.url, timeout=10) as http:
+        # a spawn parent gets the child's notices in its queue; a source is who a turn claims to be from
+        res = http.put("/v1/sessions/agent:own:adopted", json={"spawnedBy": OTHER_MAIN}, headers=headers)
+        assert res.status_code == 403, res.text
+        res = http.post(f"/v1/sessions/{OWN_MAIN}/inbound", headers=headers, json={
+            "text": "hi", "channel": "cli", "provenance": "inter_session", "sourceSessionKey": OTHER_MAIN})
+        assert res.status_code == 403, res.text
+        assert http.get("/v1/sessions/agent:own:adopted", headers=headers).status_code == 404  # nothing written
+        res = http.put("/v1/sessions/agent:own:adopted", json={"spawnedBy": OWN_MAIN}, headers=headers)
+        assert res.status_code == 200, res.text
+
+
 def test_cross_agent_send_needs_a_token_covering_both(setup: Setup) -> None:
     store = open_store(setup.store_url)
     both, _ = create_token(store, agents=[OWN, OTHER])

@@ -111,7 +111,9 @@ ADMIN_ONLY = Touches("admin")
 ANY_TOKEN = Touches("any")
 OWN_VIEW = Touches("view")
 TOOL = Touches("tool")
-SESSION_IN_PATH = Touches("sessions", ("path:key",))
+# A session route touches its {key}; a body may also name a spawn parent (whose queue then gets the child's
+# notices) or the source session a turn claims to come from: those must be the token's agents' too.
+SESSION_IN_PATH = Touches("sessions", ("path:key", "body:spawnedBy", "body:sourceSessionKey"))
 
 
 def sessions(*keys: str) -> Touches:
