@@ -24,8 +24,8 @@ from typing import Any
 import anyio.to_thread
 
 from ..access import ADMIN, Principal
-from ..keys import agent_of
 from ..errors import Forbidden, SessionwatchError, StoreUnavailable, Unauthorized
+from ..keys import agent_of
 from ..store.base import Store
 from ..store.records import TokenRow
 from ..tokens import token_id_of, verify
