@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,8 @@ from tests.support.procs import stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SW = str(Path(os.environ.get("VIRTUAL_ENV", "/work/venv")) / "bin" / "sessionwatch")
+# The console script next to the interpreter running the tests (the venv pytest was started from).
+SW = str(Path(sys.executable).parent / "sessionwatch")
 
 
 def _person_types(url: str):

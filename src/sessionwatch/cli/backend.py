@@ -76,7 +76,10 @@ class Backend:
         args: dict[str, Any] = {"limit": limit}
         if agent_id:
             args["agentId"] = agent_id
-        return list(self.tool("sessions_list", args, caller=OPERATOR)["sessions"])
+        # With --agent the listing runs as that agent's main session (it need not exist), so a gateway
+        # token scoped to that agent may list; the bare operator identity is of no token's agents.
+        caller = f"agent:{agent_id}:main" if agent_id else OPERATOR
+        return list(self.tool("sessions_list", args, caller=caller)["sessions"])
 
     def watch(self, watcher: str, target: str, agent_id: str | None = None) -> bool:
         self.target.get_session(target, agent_id)  # an unknown target is an error, not a silent no-op

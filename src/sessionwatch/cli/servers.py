@@ -1,28 +1,12 @@
-"""Long-running commands: serve (HTTP gateway), mcp (MCP server), node (paired-node transcripts), token."""
+"""Long-running commands: serve (HTTP gateway), mcp (MCP server), node (paired-node transcripts)."""
 
 from __future__ import annotations
-
-import secrets
 
 import click
 
 from ..http.server_options import click_options
 from .app import State, cli, command, pass_state
 from .output import emit
-
-
-@command(cli, "token")
-@pass_state
-def token_cmd(state: State) -> None:
-    """Print a new random bearer token (for serve --token, node --token, pair --token).
-
-    \b
-    Examples:
-      export SESSIONWATCH_TOKEN=$(sessionwatch token)
-      sessionwatch serve --host 0.0.0.0 --token "$SESSIONWATCH_TOKEN"
-    """
-    tok = secrets.token_urlsafe(32)
-    emit(state.json, {"token": tok}, lambda c: c.print(tok, markup=False))
 
 
 @command(cli, "serve")
@@ -115,7 +99,15 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
     if transport == "stdio":
         run_stdio(server)
     else:
-        run_http(server, host=host, port=port, token=http_token, path=path, policy=policy, limits=limits)
+        from ..keys import agent_of
+
+        # With --http-token, tokens of a local store's token table are accepted too (scoped ones only
+        # when they cover the bound session's agent); a remote gateway's table is not reachable here.
+        local = getattr(binding.backend, "target", None)
+        store = getattr(local, "store", None)
+        run_http(server, host=host, port=port, token=http_token, path=path, policy=policy, limits=limits,
+                 store=(lambda: store) if store is not None else None,
+                 bound_agent=agent_of(session_key) or agent_id)
 
 
 @command(cli, "node")

@@ -263,8 +263,11 @@ class Gateway:
         return out
 
     def list_sessions(self, *, agent_id: str | None = None, kinds: list[str] | None = None,
-                      limit: int = 50) -> list[SessionRow]:
-        return self._safe(lambda: self.store.list_sessions(agent_id, kinds, limit), [])
+                      limit: int = 50, agents: frozenset[str] | None = None) -> list[SessionRow]:
+        """``agents`` given: only sessions of those agents (a scoped token's view)."""
+        if agents is None:
+            return self._safe(lambda: self.store.list_sessions(agent_id, kinds, limit), [])
+        return self._safe(lambda: self.store.list_sessions(agent_id, kinds, limit, agents=sorted(agents)), [])
 
     def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
@@ -499,11 +502,15 @@ class Gateway:
         lim = page if limit is None else max(1, min(page, int(limit)))
         return self._safe(lambda: self.store.changes_since(skey, agent, after, lim), EMPTY_PAGE)
 
-    def events_after(self, after: object = 0, limit: object = 200) -> list[dict[str, Any]]:
-        """The whole signal log after a sequence (every session), full payloads: for tailing."""
+    def events_after(self, after: object = 0, limit: object = 200, *,
+                     agents: frozenset[str] | None = None) -> list[dict[str, Any]]:
+        """The whole signal log after a sequence (every session), full payloads: for tailing.
+        ``agents`` given: only those agents' events (a scoped token's view)."""
         a = v.integer(after, "after")
         n = v.integer(limit, "limit", minimum=1, maximum=1000)
-        return [e.to_json() for e in self._safe(lambda: self.store.events_after(a, n), [])]
+        if agents is None:
+            return [e.to_json() for e in self._safe(lambda: self.store.events_after(a, n), [])]
+        return [e.to_json() for e in self._safe(lambda: self.store.events_after(a, n, sorted(agents)), [])]
 
     # -- maintenance -----------------------------------------------------------------------------
     def sweep(self) -> int:
@@ -563,8 +570,11 @@ class Gateway:
 
     # -- tools -----------------------------------------------------------------------------------
     def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,
-                  agent_id: str | None = None) -> dict[str, Any]:
-        """Run one tool as ``caller``. Errors come back as ``{"error": {"code", "message"}}``."""
+                  agent_id: str | None = None, scope: frozenset[str] | None = None) -> dict[str, Any]:
+        """Run one tool as ``caller``. Errors come back as ``{"error": {"code", "message"}}``.
+
+        ``scope`` (the agent ids a scoped token covers) limits the caller and every session the tool
+        touches to those agents; None is unrestricted."""
         from .tools import run_tool
 
-        return run_tool(self, name, args if args is not None else {}, caller, agent_id)
+        return run_tool(self, name, args if args is not None else {}, caller, agent_id, scope)

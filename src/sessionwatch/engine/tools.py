@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import kinds as K
 from .. import validation as v
+from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
 from ..settings import MAX_LIST_LIMIT
@@ -29,6 +30,7 @@ class Caller:
     key: str
     agent_id: str
     parsed: SessionKey
+    scope: frozenset[str] | None = None  # the agents a scoped token covers (None: unrestricted)
 
     @property
     def qualified(self) -> bool:
@@ -50,6 +52,15 @@ KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 512,
 
 def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
+
+
+def _target(gw: Gateway, key: object, caller: Caller) -> SessionRow:
+    """Every session a tool reads or writes besides the caller is resolved here, so a scoped token's
+    limit holds for all of them. The scope is checked before existence, so a refused token learns
+    nothing about other agents' sessions."""
+    skey, agent = gw.resolve(key, caller_agent=caller.agent_id)
+    check_scope(caller.scope, agent, f"session {skey!r}")
+    return gw.session(skey, agent)
 
 
 def _caller_must_exist(gw: Gateway, caller: Caller) -> None:
@@ -74,6 +85,7 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, An
         agent = child.agent_id or agent
     else:
         child = parse_key(f"agent:{agent}:subagent:{label or uuid.uuid4().hex[:12]}", "label")
+    check_scope(caller.scope, agent, f"child session {child.raw!r}")
     if child.raw == caller.key:
         raise InvalidArgument("a session cannot spawn itself")
     _caller_must_exist(gw, caller)
@@ -108,7 +120,7 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, An
 
 # -- sessions_send -------------------------------------------------------------------------------
 def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    target = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id)
+    target = _target(gw, args.get("sessionKey"), caller)
     message = v.text(args.get("message"), "message")
     watch = v.boolean(args["watch"], "watch") if "watch" in args else None
     timeout = 0.0
@@ -144,7 +156,7 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, A
     key = args.get("sessionKey", caller.key)
     if key is None:
         key = caller.key
-    row = gw.session(key, caller_agent=caller.agent_id)
+    row = _target(gw, key, caller)
     since = v.integer(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
     version = gw.state_version(row.session_key, row.agent_id)
     out: dict[str, Any] = {"sessionKey": row.session_key, "agentId": row.agent_id, "sessionId": row.session_id,
@@ -177,7 +189,9 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any
     limit = v.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT) if args.get("limit") is not None else 50
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else None
     kinds = v.string_list(args["kinds"], "kinds", SESSION_KINDS) if args.get("kinds") is not None else None
-    rows = gw.list_sessions(agent_id=agent, kinds=kinds, limit=limit)
+    if agent is not None:
+        check_scope(caller.scope, agent, "the sessions")
+    rows = gw.list_sessions(agent_id=agent, kinds=kinds, limit=limit, agents=caller.scope)
     versions = gw._safe(lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), {})
     sessions = []
     lines = []
@@ -198,7 +212,7 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any
 
 # -- sessions_history ----------------------------------------------------------------------------
 def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-    row = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id)
+    row = _target(gw, args.get("sessionKey"), caller)
     limit = v.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
     msgs = gw._safe(lambda: gw.store.messages(row.session_key, row.agent_id, limit), [])
     lines = [f"[{m.role}] {m.text}" for m in msgs]
@@ -209,7 +223,7 @@ def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, 
 # -- session_unwatch -----------------------------------------------------------------------------
 def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
     # an unknown target or caller is bad input: refuse it before writing a mute row
-    target = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id).session_key
+    target = _target(gw, args.get("sessionKey"), caller).session_key
     if not caller.qualified:
         return {"unwatched": False, "text": "A bare 'global' session holds no watches."}
     _caller_must_exist(gw, caller)
@@ -258,7 +272,9 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
 )}
 
 
-def run_tool(gw: Gateway, name: str, args: Mapping[str, Any], caller: str, agent_id: str | None) -> dict[str, Any]:
+def run_tool(gw: Gateway, name: str, args: Mapping[str, Any], caller: str, agent_id: str | None,
+             scope: frozenset[str] | None = None) -> dict[str, Any]:
+    """Run a tool as ``caller``. ``scope`` (a scoped token's agents) limits the caller and every target."""
     try:
         tool = TOOLS.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -272,13 +288,14 @@ def run_tool(gw: Gateway, name: str, args: Mapping[str, Any], caller: str, agent
             raise InvalidArgument("a bare 'global' caller must name its agent (agentId / X-Agent-Id)")
         else:
             caller_agent = check_agent_id(agent_id)
+        check_scope(scope, caller_agent, f"caller session {who.raw!r}")
         allowed = set(tool.input_schema["properties"])
         v.check_args(args, allowed, name)
         for required in tool.input_schema["required"]:
             if args.get(required) is None:
                 raise InvalidArgument(f"{name}: missing required argument {required!r}")
         assert caller_agent is not None
-        return tool.handler(gw, args, Caller(who.raw, caller_agent, who))
+        return tool.handler(gw, args, Caller(who.raw, caller_agent, who, scope))
     except SessionwatchError as exc:
         return exc.to_json()
     except Exception as exc:  # a store failure must not escape as a crash of the caller

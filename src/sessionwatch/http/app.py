@@ -13,6 +13,7 @@ from starlette.middleware import Middleware
 from .. import __version__
 from ..engine import Gateway
 from . import openapi, routes_log, routes_sessions, routes_tools, routes_upstream, sse
+from .auth import ANY_TOKEN, Authenticator
 from .endpoints import Call, Endpoint, make_routes
 from .errors import http_exception_handler, internal_error_handler
 from .jsonio import json_response
@@ -40,9 +41,9 @@ def _meta_routes(runtime: Runtime, doc: Callable[[], dict[str, Any]]) -> list[En
     return [
         Endpoint("GET", "/v1/health", "health", "Readiness: 503 {status: starting} until the restart sweep has "
                  "finished, then 200 {status: ok, storeUrl, version, swept}. Needs no token.", health, tag="meta",
-                 needs_gateway=False),
+                 needs_gateway=False, touches=ANY_TOKEN),
         Endpoint("GET", "/v1/openapi.json", "openapi", "This OpenAPI 3.1 document.", openapi_doc, tag="meta",
-                 needs_gateway=False, result={"type": "object"}),
+                 needs_gateway=False, result={"type": "object"}, touches=ANY_TOKEN),
     ]
 
 
@@ -53,7 +54,9 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
     """The gateway app. Given a factory, the app opens the Gateway on a worker thread at startup (health
     answers 503 until it is open) and closes it at shutdown; given a Gateway, it borrows it (you close it).
 
-    ``token`` (when set) is required as ``Authorization: Bearer <token>`` on every route but health.
+    ``token`` (when set) is the admin token, and a token is then required as ``Authorization: Bearer
+    <token>`` on every route but health: the admin token, or a live token of the store's token table
+    (admin or scoped to agents; see http/auth.py). Without ``token`` the gateway is tokenless.
     ``policy`` says which Host names and Origins are accepted (default: loopback names, no Origin; see
     http/origin.py). ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on SIGTERM/SIGINT).
     """
@@ -78,7 +81,7 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
 
     app = Starlette(
         routes=make_routes(endpoints, runtime, max_body_bytes),
-        middleware=[Middleware(Guard, token=token, max_body_bytes=max_body_bytes),
+        middleware=[Middleware(Guard, auth=Authenticator(token, runtime.store), max_body_bytes=max_body_bytes),
                     Middleware(BrowserGuard, policy=policy)],  # inside Guard: refusals reach the access log
         exception_handlers={HTTPException: http_exception_handler, Exception: internal_error_handler},
         lifespan=lifespan,

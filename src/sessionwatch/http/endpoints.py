@@ -13,8 +13,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..access import Principal
 from ..engine import Gateway
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
+from .auth import Touches, authorize, declared, principal_of
 from .errors import error_response
 from .jsonio import json_response, read_object
 from .runtime import Runtime
@@ -37,6 +39,7 @@ class Call:
     path: dict[str, str]
     query: dict[str, Any]
     body: dict[str, Any]
+    principal: Principal  # who is calling: an admin, or a token scoped to agents (see auth.py)
 
 
 Handler = Callable[[Call], Any]
@@ -57,6 +60,7 @@ class Endpoint:
     needs_gateway: bool = True
     required_query: tuple[str, ...] = ()
     description: str = ""
+    touches: Touches | None = None  # what the route touches, for the access check (None: see auth.declared)
 
 
 def path_params(request: Request) -> dict[str, str]:
@@ -95,16 +99,21 @@ RequestHandler = Callable[[Request], Awaitable[Response]]
 
 def make_handler(ep: Endpoint, runtime: Runtime, max_body: int) -> RequestHandler:
     is_async = inspect.iscoroutinefunction(ep.handler)
+    touches = declared(ep.touches, ep.path)
 
     async def endpoint(request: Request) -> Response:
         try:
             gw = runtime.require() if ep.needs_gateway else runtime.gateway
             query = parse_query(request, ep.query, ep.required_query)
+            principal = principal_of(request.scope)
+            path = path_params(request)
+            authorize(principal, touches, ep.op_id, path, query, None)
             body: dict[str, Any] = {}
             if ep.body is not None:
                 body = await read_object(request, max_body)
                 check(body, ep.body, "request body")
-            call = Call(request, runtime, gw, path_params(request), query, body)  # type: ignore[arg-type]
+            authorize(principal, touches, ep.op_id, path, query, body)
+            call = Call(request, runtime, gw, path, query, body, principal)  # type: ignore[arg-type]
             if is_async:
                 result = await ep.handler(call)
             elif ep.thread:

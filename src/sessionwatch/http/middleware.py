@@ -1,8 +1,10 @@
-"""One pure-ASGI layer in front of every route: raw-path fix-up, bearer auth, body-size cap, access log."""
+"""One pure-ASGI layer in front of every route: raw-path fix-up, bearer auth, body-size cap, access log.
+
+Bearer auth resolves the token to a principal (``auth.Authenticator``) and hands it to the routes in the
+ASGI scope; what that principal may touch is decided per route (``auth.authorize``)."""
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import time
@@ -10,7 +12,8 @@ from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import PayloadTooLarge, Unauthorized
+from ..errors import PayloadTooLarge, SessionwatchError
+from .auth import PRINCIPAL, Authenticator
 from .endpoints import SLASH_STAND_IN
 from .jsonio import JSON_TYPE, dumps
 
@@ -38,9 +41,9 @@ async def _send_error(send: Send, status: int, body: dict, extra: list[tuple[byt
 
 
 class Guard:
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, auth: Authenticator, max_body_bytes: int) -> None:
         self.app = app
-        self.token = token.encode() if token else None
+        self.auth = auth
         self.max_body = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -60,7 +63,7 @@ class Guard:
         if raw_path and (b"%2f" in raw_path or b"%2F" in raw_path):
             scope = dict(scope, path=_routing_path(raw_path.split(b"?", 1)[0]))
         try:
-            problem = self._check(scope)
+            problem = await self._authenticate(scope) or self._check(scope)
             if problem is None:
                 await self.app(scope, receive, send_and_note)
             else:
@@ -76,21 +79,22 @@ class Guard:
                     "method": scope["method"], "path": scope["path"], "status": status,
                     "ms": round((time.perf_counter() - started) * 1000, 3)}, ensure_ascii=False))
 
-    def _authorized(self, header: bytes | None) -> bool:
-        assert self.token is not None
-        scheme, _, given = (header or b"").partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
+    async def _authenticate(self, scope: Scope) -> SessionwatchError | None:
+        """Resolve the bearer token into ``scope[PRINCIPAL]``; the error to answer with when refused."""
+        if scope["path"] in OPEN_PATHS:
+            return None
+        header = next((value for name, value in scope["headers"] if name == b"authorization"), None)
+        try:
+            scope[PRINCIPAL] = await self.auth.resolve(header)
+        except SessionwatchError as exc:
+            return exc
+        return None
 
-    def _check(self, scope: Scope) -> Unauthorized | PayloadTooLarge | None:
-        authorization = None
+    def _check(self, scope: Scope) -> PayloadTooLarge | None:
         length = None
         for name, value in scope["headers"]:
-            if name == b"authorization":
-                authorization = value
-            elif name == b"content-length":
+            if name == b"content-length":
                 length = value
-        if self.token is not None and scope["path"] not in OPEN_PATHS and not self._authorized(authorization):
-            return Unauthorized("a valid 'Authorization: Bearer <token>' header is required")
         if length is not None:
             try:
                 too_big = int(length) > self.max_body

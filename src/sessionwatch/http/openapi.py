@@ -8,12 +8,13 @@ from typing import Any
 from .. import __version__
 from ..engine.tools import TOOLS
 from . import schemas as S
+from .auth import declared
 from .endpoints import Endpoint
 
 ERROR_STATUSES = {
     "400": "Bad input (invalid_argument).",
-    "401": "Missing or wrong bearer token (unauthorized).",
-    "403": "The caller may not do this (forbidden).",
+    "401": "Missing, wrong or revoked bearer token (unauthorized).",
+    "403": "The caller may not do this, e.g. a token scoped to other agents (forbidden).",
     "404": "Unknown session, tool or route (not_found, unknown_tool).",
     "409": "Conflicting state (conflict).",
     "413": "Request body over the size limit (payload_too_large).",
@@ -94,7 +95,8 @@ def build(endpoints: list[Endpoint], *, token_required: bool) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for ep in endpoints:
         if ep.op_id == "call_tool":
-            paths.update(_tool_paths(ep))
+            paths.update({p: {m: {**op, "x-sessionwatch-access": "tool"} for m, op in ops.items()}
+                          for p, ops in _tool_paths(ep).items()})
             continue
         if ep.op_id == "stream_wakes":
             op = _stream_path(ep)
@@ -107,6 +109,9 @@ def build(endpoints: list[Endpoint], *, token_required: bool) -> dict[str, Any]:
         else:
             op = _operation(ep, ep.path, summary=ep.summary, body=ep.body, result=ep.result or S.ANY_OBJECT,
                             description=ep.description)
+        # Who may call it: admin (admin tokens only), sessions (a scoped token covering the sessions
+        # it names), view (any token; answers narrowed to its agents), tool, or any.
+        op["x-sessionwatch-access"] = declared(ep.touches, ep.path).kind
         paths.setdefault(ep.path, {})[ep.method.lower()] = op
     doc: dict[str, Any] = {
         "openapi": "3.1.0",

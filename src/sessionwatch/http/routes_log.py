@@ -5,15 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from . import schemas as S
+from .auth import ADMIN_ONLY, OWN_VIEW, sessions
 from .endpoints import Call, Endpoint
 
 
 def _cursors(c: Call) -> Any:
-    return {"cursors": c.gw.cursors(watcher=c.query.get("watcher"), target=c.query.get("target"))}
+    rows = c.gw.cursors(watcher=c.query.get("watcher"), target=c.query.get("target"))
+    if not c.principal.admin:  # a scoped token sees pairs whose watcher and target are both its agents'
+        rows = [r for r in rows if c.principal.covers_key(r["watcher"]) and c.principal.covers_key(r["target"])]
+    return {"cursors": rows}
 
 
 def _events(c: Call) -> Any:
-    return {"events": c.gw.events_after(c.query.get("after", 0), c.query.get("limit", 200))}
+    return {"events": c.gw.events_after(c.query.get("after", 0), c.query.get("limit", 200),
+                                        agents=c.principal.agent_filter())}
 
 
 def _watch(c: Call) -> Any:
@@ -34,18 +39,19 @@ def _sweep(c: Call) -> Any:
 
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/v1/cursors", "cursors", "Watch cursors (who watches whom), filtered by watcher and/or "
-             "target.", _cursors, tag="log", query={"watcher": S.KEY, "target": S.KEY}, result=S.R_CURSORS),
+             "target.", _cursors, tag="log", query={"watcher": S.KEY, "target": S.KEY}, result=S.R_CURSORS, touches=OWN_VIEW),
     Endpoint("GET", "/v1/events", "events_after", "The signal log of every session after a sequence, ascending "
              "(for tailing).", _events, tag="log",
              query={"after": {"type": "integer", "minimum": 0, "default": 0},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 200}},
-             result=S.R_EVENTS),
+             result=S.R_EVENTS, touches=OWN_VIEW),
     Endpoint("POST", "/v1/watch", "watch", "Register an explicit watch, seeded at the target's head.", _watch,
-             tag="log", body=S.WATCH, result=S.R_WATCHED),
+             tag="log", body=S.WATCH, result=S.R_WATCHED, touches=sessions("body:watcher", "body:target")),
     Endpoint("POST", "/v1/unwatch", "unwatch", "Drop a watch and its pending notice (mutes spawn-parent notices).",
-             _unwatch, tag="log", body=S.UNWATCH, result=S.R_UNWATCHED),
+             _unwatch, tag="log", body=S.UNWATCH, result=S.R_UNWATCHED,
+             touches=sessions("body:watcher", "body:target")),
     Endpoint("POST", "/v1/prune", "prune", "Prune the log to its retention and row cap now.", _prune, tag="log",
-             body=S.PRUNE, result=S.R_PRUNE, thread=True),
+             body=S.PRUNE, result=S.R_PRUNE, thread=True, touches=ADMIN_ONLY),
     Endpoint("POST", "/v1/sweep", "sweep", "Re-materialize unacknowledged notices (what a restart does).",
-             _sweep, tag="log", body=S.EMPTY, result=S.R_SWEPT, thread=True),
+             _sweep, tag="log", body=S.EMPTY, result=S.R_SWEPT, thread=True, touches=ADMIN_ONLY),
 ]

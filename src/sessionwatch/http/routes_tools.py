@@ -11,6 +11,7 @@ from ..engine.tools import TOOLS
 from ..errors import Forbidden, InvalidArgument, UnknownTool
 from ..keys import parse_key
 from . import schemas as S
+from .auth import TOOL
 from .endpoints import Call, Endpoint
 from .errors import tool_error_response
 
@@ -36,7 +37,9 @@ async def _call_tool(c: Call) -> Any:
         raise Forbidden(f"{name} acts as the caller: X-Session-Key must be an agent-qualified key "
                         "('agent:<agentId>:<rest>'), not the bare 'global'")
     agent_id = c.request.headers.get(AGENT_HEADER)
-    run = functools.partial(c.gw.call_tool, name, c.body, caller=caller.raw, agent_id=agent_id)
+    # The tool layer checks the caller and every session the tool touches against the token's agents.
+    run = functools.partial(c.gw.call_tool, name, c.body, caller=caller.raw, agent_id=agent_id,
+                            scope=c.principal.agent_filter())
     if name == "sessions_send" and _waits(c.body):
         # Waiting for a reply blocks for up to timeoutSeconds of real time: keep it off the event loop.
         result = await anyio.to_thread.run_sync(run, limiter=c.runtime.wait_limiter)
@@ -50,5 +53,5 @@ async def _call_tool(c: Call) -> Any:
 ROUTES: list[Endpoint] = [
     # Documented per tool in openapi.py (one path per tool, schemas from engine.tools.TOOLS).
     Endpoint("POST", "/v1/tools/{name}", "call_tool", "Run one tool as the session named in X-Session-Key.",
-             _call_tool, tag="tools", body=S.ANY_OBJECT),
+             _call_tool, tag="tools", body=S.ANY_OBJECT, touches=TOOL),
 ]

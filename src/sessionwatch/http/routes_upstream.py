@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import schemas as S
+from .auth import ADMIN_ONLY
 from .endpoints import Call, Endpoint
 
 CATALOG_ID = {"type": "string", "minLength": 1, "maxLength": 200}
@@ -34,17 +35,19 @@ def _pair(c: Call) -> Any:
     return c.gw.pair_node(c.path["nodeId"], c.body["url"], c.body["token"])
 
 
-# Every upstream call may scan files or reach a paired node: they run on worker threads.
+# Every upstream call may scan files or reach a paired node: they run on worker threads. They read this
+# machine's transcripts or configure the gateway itself, so they are admin-only (the default for a route
+# outside /v1/sessions/{key}; declared here to say so).
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/v1/catalogs/{catalogId}/threads", "list_threads", "Threads a catalog lists (claude, codex, "
-             "or node:<id>).", _threads, tag="upstream", result=S.R_THREADS, thread=True),
+             "or node:<id>).", _threads, tag="upstream", result=S.R_THREADS, thread=True, touches=ADMIN_ONLY),
     Endpoint("POST", "/v1/catalogs/{catalogId}/threads/{threadId}/continue", "continue_thread", "Adopt a catalog "
              "thread: link it to a session key with a baseline marker.", _continue, tag="upstream",
-             body=S.CONTINUE, result=S.ANY_OBJECT, thread=True),
+             body=S.CONTINUE, result=S.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
     Endpoint("POST", "/v1/upstream/tick", "upstream_tick", "Run one monitor tick over every watched link now.",
-             _tick, tag="upstream", body=S.EMPTY, result=S.ANY_OBJECT, thread=True),
+             _tick, tag="upstream", body=S.EMPTY, result=S.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
     Endpoint("GET", "/v1/upstream/results", "upstream_results", "Results of the last monitor tick.", _results,
-             tag="upstream", result=S.ANY_OBJECT, thread=True),
+             tag="upstream", result=S.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
     Endpoint("PUT", "/v1/nodes/{nodeId}", "pair_node", "Pair a node (another machine running sessionwatch node).",
-             _pair, tag="upstream", body=S.NODE, result=S.ANY_OBJECT, thread=True),
+             _pair, tag="upstream", body=S.NODE, result=S.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
 ]

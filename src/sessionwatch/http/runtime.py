@@ -96,6 +96,11 @@ class Runtime:
             await anyio.to_thread.run_sync(gw.close)
 
     # -- per request -----------------------------------------------------------------------------
+    def store(self) -> Any:
+        """The open engine's store (the token table lives there), or None while starting/stopping."""
+        gw = self.gateway
+        return gw.store if gw is not None and self.state == "ok" else None
+
     def require(self) -> Gateway:
         gw = self.gateway
         if gw is None or self.state != "ok":

@@ -74,9 +74,12 @@ class SessionBinding:
             log.exception("draining system events of %s failed", self.session_key)
             return []
 
-    def call(self, name: str, args: dict[str, Any] | None) -> ToolOutcome:
+    def call(self, name: str, args: dict[str, Any] | None, scope: frozenset[str] | None = None) -> ToolOutcome:
+        """``scope``: the agents a scoped bearer token covers (HTTP transport); None is unrestricted."""
         try:
-            payload = self.backend.call_tool(name, dict(args or {}), caller=self.session_key, agent_id=self.agent_id)
+            extra: dict[str, Any] = {} if scope is None else {"scope": scope}
+            payload = self.backend.call_tool(name, dict(args or {}), caller=self.session_key, agent_id=self.agent_id,
+                                             **extra)
         except SessionwatchError as exc:  # a remote gateway raises what the engine would have returned
             payload = exc.to_json()
         except Exception as exc:

@@ -12,6 +12,7 @@ from mcp.server import Server, ServerRequestContext
 
 from .. import __version__
 from ..engine.tools import TOOLS
+from ..http.auth import PRINCIPAL
 from .binding import SessionBinding
 
 INSTRUCTIONS = (
@@ -35,8 +36,12 @@ def build_server(binding: SessionBinding) -> Server:
         return types.ListToolsResult(tools=tool_list())
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        # A scoped bearer token (HTTP transport) limits every session the tool touches to its agents.
+        request = getattr(ctx, "request", None)
+        principal = request.scope.get(PRINCIPAL) if request is not None and hasattr(request, "scope") else None
+        scope = principal.agent_filter() if principal is not None else None
         # The engine is synchronous (and sessions_send may wait for a reply): keep it off the event loop.
-        outcome = await anyio.to_thread.run_sync(binding.call, params.name, dict(params.arguments or {}))
+        outcome = await anyio.to_thread.run_sync(binding.call, params.name, dict(params.arguments or {}), scope)
         return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text())],
                                     structured_content=outcome.structured(), is_error=outcome.is_error)
 

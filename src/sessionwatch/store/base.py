@@ -14,7 +14,7 @@ from typing import Any
 
 from ..notices import NoticeTemplate
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult, QueueEntry,
-                      RecordOutcome, SessionRow, WakeRequest)
+                      RecordOutcome, SessionRow, TokenRow, WakeRequest)
 
 Render = Callable[[str], NoticeTemplate]
 WakeListener = Callable[[WakeRequest], None]
@@ -53,8 +53,9 @@ class Store(ABC):
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage: ...
 
     @abstractmethod
-    def events_after(self, after: int, limit: int) -> list[EventRecord]:
-        """The whole log (every session) after a sequence, ascending: for tailing (``log --follow``)."""
+    def events_after(self, after: int, limit: int, agents: Sequence[str] | None = None) -> list[EventRecord]:
+        """The whole log (every session) after a sequence, ascending: for tailing (``log --follow``).
+        ``agents`` given: only events of those agents (a scoped token's view), still ``limit`` of them."""
 
     @abstractmethod
     def state_version(self, session_key: str, agent_id: str) -> int: ...
@@ -117,7 +118,9 @@ class Store(ABC):
     def get_session(self, session_key: str, agent_id: str) -> SessionRow | None: ...
 
     @abstractmethod
-    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]: ...
+    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int,
+                      agents: Sequence[str] | None = None) -> list[SessionRow]:
+        """Newest first. ``agents`` given: only sessions of those agents (a scoped token's view)."""
 
     @abstractmethod
     def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
@@ -182,6 +185,21 @@ class Store(ABC):
 
     @abstractmethod
     def nodes(self) -> list[Node]: ...
+
+    # -- bearer tokens (hashed; see sessionwatch.tokens) ------------------------------------------
+    @abstractmethod
+    def create_token(self, token: TokenRow) -> TokenRow: ...
+
+    @abstractmethod
+    def get_token(self, token_id: str) -> TokenRow | None: ...
+
+    @abstractmethod
+    def tokens(self) -> list[TokenRow]:
+        """Every token, revoked ones too, oldest first."""
+
+    @abstractmethod
+    def revoke_token(self, token_id: str, now: int) -> bool:
+        """Stamp ``revoked_at``; False when there is no such token or it was already revoked."""
 
     # -- maintenance -----------------------------------------------------------------------------
     def try_lock(self, name: str) -> Any:

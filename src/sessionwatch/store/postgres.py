@@ -47,6 +47,7 @@ from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult,
 from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 from .postgres_links import LinksMixin
 from .postgres_sessions import SessionsMixin
+from .postgres_tokens import TokensMixin
 
 log = logging.getLogger("sessionwatch.store.postgres")
 
@@ -163,7 +164,7 @@ class _AdvisoryLock:
         self._pool.putconn(self._conn)
 
 
-class PostgresStore(SessionsMixin, LinksMixin, Store):
+class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, Store):
     """The scale-out backend. Thread-safe: a connection pool plus one LISTEN connection."""
 
     multi_process = True
@@ -450,7 +451,11 @@ class PostgresStore(SessionsMixin, LinksMixin, Store):
             earliest = last + 1 if last > 0 else 0
         return ChangesPage(events, count > limit, earliest, after < pruned)
 
-    def events_after(self, after: int, limit: int) -> list[EventRecord]:
+    def events_after(self, after: int, limit: int, agents: Sequence[str] | None = None) -> list[EventRecord]:
+        if agents is not None:
+            return [event_from_row(r) for r in self._all(
+                f"SELECT {EVENT_COLS} FROM events WHERE sequence > %s::bigint AND agent_id = ANY (%s::text[])"
+                " ORDER BY sequence LIMIT %s::bigint", (after, list(agents), limit))]
         return [event_from_row(r) for r in self._all(
             f"SELECT {EVENT_COLS} FROM events WHERE sequence > %s::bigint ORDER BY sequence LIMIT %s::bigint",
             (after, limit))]

@@ -36,13 +36,17 @@ class SessionsMixin:
                         (session_key, agent_id))
         return None if row is None else session_from_row(row)
 
-    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]:
+    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int,
+                      agents: Sequence[str] | None = None) -> list[SessionRow]:
         query = f"SELECT {SESSION_COLS} FROM sessions"
         where: list[str] = []
         args: list[Any] = []
         if agent_id is not None:
             where.append("agent_id = %s")
             args.append(agent_id)
+        if agents is not None:
+            where.append("agent_id = ANY (%s::text[])")
+            args.append(list(agents))
         if kinds:
             where.append("kind = ANY (%s::text[])")
             args.append(list(kinds))

@@ -262,3 +262,20 @@ def loads(text: str | bytes) -> Any:
 
 def loads_or_none(text: str | None) -> Any:
     return None if text is None else loads(text)
+
+
+@dataclass(slots=True)
+class TokenRow:
+    """A bearer token as stored: only its SHA-256 hash, never the token itself."""
+
+    token_id: str
+    token_hash: str  # hex SHA-256 of the whole token text
+    name: str | None
+    agents: tuple[str, ...]  # empty for an admin token
+    admin: bool
+    created_at: int
+    revoked_at: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.token_id, "name": self.name, "agents": list(self.agents), "admin": self.admin,
+                "createdAt": self.created_at, "revokedAt": self.revoked_at, "revoked": self.revoked_at is not None}

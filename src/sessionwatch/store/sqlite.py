@@ -25,6 +25,7 @@ from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 
 from .sqlite_links import LinksMixin
 from .sqlite_sessions import SessionsMixin
+from .sqlite_tokens import TokensMixin
 
 log = logging.getLogger("sessionwatch.store.sqlite")
 
@@ -133,7 +134,7 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
     return current
 
 
-class SQLiteStore(SessionsMixin, LinksMixin, Store):
+class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, Store):
     """The embedded default backend. Thread-safe: one connection behind a lock."""
 
     multi_process = False
@@ -261,8 +262,13 @@ class SQLiteStore(SessionsMixin, LinksMixin, Store):
             earliest = last + 1 if last > 0 else 0
         return ChangesPage(events, count > limit, earliest, after < pruned)
 
-    def events_after(self, after: int, limit: int) -> list[EventRecord]:
+    def events_after(self, after: int, limit: int, agents: Sequence[str] | None = None) -> list[EventRecord]:
         with self._lock:
+            if agents is not None:
+                return [event_from_row(r) for r in self._conn.execute(
+                    f"SELECT {EVENT_COLS} FROM events WHERE sequence > ?"
+                    " AND agent_id IN (SELECT value FROM json_each(?)) ORDER BY sequence LIMIT ?",
+                    (after, json.dumps(list(agents)), limit))]
             return [event_from_row(r) for r in self._conn.execute(
                 f"SELECT {EVENT_COLS} FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?", (after, limit))]
 

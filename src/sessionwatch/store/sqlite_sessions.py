@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -44,13 +46,17 @@ class SessionsMixin:
                                      (session_key, agent_id)).fetchone()
         return None if row is None else session_from_row(row)
 
-    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int) -> list[SessionRow]:
+    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int,
+                      agents: Sequence[str] | None = None) -> list[SessionRow]:
         sql = f"SELECT {SESSION_COLS} FROM sessions"
         where: list[str] = []
         args: list[Any] = []
         if agent_id is not None:
             where.append("agent_id = ?")
             args.append(agent_id)
+        if agents is not None:
+            where.append("agent_id IN (SELECT value FROM json_each(?))")
+            args.append(json.dumps(list(agents)))
         if kinds:
             where.append(f"kind IN ({','.join('?' * len(kinds))})")
             args.extend(kinds)

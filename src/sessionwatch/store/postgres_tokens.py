@@ -1,0 +1,32 @@
+"""PostgreSQL: bearer tokens scoped to agents (a mixin of PostgresStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .records import TokenRow, dumps
+from .sqlite_tokens import TOKEN_COLS, token_from_row
+
+
+class TokensMixin:
+    _one: Callable[..., Any]
+    _all: Callable[..., list[Any]]
+
+    def create_token(self, token: TokenRow) -> TokenRow:
+        self._one(f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s) RETURNING token_id",
+                  (token.token_id, token.token_hash, token.name, dumps(list(token.agents)), token.admin,
+                   token.created_at, token.revoked_at))
+        return token
+
+    def get_token(self, token_id: str) -> TokenRow | None:
+        row = self._one(f"SELECT {TOKEN_COLS} FROM tokens WHERE token_id = %s", (token_id,))
+        return None if row is None else token_from_row(row)
+
+    def tokens(self) -> list[TokenRow]:
+        return [token_from_row(r) for r in self._all(f"SELECT {TOKEN_COLS} FROM tokens ORDER BY created_at, token_id")]
+
+    def revoke_token(self, token_id: str, now: int) -> bool:
+        row = self._one("UPDATE tokens SET revoked_at = %s WHERE token_id = %s AND revoked_at IS NULL"
+                        " RETURNING token_id", (now, token_id))
+        return row is not None
