@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-SW = str(Path(os.environ.get("VIRTUAL_ENV", "/work/venv")) / "bin" / "sessionwatch")
+from tests.support.commands import SESSIONWATCH
 
 
 class Result:
@@ -46,7 +46,7 @@ def sw(store: str) -> Runner:
     """``sw("status", KEY, "--json")`` runs the command with SESSIONWATCH_STORE pointing at a fresh store."""
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
-        proc = subprocess.run([SW, *args], capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run([*SESSIONWATCH, *args], capture_output=True, text=True, timeout=timeout,
                               env=env if env is not None else clean_env(SESSIONWATCH_STORE=store))
         return Result(proc)
 

@@ -13,7 +13,7 @@ from sessionwatch import Gateway, notice_text
 from sessionwatch.cli.exitcodes import exit_code_for
 from tests.support import pg
 
-from .conftest import SW, Runner, clean_env
+from .conftest import SESSIONWATCH, Runner, clean_env
 
 MAIN = "agent:main:main"
 KID = "agent:main:subagent:kid"
@@ -148,7 +148,7 @@ def test_the_same_commands_on_postgresql() -> None:
         pytest.skip("PostgreSQL is not reachable")
     with pg.fresh_database() as url:
         def run(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([SW, "--store", url, *args], capture_output=True, text=True, timeout=60,
+            return subprocess.run([*SESSIONWATCH, "--store", url, *args], capture_output=True, text=True, timeout=60,
                                   env=clean_env())
 
         assert run("put", MAIN).returncode == 0

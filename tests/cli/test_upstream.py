@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import SW, Result, clean_env
+from .conftest import SESSIONWATCH, Result, clean_env
 from tests.support.procs import stop
 
 MAIN = "agent:main:main"
@@ -38,7 +38,7 @@ def claude_root(tmp_path: Path) -> Path:
 
 
 def _run(store: str, root: Path, *args: str) -> Result:
-    return Result(subprocess.run([SW, *args], capture_output=True, text=True, timeout=60,
+    return Result(subprocess.run([*SESSIONWATCH, *args], capture_output=True, text=True, timeout=60,
                                  env=clean_env(SESSIONWATCH_STORE=store, CLAUDE_CONFIG_DIR=str(root),
                                                CODEX_HOME=str(root.parent / "codex"))))
 
@@ -85,7 +85,7 @@ def _free_port() -> int:
 @pytest.fixture
 def node(claude_root: Path) -> Iterator[tuple[str, str]]:
     port, token = _free_port(), "node-test-token"
-    proc = subprocess.Popen([SW, "node", "--port", str(port), "--token", token, "--claude-root", str(claude_root)],
+    proc = subprocess.Popen([*SESSIONWATCH, "node", "--port", str(port), "--token", token, "--claude-root", str(claude_root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env())
     url = f"http://127.0.0.1:{port}"
     try:

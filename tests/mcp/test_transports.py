@@ -7,7 +7,6 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import httpx2
@@ -18,11 +17,11 @@ from mcp.client.streamable_http import streamable_http_client
 from sessionwatch import Gateway
 
 from .helpers import MANAGER, assert_published_tools, run_every_tool, run_notice_scenario
+from tests.support.commands import SESSIONWATCH
 from tests.support.procs import stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SW = str(Path(os.environ.get("VIRTUAL_ENV", "/work/venv")) / "bin" / "sessionwatch")
 
 
 def _person_types(url: str):
@@ -33,7 +32,8 @@ def _person_types(url: str):
 
 
 def _stdio(url: str) -> StdioServerParameters:
-    return StdioServerParameters(command=SW, args=["--store", url, "mcp", "--session", MANAGER],
+    command, *prefix = SESSIONWATCH
+    return StdioServerParameters(command=command, args=[*prefix, "--store", url, "mcp", "--session", MANAGER],
                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
@@ -57,7 +57,7 @@ def _free_port() -> int:
 def http_mcp(sqlite_url: str) -> Iterator[tuple[str, str]]:
     port = _free_port()
     token = "mcp-test-token"
-    proc = subprocess.Popen([SW, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
+    proc = subprocess.Popen([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
                              "--port", str(port), "--http-token", token],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
