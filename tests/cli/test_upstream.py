@@ -113,5 +113,8 @@ def test_node_and_pair(store: str, tmp_path: Path, node: tuple[str, str]) -> Non
     assert paired.json()["nodeId"] == "laptop" and token not in paired.out
     listed = _run(store, elsewhere, "threads", "node:laptop", "--json").json()["threads"]
     assert [(t["threadId"], t["hostId"]) for t in listed] == [(THREAD, "node:laptop")]
-    assert _run(store, elsewhere, "pair", "laptop", url, "--token", "wrong", "--json").code == 0  # stored as given
-    assert _run(store, elsewhere, "threads", "node:laptop").code == 1  # the node now refuses: unavailable
+    # The node is asked at once: its 401 is unauthorized (exit 4) and the working pairing stays.
+    refused = _run(store, elsewhere, "pair", "laptop", url, "--token", "wrong", "--json")
+    assert refused.code == 4, refused
+    assert refused.json()["error"]["code"] == "unauthorized" and "wrong" not in refused.out
+    assert _run(store, elsewhere, "threads", "node:laptop").code == 0

@@ -286,7 +286,7 @@ class Gateway:
         session has a spawn parent or a watcher; a group turn first registers main's ambient watch."""
         row = self.session(key, agent_id)
         body = v.text(text, "text")
-        chan = v.name(channel, "channel")
+        chan = v.channel(channel)  # blank -> None, summarized "via unknown"
         if provenance is not None:
             provenance = v.one_of(provenance, "provenance", PROVENANCES)
         source = parse_key(source_session_key, "sourceSessionKey").raw if source_session_key is not None else None
@@ -494,14 +494,14 @@ class Gateway:
     def changes_since(self, key: object, after: object, *, agent_id: object = None,
                       limit: int | None = None) -> ChangesPage:
         skey, agent = self.resolve(key, agent_id)
-        after = v.integer(after, "changesSince")
+        after = v.sequence(after, "changesSince")
         page = self.settings.changes_page_size
         lim = page if limit is None else max(1, min(page, int(limit)))
         return self._safe(lambda: self.store.changes_since(skey, agent, after, lim), EMPTY_PAGE)
 
     def events_after(self, after: object = 0, limit: object = 200) -> list[dict[str, Any]]:
         """The whole signal log after a sequence (every session), full payloads: for tailing."""
-        a = v.integer(after, "after")
+        a = v.sequence(after, "after")
         n = v.integer(limit, "limit", minimum=1, maximum=1000)
         return [e.to_json() for e in self._safe(lambda: self.store.events_after(a, n), [])]
 
@@ -558,8 +558,8 @@ class Gateway:
     def upstream_results(self) -> dict[str, Any]:
         return self.upstream.last_results()
 
-    def pair_node(self, node_id: str, url: str, token: str) -> dict[str, Any]:
-        return self.upstream.pair_node(node_id, url, token)
+    def pair_node(self, node_id: str, url: str, token: str, *, verify: bool = True) -> dict[str, Any]:
+        return self.upstream.pair_node(node_id, url, token, verify=verify)
 
     # -- tools -----------------------------------------------------------------------------------
     def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,
