@@ -12,7 +12,6 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 from .. import kinds as K
@@ -23,7 +22,7 @@ from ..keys import (check_agent_id, infer_kind, is_agent_qualified, main_key, pa
 from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
                        target_from_context_key)
 from ..settings import Settings
-from ..store import open_store
+from ..store import default_sqlite_path, open_store
 from ..store.base import Store
 from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, MessageRow, PruneResult, QueueEntry,
                              RecordOutcome, SessionRow)
@@ -49,8 +48,7 @@ def default_store_url() -> str:
     env = os.environ.get("SESSIONWATCH_STORE")
     if env:
         return env
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return "sqlite:///" + str(Path(base) / "sessionwatch" / "sessionwatch.db")
+    return "sqlite:///" + str(default_sqlite_path())
 
 
 def _actor(value: object) -> tuple[str, str | None]:
