@@ -7,6 +7,7 @@ raised as exceptions, JSON-shaped results) so commands never care which one they
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from typing import Any
 
@@ -54,7 +55,7 @@ class Backend:
         except Exception as exc:
             raise StoreUnavailable(f"cannot open store {url!r}: {exc}") from exc
         if getattr(gw.store, "created", False):  # said once: only the process that created the file says it
-            print(f"sessionwatch: created a new store at {gw.store.path}", file=sys.stderr)
+            print(f"sessionwatch: created a new store at {os.path.abspath(gw.store.path)}", file=sys.stderr)
         return cls(gw, remote=False, where=url)
 
     def close(self) -> None:
