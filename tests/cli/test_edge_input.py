@@ -178,3 +178,11 @@ def test_python_m_sessionwatch_http_and_serve_print_the_same_error(tmp_path: Pat
     assert outs[0].returncode == outs[1].returncode == 2
     assert outs[0].stderr.strip() == outs[1].stderr.strip(), outs
     json.dumps([o.stderr for o in outs])
+
+
+def test_since_beyond_64_bits_is_a_usage_error(sw: Runner) -> None:
+    assert sw("put", "agent:main:main").code == 0
+    r = sw("status", "agent:main:main", "--since", str(2**63), "--json")
+    assert r.code == 2 and r.json()["error"]["code"] == "invalid_argument", r
+    assert sw("status", "agent:main:main", "--since", str(2**63 - 1)).code == 0
+    assert sw("log", "--since", str(2**63)).code == 2
