@@ -85,7 +85,8 @@ def _free_port() -> int:
 @pytest.fixture
 def node(claude_root: Path) -> Iterator[tuple[str, str]]:
     port, token = _free_port(), "node-test-token"
-    proc = subprocess.Popen([*SESSIONWATCH, "node", "--port", str(port), "--token", token, "--claude-root", str(claude_root)],
+    proc = subprocess.Popen([*SESSIONWATCH, "node", "--port", str(port), "--token", token,
+                             "--claude-root", str(claude_root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env())
     url = f"http://127.0.0.1:{port}"
     try:

@@ -53,7 +53,7 @@ class JsonUsageError(click.ClickException):
 
     def __init__(self, original: click.ClickException) -> None:
         super().__init__(original.format_message())
-        self.exit_code = original.exit_code
+        self.exit_code = original.exit_code  # type: ignore[misc]  # keep click's code (2 for usage)
 
     def show(self, file: Any = None) -> None:
         print_json({"error": {"code": "invalid_argument", "message": self.message}})

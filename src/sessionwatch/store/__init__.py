@@ -10,8 +10,9 @@ from .base import Store
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
                       QueueEntry, RecordOutcome, SessionRow, WakeRequest)
 
-__all__ = ["Store", "open_store", "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput", "EventRecord", "Link", "MessageRow",
-           "Node", "PruneResult", "QueueEntry", "RecordOutcome", "SessionRow", "WakeRequest"]
+__all__ = ["Store", "open_store", "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput",
+           "EventRecord", "Link", "MessageRow", "Node", "PruneResult", "QueueEntry", "RecordOutcome", "SessionRow",
+           "WakeRequest"]
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
