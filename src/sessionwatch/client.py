@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import SessionwatchError, StoreUnavailable, error_from_json
+from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, error_from_json
+from .headers import encode_header_value
 from .store.records import PruneResult
 
 
@@ -33,6 +34,8 @@ def _drop_none(body: Mapping[str, Any]) -> dict[str, Any]:
 
 class GatewayClient:
     def __init__(self, base_url: str, token: str | None = None, timeout: float = 30.0) -> None:
+        if not isinstance(base_url, str) or not base_url.lower().startswith(("http://", "https://")):
+            raise InvalidArgument(f"the gateway URL must start with http:// or https://, got {base_url!r}")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -83,9 +86,10 @@ class GatewayClient:
     def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,
                   agent_id: str | None = None) -> dict[str, Any]:
         """Run one tool as ``caller``; errors come back as ``{"error": {"code", "message"}}``."""
-        headers = {"X-Session-Key": caller}
+        # Percent-encoded UTF-8 (sessionwatch.headers), so any valid key can call a tool.
+        headers = {"X-Session-Key": encode_header_value(str(caller))}
         if agent_id is not None:
-            headers["X-Agent-Id"] = agent_id
+            headers["X-Agent-Id"] = encode_header_value(str(agent_id))
         args = dict(args or {})
         wait = args.get("timeoutSeconds")
         timeout = self.timeout

@@ -10,6 +10,9 @@ from .settings import MAX_NAME_LENGTH, MAX_TEXT_BYTES
 
 _MISSING = object()
 
+# Sequences are 64-bit signed in both stores: anything larger can never name an event.
+MAX_SEQUENCE = 2**63 - 1
+
 
 def check_args(args: object, allowed: set[str], tool: str) -> Mapping[str, Any]:
     if not isinstance(args, Mapping):
@@ -44,6 +47,14 @@ def name(value: object, what: str) -> str:
     return value
 
 
+def channel(value: object, what: str = "channel") -> str | None:
+    """An inbound channel: a string like ``name`` but blank is allowed (reference §2.3: the summary then
+    says ``via unknown``). Returns the trimmed channel, or None when blank."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
+    return name(value.strip(), what) if value.strip() else None
+
+
 def optional_name(value: object, what: str) -> str | None:
     return None if value is None else name(value, what)
 
@@ -57,6 +68,11 @@ def integer(value: object, what: str, *, minimum: int = 0, maximum: int | None =
     if maximum is not None and value > maximum:
         raise InvalidArgument(f"{what} must be <= {maximum}, got {value}")
     return value
+
+
+def sequence(value: object, what: str) -> int:
+    """A sequence number such as ``changesSince`` or ``after``: an integer in [0, 2^63 - 1]."""
+    return integer(value, what, maximum=MAX_SEQUENCE)
 
 
 def number(value: object, what: str, *, minimum: float = 0, maximum: float | None = None) -> float:

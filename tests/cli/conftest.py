@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-# The console script next to the interpreter running the tests (the venv pytest was started from).
-SW = str(Path(sys.executable).parent / "sessionwatch")
+from tests.support.commands import SESSIONWATCH
 
 
 class Result:
@@ -48,7 +47,7 @@ def sw(store: str) -> Runner:
     """``sw("status", KEY, "--json")`` runs the command with SESSIONWATCH_STORE pointing at a fresh store."""
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
-        proc = subprocess.run([SW, *args], capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run([*SESSIONWATCH, *args], capture_output=True, text=True, timeout=timeout,
                               env=env if env is not None else clean_env(SESSIONWATCH_STORE=store))
         return Result(proc)
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from sessionwatch import Gateway, notice_text
 from sessionwatch.cli.exitcodes import exit_code_for
 from tests.support import pg
 
-from .conftest import SW, Runner, clean_env
+from .conftest import SESSIONWATCH, Runner, clean_env
 
 MAIN = "agent:main:main"
 KID = "agent:main:subagent:kid"
@@ -111,7 +112,7 @@ def test_prune_token_and_put_global(sw: Runner) -> None:
     assert sw("put", "global", "--agent", "ops", "--json").json()["agentId"] == "ops"
 
 
-def test_error_exit_codes(sw: Runner) -> None:
+def test_error_exit_codes(sw: Runner, tmp_path: Path) -> None:
     sw("put", MAIN)
     missing = sw("status", "agent:main:nobody")
     assert missing.code == 3 and "not_found" in missing.err and missing.out == ""
@@ -123,7 +124,10 @@ def test_error_exit_codes(sw: Runner) -> None:
     assert sw("send", "agent:main:nobody", "hi", "--as", MAIN).code == 3
     assert sw("watch", "agent:main:nobody", "--as", MAIN).code == 3
     assert sw("inbound", MAIN, "x" * 10, "--channel", "c" * 300).code == 2
-    assert sw("--store", "sqlite:////proc/forbidden/x.db", "sessions").code == 1
+    assert sw("--store", "sqlite:////proc/forbidden/x.db", "sessions").code == 2  # no such folder: usage
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"this is not a SQLite database" * 100)
+    assert sw("--store", f"sqlite:///{corrupt}", "sessions").code == 1  # cannot be opened: unavailable
     assert sw("link", MAIN).code == 3  # the session has no catalog link
 
 
@@ -162,7 +166,7 @@ def test_the_same_commands_on_postgresql() -> None:
         pytest.skip("PostgreSQL is not reachable")
     with pg.fresh_database() as url:
         def run(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([SW, "--store", url, *args], capture_output=True, text=True, timeout=60,
+            return subprocess.run([*SESSIONWATCH, "--store", url, *args], capture_output=True, text=True, timeout=60,
                                   env=clean_env())
 
         assert run("put", MAIN).returncode == 0

@@ -9,7 +9,7 @@ import time
 
 from sessionwatch import Gateway
 
-from .conftest import SW, Runner, clean_env
+from .conftest import SESSIONWATCH, Runner, clean_env
 
 MAIN = "agent:main:main"
 KID = "agent:main:subagent:kid"
@@ -40,7 +40,7 @@ def test_log_prints_every_event_in_order(sw: Runner, store: str) -> None:
 
 def test_log_follow_tails_new_events(store: str) -> None:
     _seed(store, ["before"])
-    proc = subprocess.Popen([SW, "log", "--follow", "--json", "--interval", "0.05"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*SESSIONWATCH, "log", "--follow", "--json", "--interval", "0.05"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=clean_env(SESSIONWATCH_STORE=store))
     try:
         assert proc.stdout is not None

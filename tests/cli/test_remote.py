@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import SW, Result, clean_env
+from .conftest import SESSIONWATCH, Result, clean_env
 from tests.support.procs import stop
 
 pytest.importorskip("sessionwatch.client")
@@ -55,7 +55,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def remote(url: str, *args: str, token: str = TOKEN, timeout: float = 60) -> Result:
-    proc = subprocess.run([SW, *args], capture_output=True, text=True, timeout=timeout,
+    proc = subprocess.run([*SESSIONWATCH, *args], capture_output=True, text=True, timeout=timeout,
                           env=clean_env(SESSIONWATCH_GATEWAY=url, SESSIONWATCH_TOKEN=token))
     return Result(proc)
 
@@ -91,7 +91,7 @@ def test_remote_errors_keep_their_exit_codes(gateway: str) -> None:
 
 
 def test_demo_starts_its_own_gateway_and_succeeds() -> None:
-    r = subprocess.run([SW, "demo"], capture_output=True, text=True, timeout=90, env=clean_env())
+    r = subprocess.run([*SESSIONWATCH, "demo"], capture_output=True, text=True, timeout=90, env=clean_env())
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "exactly one notice waiting" in r.stdout and "still gives exactly one notice (coalesced)" in r.stdout
     assert 'changed (other actor). Reconcile before acting' in r.stdout
@@ -118,7 +118,7 @@ def test_mcp_through_a_gateway(gateway: str) -> None:
     from ..mcp.helpers import assert_published_tools, run_notice_scenario
 
     async def scenario() -> None:
-        params = StdioServerParameters(command=SW, args=["mcp", "--session", MAIN],
+        params = StdioServerParameters(command=SESSIONWATCH[0], args=[*SESSIONWATCH[1:], "mcp", "--session", MAIN],
                                        env=clean_env(SESSIONWATCH_GATEWAY=gateway, SESSIONWATCH_TOKEN=TOKEN))
         client = GatewayClient(gateway, token=TOKEN)
         try:

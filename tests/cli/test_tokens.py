@@ -13,7 +13,9 @@ import httpx
 
 from sessionwatch.client import GatewayClient
 
-from .conftest import SW, Runner, clean_env
+from tests.support.commands import SESSIONWATCH
+
+from .conftest import Runner, clean_env
 from ..http.conftest import free_port
 from tests.support.procs import stop
 
@@ -72,7 +74,7 @@ def test_a_scoped_token_tails_only_its_agents_log(sw: Runner, store: str, tmp_pa
             for key in ("agent:ops:main", "agent:dev:main"):
                 admin.put_session(key)
                 admin.record_compaction(key, f"before-{key}")
-            tail = subprocess.Popen([SW, "--gateway", url, "--token", token, "log", "--follow", "--json",
+            tail = subprocess.Popen([*SESSIONWATCH, "--gateway", url, "--token", token, "log", "--follow", "--json",
                                      "--interval", "0.05"], stdout=subprocess.PIPE, text=True, env=clean_env())
             assert tail.stdout is not None
             first = json.loads(tail.stdout.readline())

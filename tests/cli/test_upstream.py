@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import SW, Result, clean_env
+from .conftest import SESSIONWATCH, Result, clean_env
 from tests.support.procs import stop
 
 MAIN = "agent:main:main"
@@ -38,7 +38,7 @@ def claude_root(tmp_path: Path) -> Path:
 
 
 def _run(store: str, root: Path, *args: str) -> Result:
-    return Result(subprocess.run([SW, *args], capture_output=True, text=True, timeout=60,
+    return Result(subprocess.run([*SESSIONWATCH, *args], capture_output=True, text=True, timeout=60,
                                  env=clean_env(SESSIONWATCH_STORE=store, CLAUDE_CONFIG_DIR=str(root),
                                                CODEX_HOME=str(root.parent / "codex"))))
 
@@ -85,7 +85,8 @@ def _free_port() -> int:
 @pytest.fixture
 def node(claude_root: Path) -> Iterator[tuple[str, str]]:
     port, token = _free_port(), "node-test-token"
-    proc = subprocess.Popen([SW, "node", "--port", str(port), "--token", token, "--claude-root", str(claude_root)],
+    proc = subprocess.Popen([*SESSIONWATCH, "node", "--port", str(port), "--token", token,
+                             "--claude-root", str(claude_root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env())
     url = f"http://127.0.0.1:{port}"
     try:
@@ -113,5 +114,8 @@ def test_node_and_pair(store: str, tmp_path: Path, node: tuple[str, str]) -> Non
     assert paired.json()["nodeId"] == "laptop" and token not in paired.out
     listed = _run(store, elsewhere, "threads", "node:laptop", "--json").json()["threads"]
     assert [(t["threadId"], t["hostId"]) for t in listed] == [(THREAD, "node:laptop")]
-    assert _run(store, elsewhere, "pair", "laptop", url, "--token", "wrong", "--json").code == 0  # stored as given
-    assert _run(store, elsewhere, "threads", "node:laptop").code == 1  # the node now refuses: unavailable
+    # The node is asked at once: its 401 is unauthorized (exit 4) and the working pairing stays.
+    refused = _run(store, elsewhere, "pair", "laptop", url, "--token", "wrong", "--json")
+    assert refused.code == 4, refused
+    assert refused.json()["error"]["code"] == "unauthorized" and "wrong" not in refused.out
+    assert _run(store, elsewhere, "threads", "node:laptop").code == 0

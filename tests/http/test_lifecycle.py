@@ -113,5 +113,12 @@ def test_module_entry_point_reports_an_unopenable_store(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--port", str(free_port()),
                            "--store", f"sqlite:///{blocker}/state.db", "--no-monitor", "--log-level", "critical"],
                           capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 2
-    assert "unavailable" in proc.stderr and "could not open the store" in proc.stderr
+    assert proc.returncode == 2  # a folder that is a file: a usage error, like `sessionwatch serve`
+    assert "invalid_argument" in proc.stderr and "not a folder" in proc.stderr
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"not a database" * 200)
+    proc = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--port", str(free_port()),
+                           "--store", f"sqlite:///{corrupt}", "--no-monitor", "--log-level", "critical"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1  # the store cannot be opened: unavailable, said once
+    assert proc.stderr.startswith("error (unavailable):") and proc.stderr.count("cannot open store") == 1

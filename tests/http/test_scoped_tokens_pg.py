@@ -14,7 +14,8 @@ from sessionwatch.store import open_store
 from sessionwatch.tokens import create_token, revoke_token
 from tests.support import pg
 
-from ..cli.conftest import SW, clean_env
+from ..cli.conftest import clean_env
+from tests.support.commands import SESSIONWATCH
 
 pytestmark = [pytest.mark.postgres, pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
 
@@ -66,7 +67,7 @@ def test_revocation_reaches_every_gateway_within_a_second(db: str, gateway_facto
     finally:
         store.close()
     # the operator's way: the CLI on the same database
-    revoked = subprocess.run([SW, "--store", db, "token", "revoke", other_row.token_id, "--json"], capture_output=True,
+    revoked = subprocess.run([*SESSIONWATCH, "--store", db, "token", "revoke", other_row.token_id, "--json"], capture_output=True,
                              text=True, timeout=60, env=clean_env())
     assert revoked.returncode == 0 and '"revoked": true' in revoked.stdout, revoked.stderr
     _refused_within(urls, other, 1.0)
@@ -74,10 +75,10 @@ def test_revocation_reaches_every_gateway_within_a_second(db: str, gateway_facto
 
 def test_the_cli_manages_tokens_on_postgresql(db: str) -> None:
     env = clean_env(SESSIONWATCH_STORE=db)
-    made = subprocess.run([SW, "token", "create", "--agent", "ops", "--name", "ops team", "--json"],
+    made = subprocess.run([*SESSIONWATCH, "token", "create", "--agent", "ops", "--name", "ops team", "--json"],
                           capture_output=True, text=True, timeout=60, env=env)
     assert made.returncode == 0, made.stderr
-    listed = subprocess.run([SW, "token", "list"], capture_output=True, text=True, timeout=60, env=env)
+    listed = subprocess.run([*SESSIONWATCH, "token", "list"], capture_output=True, text=True, timeout=60, env=env)
     assert listed.returncode == 0 and "ops team" in listed.stdout
     assert made.stdout.count("\"sw_") == 1  # shown once, at creation
     assert "sw_" not in listed.stdout  # never the token itself

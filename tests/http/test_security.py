@@ -63,7 +63,7 @@ def test_refuses_to_listen_beyond_loopback_without_a_token() -> None:
                            "--store", "sqlite:////nonexistent-dir/never-opened.db"],
                           capture_output=True, text=True, timeout=30,
                           env={k: v for k, v in __import__("os").environ.items() if k != "SESSIONWATCH_TOKEN"})
-    assert proc.returncode == 2
+    assert proc.returncode == 4  # forbidden: the exit code of `sessionwatch serve` too
     assert "forbidden" in proc.stderr and "token" in proc.stderr
     with socket.socket() as s:  # nothing was ever bound
         assert s.connect_ex(("127.0.0.1", port)) != 0

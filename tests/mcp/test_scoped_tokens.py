@@ -17,7 +17,9 @@ from sessionwatch.store import open_store
 from sessionwatch.tokens import create_token
 
 from .helpers import MANAGER, structured
-from .test_transports import SW, _free_port
+from tests.support.commands import SESSIONWATCH
+
+from .test_transports import _free_port
 from tests.support.procs import stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -36,7 +38,7 @@ def served(sqlite_url: str) -> Iterator[tuple[str, dict[str, str]]]:
     other, _ = create_token(store, agents=["oth"])
     store.close()
     port = _free_port()
-    proc = subprocess.Popen([SW, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
+    proc = subprocess.Popen([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
                              "--port", str(port), "--http-token", ADMIN], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"

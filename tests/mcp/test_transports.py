@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import httpx2
@@ -19,12 +18,11 @@ from mcp.client.streamable_http import streamable_http_client
 from sessionwatch import Gateway
 
 from .helpers import MANAGER, assert_published_tools, run_every_tool, run_notice_scenario
+from tests.support.commands import SESSIONWATCH
 from tests.support.procs import stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-# The console script next to the interpreter running the tests (the venv pytest was started from).
-SW = str(Path(sys.executable).parent / "sessionwatch")
 
 
 def _person_types(url: str):
@@ -35,7 +33,8 @@ def _person_types(url: str):
 
 
 def _stdio(url: str) -> StdioServerParameters:
-    return StdioServerParameters(command=SW, args=["--store", url, "mcp", "--session", MANAGER],
+    command, *prefix = SESSIONWATCH
+    return StdioServerParameters(command=command, args=[*prefix, "--store", url, "mcp", "--session", MANAGER],
                                  env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
@@ -59,7 +58,7 @@ def _free_port() -> int:
 def http_mcp(sqlite_url: str) -> Iterator[tuple[str, str]]:
     port = _free_port()
     token = "mcp-test-token"
-    proc = subprocess.Popen([SW, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
+    proc = subprocess.Popen([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
                              "--port", str(port), "--http-token", token],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
@@ -112,14 +111,14 @@ def test_streamable_http_refuses_pages_like_the_gateway(http_mcp: tuple[str, str
 
 
 def test_streamable_http_token_rules(tmp_path: Path, sqlite_url: str) -> None:
-    weak = subprocess.run([SW, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
+    weak = subprocess.run([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
                            "--host", "0.0.0.0", "--port", str(_free_port()), "--http-token", "short"],
                           capture_output=True, text=True, timeout=30)
     assert weak.returncode == 4 and "weak token" in weak.stderr, weak.stderr
     secret = tmp_path / "mcp-token"
     secret.write_text("mcp-token-from-a-file-0123456789\n")
     port = _free_port()
-    proc = subprocess.Popen([SW, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
+    proc = subprocess.Popen([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
                              "--port", str(port), "--http-token-file", str(secret)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

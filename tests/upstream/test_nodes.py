@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from sessionwatch import InvalidArgument, NotFound, Settings
+from sessionwatch.errors import StoreUnavailable, Unauthorized
 from sessionwatch.clock import ManualClock
 from sessionwatch.upstream.node_server import create_node_app
 
@@ -226,11 +227,11 @@ def test_unreachable_or_unauthorized_node_is_inconclusive(harness: Harness, node
     key = harness.adopt("claude", remote.session_id, host_id=host)
     remote.path.unlink()
     harness.tick()  # one definitive miss
-    harness.gw.pair_node("laptop", node.url, "a-wrong-token")
+    harness.gw.pair_node("laptop", node.url, "a-wrong-token", verify=False)  # the node's token changed since
     assert harness.entry(harness.tick(), key)["status"] == "unchanged"  # 401: not a miss, breaks the streak
     assert harness.gw.link(key)["missCount"] == 0
     with HangingServer() as hang:
-        harness.gw.pair_node("laptop", hang.url, TOKEN)
+        harness.gw.pair_node("laptop", hang.url, TOKEN, verify=False)
         harness.gw.upstream.configure(node_timeout_s=0.3)
         assert harness.entry(harness.tick(), key)["status"] == "unchanged"
         assert harness.gw.list_threads("claude") == []  # listing leaves an unreachable node out
@@ -249,7 +250,7 @@ def test_continue_on_a_node_errors(harness: Harness, node, node_roots):
         harness.gw.continue_thread("claude", "abc", host_id="elsewhere")
     assert harness.gw.list_sessions() == []
     remote = ClaudeTranscript(node_roots[0])
-    harness.gw.pair_node("laptop", "http://127.0.0.1:9", TOKEN)  # nothing listens: no baseline, no link
+    harness.gw.pair_node("laptop", "http://127.0.0.1:9", TOKEN, verify=False)  # nothing listens: no baseline, no link
     res = harness.gw.continue_thread("claude", remote.session_id, host_id=host)
     assert res["linked"] is False and res["link"] is None and "unreachable" in res["reason"]
 
@@ -262,6 +263,19 @@ def test_pair_node_refuses_bad_input(harness: Harness, args):
     with pytest.raises(InvalidArgument):
         harness.gw.pair_node(*args)
     assert harness.gw.store.nodes() == []
+
+
+def test_pair_node_checks_the_token_at_once(harness: Harness, node):
+    """A wrong token is unauthorized and an unreachable node unavailable when pairing, and nothing is stored."""
+    with pytest.raises(Unauthorized, match="refused the token"):
+        harness.gw.pair_node("laptop", node.url, "a-wrong-token")
+    with pytest.raises(StoreUnavailable, match="nothing was paired"):
+        harness.gw.pair_node("laptop", "http://127.0.0.1:9", TOKEN)
+    assert harness.gw.store.nodes() == []
+    paired(harness, node)
+    with pytest.raises(Unauthorized):  # re-pairing with a bad token keeps the working pairing
+        harness.gw.pair_node("laptop", node.url, "a-wrong-token")
+    assert [n.token for n in harness.gw.store.nodes()] == [TOKEN]
 
 
 def test_listing_one_node_by_host_id(harness: Harness, node, node_roots):

@@ -48,13 +48,52 @@ def _fail(state: State | None, code: int, error: dict[str, Any]) -> None:
     sys.exit(code)
 
 
+class JsonUsageError(click.ClickException):
+    """A click usage error shown as the JSON error object on stdout (``--json`` was given)."""
+
+    def __init__(self, original: click.ClickException) -> None:
+        super().__init__(original.format_message())
+        self.exit_code = original.exit_code  # type: ignore[misc]  # keep click's code (2 for usage)
+
+    def show(self, file: Any = None) -> None:
+        print_json({"error": {"code": "invalid_argument", "message": self.message}})
+
+
+def _json_requested(args: list[str]) -> bool:
+    """``--json`` anywhere before a ``--`` (a usage error can come before click has parsed it)."""
+    head = args[:args.index("--")] if "--" in args else args
+    return "--json" in head
+
+
 class Group(click.Group):
-    """Turns sessionwatch errors into their documented exit codes (see docs/cli.md)."""
+    """Turns sessionwatch errors into their documented exit codes (see docs/cli.md), and usage errors
+    into JSON under ``--json``."""
+
+    _json_args = False
+
+    def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        self._json_args = _json_requested(argv)
+        return super().main(argv, *a, **kw)
+
+    def _usage(self, exc: click.ClickException, ctx: click.Context | None = None) -> click.ClickException:
+        state = ctx.find_object(State) if ctx is not None else None
+        wanted = self._json_args or (state is not None and state.json)
+        return JsonUsageError(exc) if wanted and not isinstance(exc, JsonUsageError) else exc
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.ClickException as exc:  # a top-level option error, before any command ran
+            raise self._usage(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except click.exceptions.ClickException as exc:
+            raise self._usage(exc, ctx) from None
+        except (click.exceptions.Exit, click.exceptions.Abort):
             raise
         except SessionwatchError as exc:
             _fail(ctx.find_object(State), exitcodes.exit_code_for(exc), exc.to_json())
@@ -94,12 +133,22 @@ def command(group: click.Group, name: str | None = None, **kwargs: Any) -> Calla
     return deco
 
 
+def _check_gateway(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None or value == "":
+        return None
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        raise click.BadParameter(f"must be an http:// or https:// URL such as http://127.0.0.1:7878, got {value!r}")
+    return value
+
+
 @click.group(cls=Group, context_settings=CONTEXT)
 @click.option("--store", envvar="SESSIONWATCH_STORE", metavar="URL",
               help="Local store URL (sqlite:///file.db, a path, postgresql://...). Env: SESSIONWATCH_STORE. "
                    "Default: ~/.local/state/sessionwatch/sessionwatch.db.")
-@click.option("--gateway", envvar="SESSIONWATCH_GATEWAY", metavar="URL",
-              help="Talk to a running gateway instead of a local store. Env: SESSIONWATCH_GATEWAY.")
+@click.option("--gateway", envvar="SESSIONWATCH_GATEWAY", metavar="URL", callback=_check_gateway,
+              help="Talk to a running gateway (http:// or https:// URL) instead of a local store. "
+                   "Env: SESSIONWATCH_GATEWAY.")
 @click.option("--token", envvar="SESSIONWATCH_TOKEN", metavar="TOKEN",
               help="Bearer token for --gateway. Env: SESSIONWATCH_TOKEN.")
 @click.option("--json", "json_flag", is_flag=True, help="Print machine-readable JSON (also per command).")
@@ -128,4 +177,8 @@ def cli(ctx: click.Context, store: str | None, gateway: str | None, token: str |
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     state = ctx.ensure_object(State)
     state.store, state.gateway, state.token = store, gateway, token
+    if token and not gateway and ctx.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE:
+        # From the environment it may be meant for 'serve', which reads SESSIONWATCH_TOKEN too.
+        err_console().print("warning: --token is ignored without --gateway (it authenticates to a remote gateway; "
+                            "'serve --token' sets the gateway's own token)", markup=False)
     state.json = state.json or json_flag

@@ -7,6 +7,8 @@ raised as exceptions, JSON-shaped results) so commands never care which one they
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from typing import Any
 
 from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, error_from_json
@@ -52,6 +54,8 @@ class Backend:
             raise
         except Exception as exc:
             raise StoreUnavailable(f"cannot open store {url!r}: {exc}") from exc
+        if getattr(gw.store, "created", False):  # said once: only the process that created the file says it
+            print(f"sessionwatch: created a new store at {os.path.abspath(gw.store.path)}", file=sys.stderr)
         return cls(gw, remote=False, where=url)
 
     def close(self) -> None:

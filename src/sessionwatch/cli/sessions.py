@@ -177,7 +177,9 @@ def drain_cmd(state: State, key: str, agent_id: str | None) -> None:
       sessionwatch drain agent:main:main
       sessionwatch drain agent:main:main --json
     """
-    entries = state.backend().drain_system_events(key, agent_id=agent_id)
+    be = state.backend()
+    be.get_session(key, agent_id)  # a typo'd key is not_found (exit 3), not "nothing pending"
+    entries = be.drain_system_events(key, agent_id=agent_id)
 
     def human(c: Console) -> None:
         if not entries:

@@ -12,7 +12,6 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 from .. import kinds as K
@@ -23,7 +22,7 @@ from ..keys import (check_agent_id, infer_kind, is_agent_qualified, main_key, pa
 from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
                        target_from_context_key)
 from ..settings import Settings
-from ..store import open_store
+from ..store import default_sqlite_path, open_store
 from ..store.base import Store
 from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, MessageRow, PruneResult, QueueEntry,
                              RecordOutcome, SessionRow)
@@ -49,8 +48,7 @@ def default_store_url() -> str:
     env = os.environ.get("SESSIONWATCH_STORE")
     if env:
         return env
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return "sqlite:///" + str(Path(base) / "sessionwatch" / "sessionwatch.db")
+    return "sqlite:///" + str(default_sqlite_path())
 
 
 def _actor(value: object) -> tuple[str, str | None]:
@@ -289,7 +287,7 @@ class Gateway:
         session has a spawn parent or a watcher; a group turn first registers main's ambient watch."""
         row = self.session(key, agent_id)
         body = v.text(text, "text")
-        chan = v.name(channel, "channel")
+        chan = v.channel(channel)  # blank -> None, summarized "via unknown"
         if provenance is not None:
             provenance = v.one_of(provenance, "provenance", PROVENANCES)
         source = parse_key(source_session_key, "sourceSessionKey").raw if source_session_key is not None else None
@@ -497,7 +495,7 @@ class Gateway:
     def changes_since(self, key: object, after: object, *, agent_id: object = None,
                       limit: int | None = None) -> ChangesPage:
         skey, agent = self.resolve(key, agent_id)
-        after = v.integer(after, "changesSince")
+        after = v.sequence(after, "changesSince")
         page = self.settings.changes_page_size
         lim = page if limit is None else max(1, min(page, int(limit)))
         return self._safe(lambda: self.store.changes_since(skey, agent, after, lim), EMPTY_PAGE)
@@ -506,7 +504,7 @@ class Gateway:
                      agents: frozenset[str] | None = None) -> list[dict[str, Any]]:
         """The whole signal log after a sequence (every session), full payloads: for tailing.
         ``agents`` given: only those agents' events (a scoped token's view)."""
-        a = v.integer(after, "after")
+        a = v.sequence(after, "after")
         n = v.integer(limit, "limit", minimum=1, maximum=1000)
         if agents is None:
             return [e.to_json() for e in self._safe(lambda: self.store.events_after(a, n), [])]
@@ -565,8 +563,8 @@ class Gateway:
     def upstream_results(self) -> dict[str, Any]:
         return self.upstream.last_results()
 
-    def pair_node(self, node_id: str, url: str, token: str) -> dict[str, Any]:
-        return self.upstream.pair_node(node_id, url, token)
+    def pair_node(self, node_id: str, url: str, token: str, *, verify: bool = True) -> dict[str, Any]:
+        return self.upstream.pair_node(node_id, url, token, verify=verify)
 
     # -- tools -----------------------------------------------------------------------------------
     def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,

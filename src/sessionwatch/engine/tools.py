@@ -157,7 +157,7 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, A
     if key is None:
         key = caller.key
     row = _target(gw, key, caller)
-    since = v.integer(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
+    since = v.sequence(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
     version = gw.state_version(row.session_key, row.agent_id)
     out: dict[str, Any] = {"sessionKey": row.session_key, "agentId": row.agent_id, "sessionId": row.session_id,
                            "kind": row.kind, "stateVersion": version}
@@ -251,7 +251,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("session_status",
          "Status of a session (default: yours) with its stateVersion. Pass changesSince N (the number in a "
          "stale notice) to get the exact typed changes after N. Never moves a cursor.",
-         _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0}}),
+         _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0,
+                                                            "maximum": v.MAX_SEQUENCE}}),
          _status),
     Tool("sessions_list",
          "List sessions with kind, spawn parent and stateVersion (when non-zero).",

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from ..cli.exitcodes import exit_code_for
 from ..errors import SessionwatchError
 from .app import DEFAULT_MAX_BODY
 from .server import serve
@@ -42,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
               allowed_origins=args.allowed_origin,
               limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections))
     except SessionwatchError as exc:
-        print(f"sessionwatch: {exc.code}: {exc.message}", file=sys.stderr)
-        return 2
+        # The same line and exit code as 'sessionwatch serve' (docs/cli.md): 1 unavailable (store or
+        # address), 2 invalid argument, 4 forbidden.
+        print(f"error ({exc.code}): {exc.message}", file=sys.stderr)
+        return exit_code_for(exc)
     except KeyboardInterrupt:
         return 0
     return 0

@@ -86,6 +86,9 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
         exception_handlers={HTTPException: http_exception_handler, Exception: internal_error_handler},
         lifespan=lifespan,
     )
+    # No trailing-slash redirect: its Location would echo the client's Host header and the routing
+    # stand-in of an encoded '/'. '/v1/sessions/k/' is a plain 404 JSON error like any unknown path.
+    app.router.redirect_slashes = False
     app.state.runtime = runtime
     app.state.endpoints = endpoints
     return app

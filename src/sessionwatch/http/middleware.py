@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import logging
 import time
-from urllib.parse import unquote
+from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import PayloadTooLarge, SessionwatchError
+from ..errors import InvalidArgument, PayloadTooLarge, SessionwatchError
 from .auth import PRINCIPAL, Authenticator
 from .endpoints import SLASH_STAND_IN
 from .jsonio import JSON_TYPE, dumps
@@ -27,9 +27,19 @@ def _routing_path(raw_path: bytes) -> str:
 
     Session keys may contain '/'; a client sends it as %2F and the server would otherwise see an
     extra path segment. The stand-in is turned back into '/' when path parameters are read.
+    Raises UnicodeDecodeError when the decoded bytes are not UTF-8 (never a U+FFFD key).
     """
-    text = raw_path.decode("latin-1")
-    return "/".join(unquote(seg).replace("/", SLASH_STAND_IN) for seg in text.split("/"))
+    return "/".join(unquote_to_bytes(seg).decode("utf-8").replace("/", SLASH_STAND_IN)
+                    for seg in raw_path.split(b"/"))
+
+
+def _valid_query(query: bytes) -> bool:
+    """Percent-decoded, is the query string UTF-8? ('+' and '&' are ASCII: they cannot change that.)"""
+    try:
+        unquote_to_bytes(query).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 async def _send_error(send: Send, status: int, body: dict, extra: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[type-arg]
@@ -60,10 +70,20 @@ class Guard:
             await send(message)
 
         raw_path = scope.get("raw_path")
-        if raw_path and (b"%2f" in raw_path or b"%2F" in raw_path):
-            scope = dict(scope, path=_routing_path(raw_path.split(b"?", 1)[0]))
+        bad_utf8 = False
+        if raw_path and b"%" in raw_path:  # decoded again, strictly: the server's decoding replaces bad bytes
+            try:
+                scope = dict(scope, path=_routing_path(raw_path.split(b"?", 1)[0]))
+            except UnicodeDecodeError:
+                bad_utf8 = True
+        query = scope.get("query_string", b"")
+        if query and (b"%" in query or not query.isascii()) and not _valid_query(query):
+            bad_utf8 = True
         try:
-            problem = await self._authenticate(scope) or self._check(scope)
+            problem: SessionwatchError | None = None
+            if bad_utf8:
+                problem = InvalidArgument("the request path or query is not percent-encoded UTF-8")
+            problem = problem or await self._authenticate(scope) or self._check(scope)
             if problem is None:
                 await self.app(scope, receive, send_and_note)
             else:

@@ -117,7 +117,7 @@ class RequestPolicy:
         text = (host or b"").decode("latin-1")
         parsed = _split_host(text)
         if parsed is None:
-            return f"Host header {text!r} is missing or malformed"
+            return "the Host header is missing or malformed"
         name, port = parsed
         if name in self._names or f"{name}:{port}" in self._names:
             return None
@@ -126,7 +126,8 @@ class RequestPolicy:
         if effective == local_port and (_is_loopback_name(name) or
                                         (local_addr is not None and _same_address(name, local_addr))):
             return None
-        return (f"Host {text!r} is not this server's name; a browser page may be trying DNS rebinding. "
+        # The refused name is not echoed back: a response must never reflect what a page chose to send.
+        return ("the Host header is not this server's name; a browser page may be trying DNS rebinding. "
                 f"Name it with --allowed-host (or ${ENV_HOSTS}) to allow it")
 
     def origin_problem(self, origin: bytes | None, fetch_site: bytes | None) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..validation import MAX_SEQUENCE
 from . import schemas as S
 from .auth import ADMIN_ONLY, OWN_VIEW, sessions
 from .endpoints import Call, Endpoint
@@ -42,7 +43,7 @@ ROUTES: list[Endpoint] = [
              "target.", _cursors, tag="log", query={"watcher": S.KEY, "target": S.KEY}, result=S.R_CURSORS, touches=OWN_VIEW),
     Endpoint("GET", "/v1/events", "events_after", "The signal log of every session after a sequence, ascending "
              "(for tailing).", _events, tag="log",
-             query={"after": {"type": "integer", "minimum": 0, "default": 0},
+             query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE, "default": 0},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 200}},
              result=S.R_EVENTS, touches=OWN_VIEW),
     Endpoint("POST", "/v1/watch", "watch", "Register an explicit watch, seeded at the target's head.", _watch,

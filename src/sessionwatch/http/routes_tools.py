@@ -9,6 +9,7 @@ import anyio.to_thread
 
 from ..engine.tools import TOOLS
 from ..errors import Forbidden, InvalidArgument, UnknownTool
+from ..headers import decode_header_value
 from ..keys import parse_key
 from . import schemas as S
 from .auth import TOOL
@@ -32,11 +33,12 @@ async def _call_tool(c: Call) -> Any:
     raw_caller = c.request.headers.get(CALLER_HEADER)
     if raw_caller is None:
         raise InvalidArgument("the X-Session-Key header must name the calling session")
-    caller = parse_key(raw_caller, "X-Session-Key")
+    caller = parse_key(decode_header_value(raw_caller, "X-Session-Key"), "X-Session-Key")
     if tool.acts_as_caller and not caller.qualified:
         raise Forbidden(f"{name} acts as the caller: X-Session-Key must be an agent-qualified key "
                         "('agent:<agentId>:<rest>'), not the bare 'global'")
-    agent_id = c.request.headers.get(AGENT_HEADER)
+    raw_agent = c.request.headers.get(AGENT_HEADER)
+    agent_id = decode_header_value(raw_agent, "X-Agent-Id") if raw_agent is not None else None
     # The tool layer checks the caller and every session the tool touches against the token's agents.
     run = functools.partial(c.gw.call_tool, name, c.body, caller=caller.raw, agent_id=agent_id,
                             scope=c.principal.agent_filter())

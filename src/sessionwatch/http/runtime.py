@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,14 @@ def redact_url(url: str) -> str:
     creds, _, host = rest.rpartition("@")
     user = creds.split(":", 1)[0]
     return f"{scheme}://{user}{':***' if ':' in creds else ''}@{host}"
+
+
+def store_path(store: object) -> str:
+    """Where a store lives, for logs: a SQLite file's absolute path, else the URL without its password."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str) and path:
+        return path if path == ":memory:" else os.path.abspath(path)
+    return redact_url(str(getattr(store, "url", "")))
 
 
 class Runtime:
@@ -74,7 +83,8 @@ class Runtime:
             await anyio.to_thread.run_sync(gw.close)
             return
         self.gateway, self.state = gw, "ok"
-        log.info("gateway ready (%d notices re-materialized by the restart sweep)", gw.swept)
+        log.info("gateway ready, store %s (%d notices re-materialized by the restart sweep)",
+                 store_path(gw.store), gw.swept)
 
     def begin_shutdown(self) -> None:
         """End every SSE stream (call on the event loop) so a graceful shutdown is not held open."""

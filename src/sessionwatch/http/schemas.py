@@ -61,7 +61,7 @@ AGENT_ONLY = body({"agentId": OPT_AGENT})
 PUT_SESSION = body({"agentId": OPT_AGENT, "kind": {"type": ["string", "null"], "enum": [*SESSION_KINDS, None]},
                     "spawnedBy": OPT_KEY, "label": OPT_NAME, "createdBy": ACTOR})
 INBOUND = body({
-    "text": TEXT, "channel": NAME,
+    "text": TEXT, "channel": {"type": "string", "maxLength": 200, "description": "Blank: 'via unknown'."},
     "provenance": {"type": ["string", "null"], "enum": ["external_user", "inter_session", "internal_system", None]},
     "sourceSessionKey": OPT_KEY, "humanId": OPT_NAME, "lane": OPT_NAME,
     "occurredAt": {"type": ["number", "null"], "description": "Epoch ms; clamped into [now - 24 h, now]."},

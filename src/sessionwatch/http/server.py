@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sys
 from typing import Any
 
 import uvicorn
 
 from ..engine import Gateway, default_store_url
-from ..errors import InvalidArgument, StoreUnavailable
+from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
 from ..settings import Settings
+from ..store import open_store
 from .app import DEFAULT_MAX_BODY, create_app
 from .config import settings_from_env
 from .exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
 from .limits import Limits, uvicorn_config
 from .origin import RequestPolicy
-from .runtime import Runtime
+from .runtime import Runtime, redact_url, store_path
 
 log = logging.getLogger("sessionwatch.http")
 
@@ -60,6 +63,42 @@ class _Server(uvicorn.Server):
         await super().shutdown(sockets)
 
 
+class ListenFailed(SessionwatchError):
+    """The gateway could not listen on its address (port in use, address not on this machine)."""
+
+    code = "unavailable"
+    http_status = 503
+
+
+def bind_sockets(host: str, port: int) -> list[socket.socket]:
+    """Bind every address ``host`` resolves to (as uvicorn would), before the server starts, so a busy
+    port is one clear error instead of a server that logged its startup and then died."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ListenFailed(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound: list[socket.socket] = []
+    seen: set[tuple[Any, ...]] = set()
+    try:
+        for family, kind, proto, _name, addr in infos:
+            if (family, addr) in seen:
+                continue
+            seen.add((family, addr))
+            sock = socket.socket(family, kind, proto)
+            bound.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(bound) > 1:  # port 0: every address gets the port the first one was given
+                addr = (addr[0], bound[0].getsockname()[1], *addr[2:])
+            sock.bind(addr)
+    except OSError as exc:
+        for sock in bound:
+            sock.close()
+        raise ListenFailed(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return bound
+
+
 def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 7878, token: str | None = None,
           log_level: str = "info", monitor: bool = True, access_log: bool = True,
           max_body_bytes: int = DEFAULT_MAX_BODY, keepalive_s: float = 15.0,
@@ -68,9 +107,13 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
           limits: Limits | None = None) -> None:
     """Serve the gateway (blocking). Token defaults to ``$SESSIONWATCH_TOKEN`` (or the file named by
     ``token_file`` / ``$SESSIONWATCH_TOKEN_FILE``), the store to ``$SESSIONWATCH_STORE`` or the per-user
-    default. Raises Forbidden before binding when ``host`` is not loopback and there is no token or a weak
-    one; StoreUnavailable when the store cannot be opened. ``allowed_hosts``/``allowed_origins`` (plus
-    ``$SESSIONWATCH_ALLOWED_HOSTS``/``..._ORIGINS``) and ``limits``: see docs/security.md."""
+    default. ``allowed_hosts``/``allowed_origins`` (plus ``$SESSIONWATCH_ALLOWED_HOSTS``/``..._ORIGINS``)
+    and ``limits``: see docs/security.md.
+
+    Before anything is bound or logged: Forbidden when ``host`` is not loopback and there is no token or a
+    weak one; InvalidArgument for a store URL that can only be a mistake; StoreUnavailable when the store
+    cannot be opened; ListenFailed when the address is in use. The restart sweep then runs while the server
+    already answers (health says 503 "starting" until it has finished)."""
     token = resolve_token(token, token_file, env_token="SESSIONWATCH_TOKEN", env_file="SESSIONWATCH_TOKEN_FILE")
     check_exposure(host, token)
     try:
@@ -80,11 +123,20 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
     url = store_url or default_store_url()
     gw_settings = settings_from_env(settings)
     _configure_logging(log_level, access_log)
+    sockets = bind_sockets(host, port)  # bound, not yet accepting: a busy port creates no store file
+    try:
+        store = open_store(url)  # raises here, once, with its own message; nothing was logged yet
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    if getattr(store, "created", False):
+        log.info("created a new store at %s", store_path(store))
     server: _Server | None = None
     failure: list[BaseException] = []
 
     def open_gateway() -> Gateway:
-        gw = Gateway.open(url, settings=gw_settings)
+        gw = Gateway(store, settings=gw_settings)  # runs the restart sweep
         if monitor:
             start_monitor(gw)
         return gw
@@ -96,10 +148,20 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
 
     app = create_app(open_gateway, token=token, max_body_bytes=max_body_bytes, keepalive_s=keepalive_s,
                      on_open_error=on_open_error, policy=policy)
-    config = uvicorn_config(app, host=host, port=port, limits=limits, log_level=log_level.lower(), access_log=False,
-                            lifespan="on", server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-                            backlog=2048)
+    config = uvicorn_config(app, host=host, port=sockets[0].getsockname()[1], limits=limits,
+                            log_level=log_level.lower(), access_log=False, lifespan="on", server_header=False,
+                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, backlog=2048)
     server = _Server(config, app.state.runtime)
-    server.run()
+    shown = f"[{host}]" if ":" in host else host
+    log.info("listening on http://%s:%d", shown, config.port)
+    try:
+        server.run(sockets=sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
     if failure:
-        raise StoreUnavailable(f"could not open the store {url!r}: {failure[0]}")
+        store.close()
+        exc = failure[0]
+        if isinstance(exc, SessionwatchError):
+            raise exc  # already says what failed; wrapping it again would say it twice
+        raise StoreUnavailable(f"the restart sweep on {redact_url(url)} failed: {exc.__class__.__name__}: {exc}")

@@ -13,7 +13,9 @@ from typing import Any
 
 from ..errors import InvalidArgument
 
-_INT = re.compile(r"-?\d{1,18}")
+# ASCII digits only (\d would take other scripts' digits, which int() accepts); 19 digits reach 2^63 - 1,
+# and the schema's minimum/maximum then bound the value.
+_INT = re.compile(r"-?[0-9]{1,19}")
 
 
 def json_type(value: object) -> str:

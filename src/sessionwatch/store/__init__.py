@@ -2,24 +2,60 @@
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 from .base import Store
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
                       QueueEntry, RecordOutcome, SessionRow, WakeRequest)
 
-__all__ = ["Store", "open_store", "ChangesPage", "Cursor", "EventInput", "EventRecord", "Link", "MessageRow",
-           "Node", "PruneResult", "QueueEntry", "RecordOutcome", "SessionRow", "WakeRequest"]
+__all__ = ["Store", "open_store", "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput",
+           "EventRecord", "Link", "MessageRow", "Node", "PruneResult", "QueueEntry", "RecordOutcome", "SessionRow",
+           "WakeRequest"]
+
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+# "name://": a URL. A plain path may contain ':' but never a scheme followed by '//'.
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def default_sqlite_path() -> Path:
+    """The per-user store file: ``$XDG_STATE_HOME/sessionwatch/sessionwatch.db`` (``~/.local/state``)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "sessionwatch" / "sessionwatch.db"
+
+
+def check_store_url(url: object) -> str:
+    """Refuse what can only be a mistake (``InvalidArgument``): an unknown scheme such as ``mysql://``
+    and ``sqlite:`` without three slashes. Returns the URL unchanged."""
+    from ..errors import InvalidArgument
+    from .sqlite import sqlite_path
+
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidArgument("the store URL must be a non-empty string")
+    if url.startswith(POSTGRES_SCHEMES):
+        return url
+    match = _URL.match(url)
+    if match and match.group(1).lower() != "sqlite":
+        raise InvalidArgument(f"unknown store URL scheme {match.group(1)!r}: use sqlite:///relative.db, "
+                              "sqlite:////absolute.db, a file path, or postgresql://user@host/db")
+    sqlite_path(url)  # raises on sqlite:// with two slashes
+    return url
 
 
 def open_store(url: str) -> Store:
     """``sqlite:///path``, ``sqlite:////abs/path``, a plain path, or ``postgresql://...``.
 
-    A store that cannot be opened (unreachable server, corrupt or unwritable file, missing driver)
-    raises ``StoreUnavailable`` naming the URL.
+    A URL that can only be a mistake (unknown scheme, ``sqlite://x``, a file in a folder that does not
+    exist) raises ``InvalidArgument`` and creates nothing. A store that cannot be opened (unreachable
+    server, corrupt or unwritable file, missing driver) raises ``StoreUnavailable`` naming the URL.
     """
     from ..errors import SessionwatchError, StoreUnavailable
 
+    check_store_url(url)
     try:
-        if url.startswith(("postgresql://", "postgres://")):
+        if url.startswith(POSTGRES_SCHEMES):
             try:
                 from .postgres import PostgresStore
             except ImportError as exc:
@@ -33,4 +69,5 @@ def open_store(url: str) -> Store:
         raise
     except Exception as exc:
         shown = url.split("@")[-1] if "://" in url else url  # never echo credentials
-        raise StoreUnavailable(f"cannot open store {shown!r}: {exc.__class__.__name__}: {exc}") from exc
+        detail = " ".join(str(exc).split())  # one line: drivers' messages can span several
+        raise StoreUnavailable(f"cannot open store {shown!r}: {exc.__class__.__name__}: {detail}") from exc

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
+from ..errors import InvalidArgument
 from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
 from . import sqlite_queue as sq
@@ -104,12 +105,36 @@ _ACK_ONE = (
 
 
 def sqlite_path(url: str) -> str:
-    """``sqlite:///rel.db``, ``sqlite:////abs.db`` or a plain path -> filesystem path."""
-    if url.startswith("sqlite:///"):
+    """``sqlite:///rel.db``, ``sqlite:////abs.db`` or a plain path -> filesystem path.
+
+    ``sqlite://x.db`` (two slashes) names a host in the URL convention, which SQLite has none of: it is
+    refused rather than guessed at."""
+    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         return url[len("sqlite:///"):]
-    if url.startswith("sqlite://"):
-        return url[len("sqlite://"):]
+    if url.lower().startswith("sqlite:"):
+        raise InvalidArgument(f"store URL {url!r} is not sqlite:///relative.db or sqlite:////absolute.db "
+                              "(three slashes before a relative path, four before an absolute one)")
     return url
+
+
+def _prepare_file(path: str) -> bool:
+    """Check the store file's folder; returns True when the file does not exist yet (it will be created).
+
+    Only the per-user default folder is created: any other missing folder is most likely a typo, so it
+    is an error that creates nothing."""
+    from . import default_sqlite_path
+
+    file = Path(path)
+    folder = file.parent
+    if not folder.is_dir():
+        if file.absolute() == default_sqlite_path().absolute():
+            folder.mkdir(parents=True, exist_ok=True)
+        elif folder.exists():
+            raise InvalidArgument(f"cannot create the store file {file}: {folder} is not a folder")
+        else:
+            raise InvalidArgument(f"the folder of the store file {file} does not exist: create it first "
+                                  f"(mkdir -p {folder})")
+    return not file.exists()
 
 
 def apply_migrations(conn: sqlite3.Connection) -> int:
@@ -142,9 +167,10 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, Store):
     def __init__(self, url: str) -> None:
         self.url = url
         path = sqlite_path(url)
+        self.created = False  # True when this process created the file (faces say so once)
         if path != ":memory:":
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
             path = str(Path(path).expanduser())
+            self.created = _prepare_file(path)
         self.path = path
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, cached_statements=512)

@@ -66,7 +66,7 @@ class Adopter:
         link, status = self.gw.store.upsert_link(
             Link(key, agent, catalog, host, tid, kind, ref, marker, now, now), now)
         session = self.gw.store.get_session(key, agent)
-        self.gw.record(EventInput(key, agent, K.ADOPTED, "system", K.adopted_summary(catalog), now,
+        self.gw.record(EventInput(key, agent, K.ADOPTED, "human", K.adopted_summary(catalog), now,
                                   session_id=session.session_id if session else None, dedupe_key=f"adopted:{key}",
                                   payload={"catalogId": catalog, "hostId": host}))
         return {"sessionKey": key, "agentId": agent, "linked": True, "link": link_json(link), "adoption": status}

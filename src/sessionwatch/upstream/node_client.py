@@ -14,6 +14,10 @@ class NodeError(Exception):
     """Anything other than a definitive answer: unreachable, bad token, bad reply. Inconclusive."""
 
 
+class NodeUnauthorized(NodeError):
+    """The node refused the token (401/403): a configuration error, not an outage."""
+
+
 class ThreadNotFound(NodeError):
     """The node says, definitively, that it has no such thread."""
 
@@ -46,6 +50,8 @@ class NodeClient:
         if resp.status_code == 404 and isinstance(body, dict) and \
                 isinstance(body.get("error"), dict) and body["error"].get("code") == "thread_not_found":
             raise ThreadNotFound(f"node {self.node.node_id}: thread not found")
+        if resp.status_code in (401, 403):
+            raise NodeUnauthorized(f"node {self.node.node_id} refused the token ({resp.status_code})")
         if resp.status_code != 200 or not isinstance(body, dict):
             raise NodeError(f"node {self.node.node_id} answered {resp.status_code}")
         return body

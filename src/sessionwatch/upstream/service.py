@@ -15,13 +15,13 @@ import os
 import threading
 from typing import Any
 
-from ..errors import NotFound, StoreUnavailable
+from ..errors import NotFound, StoreUnavailable, Unauthorized
 from ..store.records import Node
 from .adoption import Adopter, check_pairing
 from .catalogs import CATALOG_IDS, LocalCatalog, check_catalog
 from .links import LOCAL_HOST, link_json, parse_host
 from .monitor import Monitor, Provider
-from .node_client import NodeClient, NodeError
+from .node_client import NodeClient, NodeError, NodeUnauthorized
 from .providers import LocalFiles, NodeThreads
 
 log = logging.getLogger("sessionwatch.upstream")
@@ -136,9 +136,21 @@ class UpstreamService:
         found = self.gw._safe(lambda: self.gw.store.get_link(key, agent), None)
         return None if found is None else link_json(found)
 
-    def pair_node(self, node_id: str, url: str, token: str) -> dict[str, Any]:
+    def pair_node(self, node_id: str, url: str, token: str, *, verify: bool = True) -> dict[str, Any]:
+        """Pair (or re-pair) a node. With ``verify`` the node is asked once with the token first, so a
+        wrong token is ``unauthorized`` and an unreachable node ``unavailable`` now, not at a later tick;
+        either way nothing is stored."""
         nid, base, tok = check_pairing(node_id, url, token)
         now = self.gw.clock()
+        if verify:
+            with NodeClient(Node(nid, base, tok, now, now), timeout=self.node_timeout_s) as client:
+                try:
+                    client.threads("claude")
+                except NodeUnauthorized as exc:
+                    raise Unauthorized(f"{exc} at {base}; nothing was paired (check --token)") from None
+                except NodeError as exc:
+                    raise StoreUnavailable(f"could not check the token with {base}: {exc}; nothing was paired") \
+                        from None
         existing = self.gw.store.get_node(nid)
         node = self.gw.store.put_node(Node(nid, base, tok, existing.created_at if existing else now, now))
         out = node.to_json()

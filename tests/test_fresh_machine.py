@@ -1,0 +1,62 @@
+"""A fresh machine runs the suite: no activated virtual environment, no path of one machine (issue 8, item 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sessionwatch import __version__
+from tests.support.commands import sessionwatch_command
+
+ROOT = Path(__file__).resolve().parents[1]
+# Folders that are not the project's own text (environments, caches, VCS data).
+SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache",
+             "build", "dist"}
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".sql", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".json", ".sh", ""}
+
+
+def _bare_env() -> dict[str, str]:
+    """The environment of a shell with no virtual environment activated."""
+    return {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
+
+
+def test_python_m_sessionwatch_runs_the_cli(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "sessionwatch", "--version"], capture_output=True, text=True,
+                         env=_bare_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert __version__ in out.stdout
+    out = subprocess.run([sys.executable, "-m", "sessionwatch", "--store", f"sqlite:///{tmp_path}/m.db", "--json",
+                          "sessions"], capture_output=True, text=True, env=_bare_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"sessions": []}
+
+
+def test_the_tests_find_the_command_without_virtual_env() -> None:
+    out = subprocess.run([*sessionwatch_command(), "--version"], capture_output=True, text=True, env=_bare_env(),
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+def test_no_path_of_one_machine_in_the_repository() -> None:
+    # Built from parts so this file does not match itself.
+    needles = ["/" + "work/", "/" + "root/"]
+    hits: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")]
+        for name in filenames:
+            if name in SKIP_DIRS:  # a worktree's '.git' is a file naming where its repository lives
+                continue
+            path = Path(dirpath) / name
+            if path.suffix not in TEXT_SUFFIXES:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            for number, line in enumerate(text.splitlines(), 1):
+                if any(n in line for n in needles):
+                    hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}")
+    assert hits == [], "machine-specific paths:\n" + "\n".join(hits)
