@@ -35,6 +35,19 @@ class Provider(Protocol):
 ProviderFor = Callable[[str, str], Provider | None]  # (catalog id, host id) -> provider
 
 
+NOT_WATCHED = ("not watched: the monitor scans only sessions that some session watches "
+               "(sessionwatch watch <key> --as <watcher>)")
+
+
+def link_entry(link: Link) -> dict[str, Any]:
+    return {"sessionKey": link.session_key, "agentId": link.agent_id, "catalogId": link.catalog_id,
+            "hostId": link.host_id, "threadId": link.thread_id}
+
+
+def skipped_entry(link: Link, reason: str) -> dict[str, Any]:
+    return {**link_entry(link), "status": "skipped", "reason": reason}
+
+
 def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1
 
@@ -61,6 +74,8 @@ class Monitor:
         result: dict[str, Any] = {"status": "ok", "startedAt": started, "links": [], "providers": []}
         try:
             links = self.store.watched_links()
+            watched = {(x.session_key, x.agent_id) for x in links}
+            unwatched = [x for x in self.store.links() if (x.session_key, x.agent_id) not in watched]
         except Exception:
             log.exception("listing watched links failed")
             result["status"] = "error"
@@ -71,8 +86,7 @@ class Monitor:
             agents.setdefault(link.session_key, set()).add(link.agent_id)
         groups: dict[tuple[str, str], list[tuple[Probe, dict[str, Any]]]] = {}
         for link in links:
-            entry = {"sessionKey": link.session_key, "agentId": link.agent_id, "catalogId": link.catalog_id,
-                     "hostId": link.host_id, "threadId": link.thread_id}
+            entry = link_entry(link)
             result["links"].append(entry)
             if len(agents[link.session_key]) > 1:
                 entry.update(status="skipped", reason="session key linked under several agents")
@@ -93,6 +107,8 @@ class Monitor:
             probe = Probe(link, session.session_id, link_source_key(link),
                           lambda k=key, a=agent: self.gw.own_user_texts(k, a))
             groups.setdefault((link.catalog_id, link.host_id), []).append((probe, entry))
+        # Every link is reported, the ones no watch cursor targets too (they are never scanned).
+        result["links"].extend(skipped_entry(x, NOT_WATCHED) for x in unwatched)
         self._run_groups(groups, result)
         if self.aborted.is_set():
             result["status"] = "aborted"
@@ -258,5 +274,9 @@ class Monitor:
             entry.update(status="record-failed")  # the marker stays: the activity is found again next tick
             return
         self.store.advance_link(key, agent, link.updated_at, outcome.next_marker, now)
-        entry.update(status="recorded", inserted=rec.inserted,
-                     sequence=rec.event.sequence if rec.event is not None else None)
+        seq = rec.event.sequence if rec.event is not None else None
+        if rec.inserted:
+            entry.update(status="recorded", inserted=True, sequence=seq)
+        else:  # the same activity was recorded before (the marker had not moved): nobody is told twice
+            entry.update(status="deduplicated", inserted=False, sequence=seq,
+                         reason=f"already recorded as event {seq}; no new notice")
