@@ -33,8 +33,9 @@ class Harness:
 
     def _open(self) -> Gateway:
         gw = Gateway.open(self.url, clock=self.clock, settings=self.settings)
-        gw.upstream.configure(claude_root=self.claude_root, codex_root=self.codex_root, node_timeout_s=5,
-                              scan_budget_s=self.scan_budget_s)
+        gw.upstream.configure(claude_root=self.claude_root, codex_root=self.codex_root, node_timeout_s=5)
+        if self.scan_budget_s is not None:
+            gw.upstream.configure(scan_budget_s=self.scan_budget_s)
         return gw
 
     def restart(self, settings: Settings | None = None) -> Gateway:
@@ -110,10 +111,10 @@ def free_port() -> int:
 class ServerThread:
     """A uvicorn server for an ASGI app on a free loopback port, in a thread."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, lifespan: str = "off") -> None:
         self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan="off"))
+                                                    lifespan=lifespan))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     @property

@@ -1,0 +1,71 @@
+"""A prompt behind a large backlog is found in the first tick, with memory bounded by the window.
+
+A tick keeps reading 1 MiB windows of a grown transcript while its time budget lasts (5 s by default;
+the provider timeout is 45 s), one window in memory at a time. Before, a tick read one window, so a
+prompt behind 200 MB of tool output waited for the 201st tick (3.4 hours at the 60 s cadence).
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+import uuid
+
+import pytest
+
+from .conftest import Harness, done_at
+from .writers import ClaudeTranscript, js_line
+
+MB = 1_000_000
+
+
+def tool_output_block(t: ClaudeTranscript, size: int = 1 << 20) -> bytes:
+    """About ``size`` bytes of what a busy session writes: tool calls and their ~64 KB results."""
+    rows: list[bytes] = []
+    n = 0
+    i = 0
+    while n < size:
+        tid = f"toolu_{uuid.uuid4().hex[:24]}"
+        call = t.entry("assistant", {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                                     "model": "claude-sonnet-4-6", "content": [
+                                         {"type": "tool_use", "id": tid, "name": "Bash",
+                                          "input": {"command": f"cat build-{i}.log"}}],
+                                     "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}})
+        output = "".join(f"[{i:05d}:{k:04d}] compiling module_{k}.py ... ok\n" for k in range(1400))
+        result = t.entry("user", {"role": "user", "content": [
+            {"tool_use_id": tid, "type": "tool_result", "content": output}]},
+            toolUseResult={"stdout": output, "stderr": "", "interrupted": False})
+        for row in (js_line(call), js_line(result)):
+            rows.append(row)
+            n += len(row)
+        i += 1
+    return b"".join(rows)
+
+
+@pytest.mark.slow
+def test_a_prompt_behind_200_mb_of_tool_output_is_recorded_in_the_first_tick(harness: Harness):
+    t = ClaudeTranscript(harness.claude_root)
+    t.prompt("history before adoption")
+    key = harness.adopt("claude", t.session_id)
+    block = tool_output_block(t)
+    with open(t.path, "ab") as fh:
+        while fh.tell() < 200 * MB:
+            fh.write(block)
+    t.prompt("the question behind the backlog")
+    size = t.size()
+    assert size > 200 * MB
+
+    tracemalloc.start()
+    try:
+        started = time.perf_counter()
+        res = harness.entry(harness.tick(), key)
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    print(f"\nbacklog: {size / MB:.0f} MB scanned in one tick in {elapsed:.2f} s "
+          f"({size / MB / elapsed:.0f} MB/s under tracemalloc), peak traced memory {peak / MB:.1f} MB")
+    assert res["status"] == "recorded" and res["humanTurns"] == 1, res
+    assert done_at(harness.gw.link(key)["marker"]) == size
+    assert peak < 16 * MB  # a few windows' worth, not the file
+    assert harness.entry(harness.tick(), key)["status"] == "unchanged"
