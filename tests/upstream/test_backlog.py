@@ -13,6 +13,10 @@ import uuid
 
 import pytest
 
+from sessionwatch import Settings
+from sessionwatch.clock import ManualClock
+from sessionwatch.errors import InvalidArgument
+
 from .conftest import Harness, done_at
 from .writers import ClaudeTranscript, js_line
 
@@ -69,3 +73,45 @@ def test_a_prompt_behind_200_mb_of_tool_output_is_recorded_in_the_first_tick(har
     assert done_at(harness.gw.link(key)["marker"]) == size
     assert peak < 16 * MB  # a few windows' worth, not the file
     assert harness.entry(harness.tick(), key)["status"] == "unchanged"
+
+
+def test_without_budget_every_file_still_gets_a_window_per_tick(tmp_path, roots):
+    """The budget is shared by the files of one catalog; a file behind another's backlog still moves."""
+    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=8192),
+                scan_budget_s=0)
+    try:
+        big = ClaudeTranscript(h.claude_root, cwd="/home/dev/big")
+        small = ClaudeTranscript(h.claude_root, cwd="/home/dev/small")
+        k_big, k_small = h.adopt("claude", big.session_id), h.adopt("claude", small.session_id)
+        big.append_bytes(tool_output_block(big, 200_000))
+        big.prompt("behind the backlog")
+        small.prompt("typed in the small one")
+        res = h.tick()
+        assert h.entry(res, k_small)["status"] == "recorded"
+        assert h.entry(res, k_big)["status"] == "advanced"  # one window of its backlog
+        assert 0 < done_at(h.gw.link(k_big)["marker"]) < big.size()
+        h.gw.upstream.configure(scan_budget_s=30)
+        assert h.entry(h.tick(), k_big)["status"] == "recorded"  # the rest in one tick
+    finally:
+        h.close()
+
+
+def test_a_marker_from_before_file_identities_is_trusted_once_and_learned(any_harness: Harness):
+    h = any_harness
+    t = ClaudeTranscript(h.claude_root)
+    t.prompt("history")
+    key = h.adopt("claude", t.session_id)
+    link = h.gw.store.get_link(key, "main")
+    assert h.gw.store.advance_link(key, "main", link.updated_at, {"offset": t.size()}, h.clock())
+    t.prompt("typed after the upgrade")
+    res = h.entry(h.tick(), key)
+    assert res["status"] == "recorded" and res["humanTurns"] == 1
+    marker = h.gw.link(key)["marker"]
+    assert marker["offset"] == t.size() and marker["file"]["ino"] == t.path.stat().st_ino
+
+
+def test_the_scan_budget_is_checked(harness: Harness):
+    with pytest.raises(InvalidArgument):
+        harness.gw.upstream.configure(scan_budget_s=-1)
+    with pytest.raises(InvalidArgument):
+        harness.gw.upstream.configure(scan_budget_s=60)

@@ -255,7 +255,9 @@ def test_single_flight_and_stop_aborts_the_tick_in_flight(harness: Harness):
     th = threading.Thread(target=lambda: results.append(harness.gw.upstream_tick()))
     th.start()
     assert entered.wait(10)
-    assert harness.gw.upstream_tick()["status"] == "busy"
+    busy = harness.gw.upstream_tick()
+    assert busy["status"] == "busy" and "already running" in busy["reason"]
+    assert harness.entry(busy, key)["status"] == "skipped"  # every link is listed, with the reason
     harness.gw.upstream.stop()
     release.set()
     th.join(10)
