@@ -7,11 +7,15 @@ fingerprint of the content, so a rewrite whose new prompt ends at an old offset 
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
 
-from .conftest import Harness
+from sessionwatch import Settings
+from sessionwatch.clock import ManualClock
+
+from .conftest import Harness, done_at
 from .writers import ClaudeTranscript, CodexRollout, js_line
 
 
@@ -125,7 +129,8 @@ def test_replaced_by_a_copy_of_only_part_of_the_content_is_rescanned(harness: Ha
     edited = rows[0] + rows[1].replace(b"question number 1", b"question NUMBER 1") + rows[2] + rows[3]
     replace_file(t.path, edited + typed_row(t, "typed after the edit"))
     res = harness.entry(harness.tick(), key)
-    assert res["humanTurns"] == 5 and "replaced" in res["note"]
+    # rescanned: the edited prompt is new text, the three untouched ones are not reported again
+    assert res["humanTurns"] == 2 and "replaced" in res["note"]
 
 
 def test_codex_rollout_replaced_by_a_longer_file(harness: Harness):
@@ -157,3 +162,45 @@ def test_an_activity_found_again_is_reported_as_deduplicated_not_recorded(any_ha
     assert "no new notice" in again["reason"]
     assert len(h.events(key, "human_direct_message")) == 1
     assert h.gw.link(key)["marker"]["offset"] == t.size()
+
+
+def test_a_rescan_never_reports_a_prompt_again(any_harness: Harness):
+    """A rewrite that drops the first rows and reformats the rest is rescanned from the start: only the
+    prompt typed after it counts; the ones reported before are recognized by their time and text."""
+    h = any_harness
+    t = ClaudeTranscript(h.claude_root)
+    key = h.adopt("claude", t.session_id)
+    for i in range(4):
+        t.prompt(f"reported prompt {i}")
+        t.assistant("ok")
+    assert h.entry(h.tick(), key)["humanTurns"] == 4
+    rows = [json.loads(line) for line in t.path.read_bytes().splitlines()]
+    kept = b"".join((json.dumps(r, indent=None) + "\n").encode() for r in rows[2:])  # other spacing
+    replace_file(t.path, kept + typed_row(t, "typed after the rewrite"))
+    res = h.entry(h.tick(), key)
+    assert res["status"] == "recorded" and res["humanTurns"] == 1, res
+    assert "reported before" in res["note"]
+    assert h.human_turns(key) == 5
+
+
+def test_a_rescan_over_several_ticks_still_skips_what_was_reported(tmp_path: Path, roots: tuple[Path, Path]):
+    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=2048),
+                scan_budget_s=0)
+    try:
+        t = ClaudeTranscript(h.claude_root)
+        key = h.adopt("claude", t.session_id)
+        for i in range(10):
+            t.prompt(f"reported prompt {i}")
+            t.assistant("answer " * 40)
+        for _ in range(40):
+            h.tick()
+        assert h.human_turns(key) == 10
+        t.path.write_bytes(t.path.read_bytes().replace(b"\n", b"\r\n"))  # rewritten in place, CRLF
+        t.prompt("the only new one")
+        for _ in range(40):
+            h.tick()
+        assert h.human_turns(key) == 11
+        marker = h.gw.link(key)["marker"]
+        assert done_at(marker) == t.size() and "rescanTo" not in marker
+    finally:
+        h.close()

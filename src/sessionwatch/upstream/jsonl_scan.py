@@ -12,7 +12,8 @@ the first bytes and one of the bytes just before the offset, and a CRC-32 of the
 The same inode grown past the marker, with the same first bytes and the same bytes before the offset,
 continues. A new inode continues only when it begins with exactly the scanned prefix (a sync tool or an
 editor wrote the old content plus more): that is checked by re-reading the prefix. Anything else (a
-truncated file, a rewrite, a different file) is rescanned from the start, every prompt in it new.
+truncated file, a rewrite, a different file) is rescanned from the start, every prompt in it new but
+the ones reported before: the marker keeps fingerprints (time and text) of the last 32 reported prompts.
 
 Outcomes: a missing file or a path that is no longer a regular file is ``missing``; any other error
 is inconclusive (None).
@@ -34,6 +35,7 @@ from .verdict import Verdict, is_external, parse_timestamp
 
 EDGE = 4096  # bytes hashed at each end of the scanned prefix
 PREFIX_CHUNK = 1 << 20  # re-reading a prefix (adoption, a replaced file) one MiB at a time
+REPORTED = 32  # fingerprints of the most recent reported prompts kept in the marker ("seen")
 
 
 def marker_offset(marker: dict[str, Any]) -> int | None:
@@ -101,19 +103,52 @@ def baseline(path: str) -> dict[str, Any]:
         os.close(fd)
 
 
+def prompt_fingerprint(v: Verdict) -> str:
+    """Which prompt a row is, whatever its bytes: its time and its text (or the text's digest)."""
+    if v.text is not None:
+        text = v.text
+    elif v.parts is not None:
+        text = " ".join(p for p in v.parts if p)
+    else:
+        text = v.text_digest or v.joined_digest or ""
+    return hashlib.blake2b(f"{v.timestamp}\0{text}".encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
 class _Tally:
-    def __init__(self, probe: Probe) -> None:
+    """Counts the human turns of a scan, and remembers the last REPORTED of them.
+
+    On a rescan from the start (``rescan``), a prompt already reported is not counted again: a rewrite
+    that kept or reformatted old rows never repeats them."""
+
+    def __init__(self, probe: Probe, seen: list[str], rescan: bool) -> None:
         self.probe = probe
         self.turns = 0
         self.latest: int | None = None
+        self.seen = seen
+        self.skip = set(seen) if rescan else None
+        self.repeated = 0
 
     def add(self, v: Verdict) -> None:
         if not v.human or not is_external(v, self.probe.own()):
             return
+        fp = prompt_fingerprint(v)
+        if self.skip is not None and fp in self.skip:
+            self.repeated += 1
+            return
         self.turns += 1
+        self.seen.append(fp)
+        if len(self.seen) > REPORTED:
+            del self.seen[0]
         ts = parse_timestamp(v.timestamp)
         if ts is not None and (self.latest is None or ts > self.latest):
             self.latest = ts
+
+
+def _seen_of(marker: dict[str, Any]) -> list[str]:
+    seen = marker.get("seen")
+    if isinstance(seen, list):
+        return [x for x in seen if isinstance(x, str) and len(x) <= 32][-REPORTED:]
+    return []
 
 
 def scan_file(path: str, marker: dict[str, Any], rules: RowRules, probe: Probe, window: int,
@@ -155,10 +190,23 @@ def scan_file(path: str, marker: dict[str, Any], rules: RowRules, probe: Probe, 
             return Outcome(ACTIVITY, next_marker={**_without_file(marker),
                                                   "file": file_identity(fd, fst, offset, crc)},
                            note="replaced by a file with the same content")
-        out = _scan_windows(fd, fst, size, offset, crc, row, rules, probe, window, deadline)
-        if restart is not None:
-            if out is None:  # nothing complete in the new content yet: still remember the restart
-                out = Outcome(ACTIVITY, next_marker={"offset": 0, "file": file_identity(fd, fst, 0, 0)})
+        seen = _seen_of(marker)
+        # A rescan from the start may take several ticks: until it passes what the file held when it
+        # began ("rescanTo"), prompts reported before are not counted again.
+        rescan_to = size if restart is not None else marker.get("rescanTo")
+        if not _is_uint(rescan_to):
+            rescan_to = None
+        tally = _Tally(probe, seen, rescan_to is not None)
+        out = _scan_windows(fd, fst, size, offset, crc, row, rules, tally, window, deadline)
+        if out is None and restart is not None:
+            # nothing complete in the new content yet: still remember the restart
+            out = Outcome(ACTIVITY, next_marker={"offset": 0, "file": file_identity(fd, fst, 0, 0)})
+        if out is not None and out.next_marker is not None:
+            if seen and "seen" not in out.next_marker:
+                out.next_marker["seen"] = seen
+            if rescan_to is not None and out.next_marker.get("offset", 0) < rescan_to:
+                out.next_marker["rescanTo"] = rescan_to
+        if restart is not None and out is not None:
             out.note = restart if out.note is None else f"{restart}; {out.note}"
     finally:
         os.close(fd)
@@ -193,10 +241,9 @@ def _continuity(fd: int, st: os.stat_result, size: int, offset: int,
 
 
 def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int, row: Any, rules: RowRules,
-                  probe: Probe, window: int, deadline: float | None) -> Outcome | None:
+                  tally: _Tally, window: int, deadline: float | None) -> Outcome | None:
     """Classify complete rows from ``offset``, a window at a time, until the file, a partial row or the
     time budget ends. Only one window is held in memory."""
-    tally = _Tally(probe)
     pos = offset
     note: str | None = None
     stream: RowStream | None = None
@@ -257,6 +304,11 @@ def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int,
     nxt: dict[str, Any] = {"offset": pos, "file": file_identity(fd, st, pos, crc)}
     if stream is not None:
         nxt["row"] = {"start": row_start, "state": stream.to_state()}
+    if tally.seen:
+        nxt["seen"] = tally.seen
+    if tally.repeated:
+        repeated = f"{tally.repeated} prompt(s) reported before, not counted again"
+        note = repeated if note is None else f"{note}; {repeated}"
     out = Outcome(ACTIVITY, human_turns=tally.turns, next_marker=nxt, note=note)
     if tally.turns:
         out.occurred_at = tally.latest if tally.latest is not None else st.st_mtime_ns // 1_000_000
