@@ -167,7 +167,9 @@ def test_any_non_miss_and_a_continue_reset_the_streak(harness: Harness):
     harness.tick()
     harness.tick()
     t.path.write_bytes(saved)  # back (no change): an inconclusive "nothing new" breaks the streak
-    assert harness.entry(harness.tick(), key)["status"] == "unchanged"
+    back = harness.entry(harness.tick(), key)
+    # the same inode number is often reused; when it is not, the same content is recognized
+    assert back["status"] == "unchanged" or back.get("note") == "replaced by a file with the same content"
     assert harness.gw.link(key)["missCount"] == 0
     t.path.unlink()
     harness.tick()

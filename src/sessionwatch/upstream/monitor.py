@@ -157,13 +157,13 @@ class Monitor:
                 info["waitedMs"] = int((time.monotonic() - begun) * 1000)
                 for (probe, entry), outcome in zip(members, outcomes):
                     if self.aborted.is_set():
-                        entry.update(status="aborted")
+                        entry.update(status="aborted", reason="the monitor was stopped during the tick")
                         continue
                     try:
                         self._apply(probe, outcome, entry)
                     except Exception:
                         log.exception("applying the upstream outcome of %s failed", probe.link.session_key)
-                        entry.update(status="error")
+                        entry.update(status="error", reason="applying the outcome failed (see the log)")
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # a timed-out scan finishes on its own, unheard
 
@@ -240,7 +240,7 @@ class Monitor:
     def _activity(self, probe: Probe, outcome: Outcome, entry: dict[str, Any]) -> None:
         turns = outcome.human_turns
         if not _is_count(turns) or not isinstance(outcome.next_marker, dict):
-            entry.update(status="invalid")
+            entry.update(status="invalid", reason="the provider returned an unusable outcome")
             return
         session, why = self._session_same(probe)
         if session is None:
@@ -261,7 +261,7 @@ class Monitor:
             entry["status"] = "advanced" if moved else "changed"
             return
         if not isinstance(outcome.dedupe_id, str) or not outcome.dedupe_id:
-            entry.update(status="invalid")
+            entry.update(status="invalid", reason="the provider returned an unusable outcome")
             return
         occurred = outcome.occurred_at if outcome.occurred_at is not None else now
         rec = self.gw.record(EventInput(
@@ -271,7 +271,8 @@ class Monitor:
             watchers=(session.spawned_by,) if session.spawned_by else (), only_if_watched=not session.spawned_by,
             expected_link=expected(link)))
         if rec is None:
-            entry.update(status="record-failed")  # the marker stays: the activity is found again next tick
+            # the marker stays: the activity is found again next tick
+            entry.update(status="record-failed", reason="the recording failed; the next tick finds it again")
             return
         self.store.advance_link(key, agent, link.updated_at, outcome.next_marker, now)
         seq = rec.event.sequence if rec.event is not None else None
