@@ -115,3 +115,21 @@ def test_the_scan_budget_is_checked(harness: Harness):
         harness.gw.upstream.configure(scan_budget_s=-1)
     with pytest.raises(InvalidArgument):
         harness.gw.upstream.configure(scan_budget_s=60)
+
+
+def test_a_legacy_marker_past_the_budget_still_progresses(harness: Harness):
+    """Learning a legacy marker's identity reads its prefix; with no budget left the scan goes on without
+    it (one window), and learns it in a tick with time to spare."""
+    t = ClaudeTranscript(harness.claude_root)
+    t.prompt("history")
+    key = harness.adopt("claude", t.session_id)
+    link = harness.gw.store.get_link(key, "main")
+    assert harness.gw.store.advance_link(key, "main", link.updated_at, {"offset": t.size()}, harness.clock())
+    t.prompt("typed")
+    harness.gw.upstream.configure(scan_budget_s=0)  # the deadline has passed before the file is opened
+    assert harness.entry(harness.tick(), key)["status"] == "recorded"
+    assert "file" not in harness.gw.link(key)["marker"]
+    harness.gw.upstream.configure(scan_budget_s=5)
+    t.prompt("typed again")
+    assert harness.entry(harness.tick(), key)["status"] == "recorded"
+    assert "file" in harness.gw.link(key)["marker"] and harness.human_turns(key) == 2

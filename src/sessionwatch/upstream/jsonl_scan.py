@@ -177,9 +177,14 @@ def scan_file(path: str, marker: dict[str, Any], rules: RowRules, probe: Probe, 
         if not stat_mod.S_ISREG(fst.st_mode):
             return None  # replaced between stat and open: decide next tick
         size = fst.st_size
-        crc, restart = _continuity(fd, fst, size, offset, fid)
-        if crc is None:
-            return None  # the file changed under the check: decide next tick
+        if fid is None and deadline is not None and time.monotonic() >= deadline:
+            # A marker from before file identities, and no time left to read its prefix: scan on as
+            # before, and learn the identity in a later tick.
+            crc, restart = None, None
+        else:
+            crc, restart = _continuity(fd, fst, size, offset, fid)
+            if crc is None:
+                return None  # the file changed under the check: decide next tick
         row = marker.get("row")
         if restart is not None:
             offset, crc, row = 0, 0, None
@@ -240,10 +245,10 @@ def _continuity(fd: int, st: os.stat_result, size: int, offset: int,
     return crc, None
 
 
-def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int, row: Any, rules: RowRules,
-                  tally: _Tally, window: int, deadline: float | None) -> Outcome | None:
+def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int | None, row: Any,
+                  rules: RowRules, tally: _Tally, window: int, deadline: float | None) -> Outcome | None:
     """Classify complete rows from ``offset``, a window at a time, until the file, a partial row or the
-    time budget ends. Only one window is held in memory."""
+    time budget ends. Only one window is held in memory. ``crc`` None: the identity is not known yet."""
     pos = offset
     note: str | None = None
     stream: RowStream | None = None
@@ -274,7 +279,8 @@ def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int,
             nl = data.find(b"\n")
             if nl < 0:
                 stream.feed(data)
-                crc = zlib.crc32(data, crc)
+                if crc is not None:
+                    crc = zlib.crc32(data, crc)
                 pos += len(data)
                 note = "oversized row"
                 continue
@@ -297,11 +303,17 @@ def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int,
             row_start = pos
             used = len(data)
             note = "oversized row"
-        crc = zlib.crc32(memoryview(data)[:used], crc)
+        if crc is not None:
+            crc = zlib.crc32(memoryview(data)[:used], crc)
         pos += used
     if pos == offset and stream is None:
         return None  # nothing complete yet
-    nxt: dict[str, Any] = {"offset": pos, "file": file_identity(fd, st, pos, crc)}
+    if crc is not None:
+        nxt: dict[str, Any] = {"offset": pos, "file": file_identity(fd, st, pos, crc)}
+        tail = nxt["file"]["tail"]
+    else:
+        nxt = {"offset": pos}
+        tail = _edges(fd, pos)[1]
     if stream is not None:
         nxt["row"] = {"start": row_start, "state": stream.to_state()}
     if tally.seen:
@@ -314,7 +326,7 @@ def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int,
         out.occurred_at = tally.latest if tally.latest is not None else st.st_mtime_ns // 1_000_000
         # The offset alone repeats after a rewrite; the bytes before it do not (rows carry uuids and
         # times), while a retry of the same activity (the marker did not move) gives the same id.
-        out.dedupe_id = f"{pos}:{nxt['file']['tail']}"
+        out.dedupe_id = f"{pos}:{tail}"
     return out
 
 
