@@ -35,8 +35,9 @@ class Provider(Protocol):
 ProviderFor = Callable[[str, str], Provider | None]  # (catalog id, host id) -> provider
 
 
-NOT_WATCHED = ("not watched: the monitor scans only sessions that some session watches "
-               "(sessionwatch watch <key> --as <watcher>)")
+def not_watched(key: str) -> str:
+    return (f"not watched: the monitor scans only sessions that some session watches "
+            f"(sessionwatch watch {key} --as <WATCHER>)")
 
 
 def link_entry(link: Link) -> dict[str, Any]:
@@ -108,7 +109,7 @@ class Monitor:
                           lambda k=key, a=agent: self.gw.own_user_texts(k, a))
             groups.setdefault((link.catalog_id, link.host_id), []).append((probe, entry))
         # Every link is reported, the ones no watch cursor targets too (they are never scanned).
-        result["links"].extend(skipped_entry(x, NOT_WATCHED) for x in unwatched)
+        result["links"].extend(skipped_entry(x, not_watched(x.session_key)) for x in unwatched)
         self._run_groups(groups, result)
         if self.aborted.is_set():
             result["status"] = "aborted"

@@ -77,7 +77,10 @@ class UpstreamService:
         if catalog not in self.catalogs:
             return None
         if host == LOCAL_HOST:
-            return LocalFiles(self.catalogs[catalog], self.gw.settings.scan_window_bytes, self.scan_budget_s)
+            s = self.gw.settings
+            # at most half the provider timeout, so a budgeted scan is never cut off by it
+            budget = min(self.scan_budget_s, s.provider_timeout_ms / 2000)
+            return LocalFiles(self.catalogs[catalog], s.scan_window_bytes, budget)
         if host.startswith("node:"):
             node = self.gw.store.get_node(host[5:])
             if node is None:
