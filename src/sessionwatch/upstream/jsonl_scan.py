@@ -189,7 +189,7 @@ def scan_file(path: str, marker: dict[str, Any], rules: RowRules, probe: Probe, 
         if restart is not None:
             offset, crc, row = 0, 0, None
         elif size == offset:
-            if fid is not None and (fst.st_dev, fst.st_ino) == (fid["dev"], fid["ino"]):
+            if crc is None or fid is None or (fst.st_dev, fst.st_ino) == (fid["dev"], fid["ino"]):
                 return None
             # the same content under a new inode: remember the new identity, nothing to classify
             return Outcome(ACTIVITY, next_marker={**_without_file(marker),
