@@ -22,17 +22,20 @@ class Harness:
     """One gateway (reopenable on the same store) plus the catalog roots it scans."""
 
     def __init__(self, url: str, clock: ManualClock, claude_root: Path, codex_root: Path,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, scan_budget_s: float | None = None) -> None:
         self.url = url
         self.clock = clock
         self.claude_root = claude_root
         self.codex_root = codex_root
         self.settings = settings
+        self.scan_budget_s = scan_budget_s  # 0: one window per file per tick
         self.gw = self._open()
 
     def _open(self) -> Gateway:
         gw = Gateway.open(self.url, clock=self.clock, settings=self.settings)
         gw.upstream.configure(claude_root=self.claude_root, codex_root=self.codex_root, node_timeout_s=5)
+        if self.scan_budget_s is not None:
+            gw.upstream.configure(scan_budget_s=self.scan_budget_s)
         return gw
 
     def restart(self, settings: Settings | None = None) -> Gateway:
@@ -91,6 +94,14 @@ def harness(tmp_path: Path, roots: tuple[Path, Path]) -> Iterator[Harness]:
     h.close()
 
 
+@pytest.fixture
+def any_harness(store_url: str, roots: tuple[Path, Path]) -> Iterator[Harness]:
+    """The harness on every store backend (SQLite, and PostgreSQL when the server is there)."""
+    h = Harness(store_url, ManualClock(), *roots)
+    yield h
+    h.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -100,10 +111,10 @@ def free_port() -> int:
 class ServerThread:
     """A uvicorn server for an ASGI app on a free loopback port, in a thread."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, lifespan: str = "off") -> None:
         self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan="off"))
+                                                    lifespan=lifespan))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     @property
@@ -159,3 +170,8 @@ class HangingServer:
         for c in self.conns:
             c.close()
         self.sock.close()
+
+
+def done_at(marker: dict[str, Any]) -> int | None:
+    """A local-file marker's offset when it is not inside an oversized row (its file identity aside)."""
+    return None if "row" in marker else marker.get("offset")

@@ -14,7 +14,7 @@ import pytest
 from sessionwatch import Settings
 from sessionwatch.clock import ManualClock
 
-from .conftest import Harness
+from .conftest import Harness, done_at
 from .writers import ClaudeTranscript, CodexRollout, js_line
 
 
@@ -24,7 +24,7 @@ def test_adoption_baseline_skips_history_and_counts_only_new_human_rows(harness:
     t.assistant("history answer")
     key = harness.adopt("claude", t.session_id)
     link = harness.gw.link(key)
-    assert link["marker"] == {"offset": t.size()} and link["upstreamRef"] == {"filePath": str(t.path)}
+    assert done_at(link["marker"]) == t.size() and link["upstreamRef"] == {"filePath": str(t.path)}
     assert harness.entry(harness.tick(), key)["status"] == "unchanged"  # stat only, nothing new
     t.assistant("still thinking")
     t.tool_result("tool output")
@@ -35,7 +35,7 @@ def test_adoption_baseline_skips_history_and_counts_only_new_human_rows(harness:
     assert res["status"] == "recorded" and res["humanTurns"] == 1
     (ev,) = harness.events(key, "human_direct_message")
     assert ev["summary"] == "human message via claude" and ev["actorType"] == "human" and "payload" not in ev
-    assert harness.gw.link(key)["marker"] == {"offset": t.size()}
+    assert done_at(harness.gw.link(key)["marker"]) == t.size()
 
 
 def test_baseline_stops_before_a_row_still_being_written(harness: Harness):
@@ -45,7 +45,7 @@ def test_baseline_stops_before_a_row_still_being_written(harness: Harness):
     line = js_line(t.entry("user", {"role": "user", "content": "typed while adopting"}, promptSource="typed"))
     t.append_bytes(line[:25])  # the CLI is mid-append
     key = harness.adopt("claude", t.session_id)
-    assert harness.gw.link(key)["marker"] == {"offset": complete}
+    assert done_at(harness.gw.link(key)["marker"]) == complete
     assert harness.entry(harness.tick(), key)["status"] == "unchanged"  # partial row waits
     t.append_bytes(line[25:])
     assert harness.entry(harness.tick(), key)["humanTurns"] == 1
@@ -94,7 +94,9 @@ def test_occurred_at_is_the_newest_counted_row_time(harness: Harness):
 
 
 def test_large_backlog_drains_over_ticks_without_skipping(tmp_path, roots):
-    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=4096))
+    """With no time budget a tick reads one window per file: the marker carries the rest over ticks."""
+    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=4096),
+                scan_budget_s=0)
     try:
         t = ClaudeTranscript(h.claude_root)
         key = h.adopt("claude", t.session_id)
@@ -150,7 +152,9 @@ def test_appends_while_scanning_count_every_human_row_once(harness: Harness):
 
 
 def test_row_longer_than_the_window_is_classified_across_ticks(harness: Harness):
-    """A 1.2 MiB typed prompt with the default 1 MiB window: never blocks, counted exactly once."""
+    """A 1.2 MiB typed prompt with the default 1 MiB window: never blocks, counted exactly once (one
+    window per tick here, so the parser state rides in the marker between ticks)."""
+    harness.gw.upstream.configure(scan_budget_s=0)
     t = ClaudeTranscript(harness.claude_root)
     key = harness.adopt("claude", t.session_id)
     big = "paste " * 210_000  # ~1.2 MiB
@@ -164,11 +168,12 @@ def test_row_longer_than_the_window_is_classified_across_ticks(harness: Harness)
     assert len(json.dumps(marker)) < 4096
     second = harness.entry(harness.tick(), key)
     assert second["humanTurns"] == 2
-    assert harness.gw.link(key)["marker"] == {"offset": t.size()}
+    assert done_at(harness.gw.link(key)["marker"]) == t.size()
     assert harness.human_turns(key) == 2
 
 
 def test_oversized_tool_result_is_not_human_and_does_not_block(harness: Harness):
+    harness.gw.upstream.configure(scan_budget_s=0)  # one window per tick
     t = ClaudeTranscript(harness.claude_root)
     key = harness.adopt("claude", t.session_id)
     t.tool_result("line of output\n" * 90_000)  # content and toolUseResult: ~2.9 MB in one row
@@ -211,9 +216,9 @@ def test_oversized_rows_with_a_tiny_window(tmp_path, roots):
             if n == 10:
                 h.restart()
             h.tick()
-            if h.gw.link(key)["marker"] == {"offset": t.size()}:
+            if done_at(h.gw.link(key)["marker"]) == t.size():
                 break
-        assert h.gw.link(key)["marker"] == {"offset": t.size()}
+        assert done_at(h.gw.link(key)["marker"]) == t.size()
         assert h.human_turns(key) == 2
     finally:
         h.close()
@@ -224,7 +229,7 @@ def test_codex_local_rollouts(harness: Harness):
     r.user_legacy("history before adoption")
     key = harness.adopt("codex", r.thread_id)
     link = harness.gw.link(key)
-    assert link["upstreamKind"] == "codex-cli" and link["marker"] == {"offset": r.size()}
+    assert link["upstreamKind"] == "codex-cli" and done_at(link["marker"]) == r.size()
     r.environment()
     r.user_legacy("legacy prompt")
     r.agent("done")
@@ -300,18 +305,20 @@ def test_unreadable_is_inconclusive_and_breaks_no_streak(harness: Harness, how: 
     assert harness.gw.link(key) is not None and harness.events(key, "upstream_missing") == []
 
 
-def test_truncated_file_rebaselines_without_replaying(harness: Harness):
+def test_truncated_file_is_rescanned_from_the_start(harness: Harness):
+    """Shorter than its marker: the old content is gone, so everything in the new content is new (the
+    history before the truncation is not replayed: it is no longer in the file)."""
     t = ClaudeTranscript(harness.claude_root)
     for i in range(5):
         t.prompt(f"history {i}")
     key = harness.adopt("claude", t.session_id)
     t.path.write_bytes(js_line(t.entry("user", {"role": "user", "content": "rewritten"}, promptSource="typed")))
     res = harness.entry(harness.tick(), key)
-    assert res["status"] == "advanced" and res["note"] == "rewritten"
-    assert harness.gw.link(key)["marker"] == {"offset": t.size()}
+    assert res["status"] == "recorded" and res["humanTurns"] == 1 and res["note"].startswith("rewritten")
+    assert done_at(harness.gw.link(key)["marker"]) == t.size()
     t.prompt("after the rewrite")
     harness.tick()
-    assert harness.human_turns(key) == 1
+    assert harness.human_turns(key) == 2
 
 
 def test_one_bad_link_does_not_stop_the_others(harness: Harness):
@@ -329,7 +336,8 @@ def test_one_bad_link_does_not_stop_the_others(harness: Harness):
 
 
 def test_unreadable_oversized_row_state_restarts_that_row(tmp_path, roots):
-    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=1024))
+    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=1024),
+                scan_budget_s=0)
     try:
         t = ClaudeTranscript(h.claude_root)
         key = h.adopt("claude", t.session_id)
@@ -341,9 +349,9 @@ def test_unreadable_oversized_row_state_restarts_that_row(tmp_path, roots):
                                                               "row": {"start": 0, "state": {"j": "garbage"}}},
                                 h.clock())
         assert h.entry(h.tick(), key)["note"] == "oversized row restarted"
-        assert h.gw.link(key)["marker"] == {"offset": 0}
+        assert done_at(h.gw.link(key)["marker"]) == 0
         for _ in range(10):
             h.tick()
-        assert h.human_turns(key) == 1 and h.gw.link(key)["marker"] == {"offset": t.size()}
+        assert h.human_turns(key) == 1 and done_at(h.gw.link(key)["marker"]) == t.size()
     finally:
         h.close()

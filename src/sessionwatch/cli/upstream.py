@@ -26,13 +26,18 @@ def _show(title: str, data: Any) -> Any:
 
 def _show_tick(title: str, out: dict[str, Any], note: str | None = None) -> Any:
     def human(c: Console) -> None:
-        c.print(kv_table(title, {"tick": out.get("tick"), "status": out.get("status"),
-                                 "started": ts(out.get("startedAt")), "finished": ts(out.get("finishedAt"))}))
+        head = {"tick": out.get("tick"), "status": out.get("status"),
+                "started": ts(out.get("startedAt")), "finished": ts(out.get("finishedAt"))}
+        if out.get("reason"):
+            head["reason"] = out["reason"]
+        c.print(kv_table(title, head))
         links = out.get("links") or []
-        if links:
-            c.print(table("Links", ["session", "catalog", "host", "thread", "status", "humanTurns", "sequence"],
+        if links:  # every link, the skipped ones with their reason
+            c.print(table("Links", ["session", "catalog", "host", "thread", "status", "humanTurns", "sequence",
+                                    "reason"],
                           [[x.get("sessionKey"), x.get("catalogId"), x.get("hostId"), x.get("threadId"),
-                            x.get("status"), x.get("humanTurns"), x.get("sequence")] for x in links]))
+                            x.get("status"), x.get("humanTurns"), x.get("sequence"),
+                            x.get("reason") or x.get("note")] for x in links]))
         providers = out.get("providers") or []
         if providers:
             c.print(record_table("Providers", providers))
@@ -83,7 +88,9 @@ def adopt_cmd(state: State, catalog: str, thread: str, session_key: str | None, 
     """Adopt (continue) a catalog thread: link it to a session the monitor then checks.
 
     From then on a person typing into that thread directly records human_direct_message
-    (watchers of the session get one notice). THREAD is the id 'threads' lists.
+    (watchers of the session get one notice). THREAD is the id 'threads' lists. The
+    monitor scans only watched sessions: when nobody watches this one yet, the output
+    says so and shows the 'watch' command to run.
 
     \b
     Examples:
@@ -93,7 +100,14 @@ def adopt_cmd(state: State, catalog: str, thread: str, session_key: str | None, 
     """
     out = jsonable(state.backend().continue_thread(catalog, thread, session_key=session_key, agent_id=agent_id,
                                                    host_id=host_id))
-    emit(state.json, out, _show(f"Adopted {catalog}/{thread}", out))
+    note = out.get("note") if isinstance(out, dict) else None
+
+    def human(c: Console) -> None:
+        c.print(kv_table(f"Adopted {catalog}/{thread}", {k: v for k, v in out.items() if k != "note"}))
+        if note:  # nobody watches the session: say how to make the monitor scan it
+            c.print(note, markup=False)
+
+    emit(state.json, out, human)
 
 
 @command(cli, "link")
@@ -115,6 +129,9 @@ def link_cmd(state: State, key: str, agent_id: str | None) -> None:
 @pass_state
 def tick_cmd(state: State) -> None:
     """Run one upstream monitor tick now (check every watched link once).
+
+    Every link is listed; one that was not scanned says why (not watched, active run,
+    ambiguous, another gateway ticking, ...).
 
     \b
     Examples:

@@ -1,12 +1,14 @@
 """Adoption ("continue"): link a catalog thread to a session with a baseline marker (reference §5.1).
 
-Local Claude and Codex files: the ref is ``{filePath}``, the baseline ``{offset}`` just past the last
-complete row (a row still being written is classified when it completes). Paired nodes: the ref is
+Local Claude and Codex files: the ref is ``{filePath}``, the baseline ``{offset, file}`` just past the
+last complete row (a row still being written is classified when it completes), with the file's identity. Paired nodes: the ref is
 ``{nodeId, threadId}``, the baseline ``{id}`` of the newest item (null for an empty thread).
 
 The same source keeps its scan progress (and restarts any miss streak); a different source rebases.
 ``adopted`` is recorded once per session key. When the upstream cannot be read for a baseline, the
 continuation still succeeds, without a link: a link whose baseline would replay history is refused.
+The result says (``watched``, ``note``) when no session watches the adopted one: the monitor scans only
+watched sessions, so the link does nothing until one does.
 """
 
 from __future__ import annotations
@@ -69,7 +71,22 @@ class Adopter:
         self.gw.record(EventInput(key, agent, K.ADOPTED, "human", K.adopted_summary(catalog), now,
                                   session_id=session.session_id if session else None, dedupe_key=f"adopted:{key}",
                                   payload={"catalogId": catalog, "hostId": host}))
-        return {"sessionKey": key, "agentId": agent, "linked": True, "link": link_json(link), "adoption": status}
+        out: dict[str, Any] = {"sessionKey": key, "agentId": agent, "linked": True, "link": link_json(link),
+                               "adoption": status}
+        watched = self._watched(key)
+        if watched is not None:
+            out["watched"] = watched
+            if not watched:
+                out["note"] = unwatched_note(key)
+        return out
+
+    def _watched(self, key: str) -> bool | None:
+        """Whether some watch cursor targets the session (None when that cannot be read)."""
+        try:
+            return bool(self.gw.store.cursors(target=key))
+        except Exception:
+            log.exception("reading the watchers of %s failed", key)
+            return None
 
     def _local(self, catalog: str, tid: str) -> tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]:
         cat = self.catalogs[catalog]
@@ -102,6 +119,12 @@ class Adopter:
         newest = items[0]["id"] if items else None
         kind = self.catalogs[catalog].upstream_kind
         return (kind, {"nodeId": node_id, "threadId": tid}, {"id": newest}), None
+
+
+def unwatched_note(key: str) -> str:
+    """Said when a thread is adopted onto a session nobody watches: such a link is never scanned."""
+    return (f"Nobody watches {key} yet, and the monitor scans only watched sessions: a person typing into "
+            f"this thread is noticed once a session watches it. Run: sessionwatch watch {key} --as <WATCHER>")
 
 
 def check_pairing(node_id: object, url: object, token: object) -> tuple[str, str, str]:

@@ -35,6 +35,20 @@ class Provider(Protocol):
 ProviderFor = Callable[[str, str], Provider | None]  # (catalog id, host id) -> provider
 
 
+def not_watched(key: str) -> str:
+    return (f"not watched: the monitor scans only sessions that some session watches "
+            f"(sessionwatch watch {key} --as <WATCHER>)")
+
+
+def link_entry(link: Link) -> dict[str, Any]:
+    return {"sessionKey": link.session_key, "agentId": link.agent_id, "catalogId": link.catalog_id,
+            "hostId": link.host_id, "threadId": link.thread_id}
+
+
+def skipped_entry(link: Link, reason: str) -> dict[str, Any]:
+    return {**link_entry(link), "status": "skipped", "reason": reason}
+
+
 def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1
 
@@ -61,6 +75,8 @@ class Monitor:
         result: dict[str, Any] = {"status": "ok", "startedAt": started, "links": [], "providers": []}
         try:
             links = self.store.watched_links()
+            watched = {(x.session_key, x.agent_id) for x in links}
+            unwatched = [x for x in self.store.links() if (x.session_key, x.agent_id) not in watched]
         except Exception:
             log.exception("listing watched links failed")
             result["status"] = "error"
@@ -71,8 +87,7 @@ class Monitor:
             agents.setdefault(link.session_key, set()).add(link.agent_id)
         groups: dict[tuple[str, str], list[tuple[Probe, dict[str, Any]]]] = {}
         for link in links:
-            entry = {"sessionKey": link.session_key, "agentId": link.agent_id, "catalogId": link.catalog_id,
-                     "hostId": link.host_id, "threadId": link.thread_id}
+            entry = link_entry(link)
             result["links"].append(entry)
             if len(agents[link.session_key]) > 1:
                 entry.update(status="skipped", reason="session key linked under several agents")
@@ -93,6 +108,8 @@ class Monitor:
             probe = Probe(link, session.session_id, link_source_key(link),
                           lambda k=key, a=agent: self.gw.own_user_texts(k, a))
             groups.setdefault((link.catalog_id, link.host_id), []).append((probe, entry))
+        # Every link is reported, the ones no watch cursor targets too (they are never scanned).
+        result["links"].extend(skipped_entry(x, not_watched(x.session_key)) for x in unwatched)
         self._run_groups(groups, result)
         if self.aborted.is_set():
             result["status"] = "aborted"
@@ -141,13 +158,13 @@ class Monitor:
                 info["waitedMs"] = int((time.monotonic() - begun) * 1000)
                 for (probe, entry), outcome in zip(members, outcomes):
                     if self.aborted.is_set():
-                        entry.update(status="aborted")
+                        entry.update(status="aborted", reason="the monitor was stopped during the tick")
                         continue
                     try:
                         self._apply(probe, outcome, entry)
                     except Exception:
                         log.exception("applying the upstream outcome of %s failed", probe.link.session_key)
-                        entry.update(status="error")
+                        entry.update(status="error", reason="applying the outcome failed (see the log)")
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # a timed-out scan finishes on its own, unheard
 
@@ -224,7 +241,7 @@ class Monitor:
     def _activity(self, probe: Probe, outcome: Outcome, entry: dict[str, Any]) -> None:
         turns = outcome.human_turns
         if not _is_count(turns) or not isinstance(outcome.next_marker, dict):
-            entry.update(status="invalid")
+            entry.update(status="invalid", reason="the provider returned an unusable outcome")
             return
         session, why = self._session_same(probe)
         if session is None:
@@ -245,7 +262,7 @@ class Monitor:
             entry["status"] = "advanced" if moved else "changed"
             return
         if not isinstance(outcome.dedupe_id, str) or not outcome.dedupe_id:
-            entry.update(status="invalid")
+            entry.update(status="invalid", reason="the provider returned an unusable outcome")
             return
         occurred = outcome.occurred_at if outcome.occurred_at is not None else now
         rec = self.gw.record(EventInput(
@@ -255,8 +272,13 @@ class Monitor:
             watchers=(session.spawned_by,) if session.spawned_by else (), only_if_watched=not session.spawned_by,
             expected_link=expected(link)))
         if rec is None:
-            entry.update(status="record-failed")  # the marker stays: the activity is found again next tick
+            # the marker stays: the activity is found again next tick
+            entry.update(status="record-failed", reason="the recording failed; the next tick finds it again")
             return
         self.store.advance_link(key, agent, link.updated_at, outcome.next_marker, now)
-        entry.update(status="recorded", inserted=rec.inserted,
-                     sequence=rec.event.sequence if rec.event is not None else None)
+        seq = rec.event.sequence if rec.event is not None else None
+        if rec.inserted:
+            entry.update(status="recorded", inserted=True, sequence=seq)
+        else:  # the same activity was recorded before (the marker had not moved): nobody is told twice
+            entry.update(status="deduplicated", inserted=False, sequence=seq,
+                         reason=f"already recorded as event {seq}; no new notice")

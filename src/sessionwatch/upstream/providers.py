@@ -4,6 +4,7 @@ another's; the monitor bounds the whole batch by the provider timeout."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from ..store.records import Node
@@ -18,18 +19,23 @@ log = logging.getLogger("sessionwatch.upstream")
 
 
 class LocalFiles:
-    """Claude or Codex transcripts on the gateway host: byte-offset markers."""
+    """Claude or Codex transcripts on the gateway host: byte-offset markers.
 
-    def __init__(self, catalog: LocalCatalog, window: int) -> None:
+    One scan (every probe of the batch) reads windows for at most ``budget_s`` seconds; each file gets
+    at least one window, so every link progresses however large another's backlog is."""
+
+    def __init__(self, catalog: LocalCatalog, window: int, budget_s: float = 0.0) -> None:
         self.catalog = catalog
         self.window = window
+        self.budget_s = budget_s
 
     def scan(self, probes: list[Probe]) -> list[Outcome | None]:
         out: list[Outcome | None] = []
+        deadline = time.monotonic() + self.budget_s
         for probe in probes:
             path = probe.link.upstream_ref.get("filePath")
             try:
-                out.append(scan_file(path, probe.link.marker, self.catalog.rules, probe, self.window)
+                out.append(scan_file(path, probe.link.marker, self.catalog.rules, probe, self.window, deadline)
                            if isinstance(path, str) else None)
             except Exception:
                 log.exception("scanning %s for %s failed", path, probe.link.session_key)

@@ -15,16 +15,20 @@ import os
 import threading
 from typing import Any
 
-from ..errors import NotFound, StoreUnavailable, Unauthorized
+from ..errors import InvalidArgument, NotFound, StoreUnavailable, Unauthorized
 from ..store.records import Node
 from .adoption import Adopter, check_pairing
 from .catalogs import CATALOG_IDS, LocalCatalog, check_catalog
 from .links import LOCAL_HOST, link_json, parse_host
-from .monitor import Monitor, Provider
+from .monitor import Monitor, Provider, skipped_entry
 from .node_client import NodeClient, NodeError, NodeUnauthorized
 from .providers import LocalFiles, NodeThreads
 
 log = logging.getLogger("sessionwatch.upstream")
+
+# How long one tick keeps reading windows of local transcripts (per catalog): a prompt behind a large
+# backlog is found in the first tick, well inside the 45 s provider timeout.
+DEFAULT_SCAN_BUDGET_S = 5.0
 
 
 class UpstreamService:
@@ -33,6 +37,7 @@ class UpstreamService:
         self.catalogs: dict[str, LocalCatalog] = {c: LocalCatalog(c) for c in CATALOG_IDS}
         self.node_timeout_s = 10.0
         self.listing_timeout_s = 5.0
+        self.scan_budget_s = DEFAULT_SCAN_BUDGET_S
         self._background: bool | None = None
         self._tick_lock = threading.Lock()
         self._ticks = 0
@@ -46,9 +51,14 @@ class UpstreamService:
     # -- configuration --------------------------------------------------------------------------
     def configure(self, claude_root: str | os.PathLike[str] | None = None,
                   codex_root: str | os.PathLike[str] | None = None, *, node_timeout_s: float | None = None,
-                  background: bool | None = None) -> None:
+                  background: bool | None = None, scan_budget_s: float | None = None) -> None:
         """Override the transcript roots (default: ``$CLAUDE_CONFIG_DIR`` or ~/.claude, ``$CODEX_HOME`` or
-        ~/.codex), the per-request node timeout, and whether timed ticks run on their own thread."""
+        ~/.codex), the per-request node timeout, whether timed ticks run on their own thread, and how long
+        one tick may keep reading local transcript windows per catalog (``scan_budget_s``)."""
+        if scan_budget_s is not None:
+            if not 0 <= scan_budget_s <= 40:
+                raise InvalidArgument("scan_budget_s must be between 0 and 40 seconds (the provider timeout is 45)")
+            self.scan_budget_s = float(scan_budget_s)
         if claude_root is not None:
             self.catalogs["claude"] = LocalCatalog("claude", claude_root)
         if codex_root is not None:
@@ -67,7 +77,10 @@ class UpstreamService:
         if catalog not in self.catalogs:
             return None
         if host == LOCAL_HOST:
-            return LocalFiles(self.catalogs[catalog], self.gw.settings.scan_window_bytes)
+            s = self.gw.settings
+            # at most half the provider timeout, so a budgeted scan is never cut off by it
+            budget = min(self.scan_budget_s, s.provider_timeout_ms / 2000)
+            return LocalFiles(self.catalogs[catalog], s.scan_window_bytes, budget)
         if host.startswith("node:"):
             node = self.gw.store.get_node(host[5:])
             if node is None:
@@ -161,11 +174,11 @@ class UpstreamService:
     def tick(self) -> dict[str, Any]:
         """Run one monitor tick now and return its results (``status: busy`` if one is running)."""
         if not self._tick_lock.acquire(blocking=False):
-            return {"tick": self._ticks, "status": "busy", "links": [], "providers": []}
+            return self._busy("a tick is already running in this gateway")
         try:
             guard = self.gw.store.try_lock("upstream-monitor")
             if guard is None:  # another gateway sharing the store is ticking
-                return {"tick": self._ticks, "status": "busy", "links": [], "providers": []}
+                return self._busy("another gateway sharing the store is running a tick (it holds the lock)")
             with guard:
                 result = self.monitor.tick()
             self._ticks += 1
@@ -174,6 +187,16 @@ class UpstreamService:
             return result
         finally:
             self._tick_lock.release()
+
+    def _busy(self, reason: str) -> dict[str, Any]:
+        """A tick that could not run still says which links it left, and why."""
+        out: dict[str, Any] = {"tick": self._ticks, "status": "busy", "reason": reason, "links": [],
+                               "providers": []}
+        try:
+            out["links"] = [skipped_entry(x, reason) for x in self.gw.store.links()]
+        except Exception:
+            log.exception("listing links failed")
+        return out
 
     def last_results(self) -> dict[str, Any]:
         return self._last
