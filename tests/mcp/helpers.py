@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -12,6 +14,8 @@ from sessionwatch.engine.tools import TOOLS
 from sessionwatch.notices import notice_text
 
 MANAGER = "agent:main:main"
+# The console script installed beside this interpreter (never $VIRTUAL_ENV: it may name another venv).
+SW = str(Path(sys.executable).with_name("sessionwatch"))
 
 
 async def assert_published_tools(client: Client) -> None:

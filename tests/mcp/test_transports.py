@@ -7,7 +7,6 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import httpx2
@@ -17,12 +16,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sessionwatch import Gateway
 
-from .helpers import MANAGER, assert_published_tools, run_every_tool, run_notice_scenario
+from .helpers import MANAGER, SW, assert_published_tools, run_every_tool, run_notice_scenario
 from tests.support.procs import stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-
-SW = str(Path(os.environ.get("VIRTUAL_ENV", "/work/venv")) / "bin" / "sessionwatch")
 
 
 def _person_types(url: str):

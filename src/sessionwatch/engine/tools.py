@@ -15,6 +15,7 @@ from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, Sto
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EventInput, MessageRow, SessionRow
+from .schemas import TOOL_RESULTS, result_or_error
 
 if TYPE_CHECKING:
     from .gateway import Gateway
@@ -36,12 +37,44 @@ class Caller:
 
 
 @dataclass(frozen=True)
+class Hints:
+    """How a tool touches the world, for hosts deciding what to auto-approve (MCP tool annotations).
+
+    The reasoning per tool is written down in docs/mcp.md ("Tool annotations").
+    """
+
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    def to_json(self) -> dict[str, bool]:
+        return {"readOnlyHint": self.read_only, "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent, "openWorldHint": self.open_world}
+
+
+READ_ONLY = Hints(read_only=True, idempotent=True)
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
+    title: str
     description: str
     input_schema: dict[str, Any]
     handler: Callable[[Gateway, Mapping[str, Any], Caller], dict[str, Any]]
+    hints: Hints
     acts_as_caller: bool = False
+
+    @property
+    def result_schema(self) -> dict[str, Any]:
+        """The JSON Schema of a successful result (HTTP 200 body, MCP structured content)."""
+        return TOOL_RESULTS[self.name]
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        """What ``Gateway.call_tool`` returns for this tool: the result or the error object."""
+        return result_or_error(self.result_schema)
 
 
 KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 512,
@@ -219,42 +252,42 @@ def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, 
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (
-    Tool("sessions_spawn",
+    Tool("sessions_spawn", "Spawn a child session",
          "Spawn a child session (default key agent:<agentId>:subagent:<label>) and start its run. You watch "
          "it from its spawn version on: you are told once when someone else changes it.",
          _obj({"label": {"type": "string", "maxLength": 200}, "sessionKey": KEY_SCHEMA,
                "agentId": {"type": "string", "maxLength": 200}, "task": {"type": "string"},
                "runId": {"type": "string", "maxLength": 200}}),
-         _spawn, acts_as_caller=True),
-    Tool("sessions_send",
+         _spawn, Hints(read_only=False), acts_as_caller=True),
+    Tool("sessions_send", "Send a message to a session",
          "Send a message into another session as an inter-session turn. watch: true also watches the "
          "target from now on. timeoutSeconds > 0 waits for its reply.",
          _obj({"sessionKey": KEY_SCHEMA, "message": {"type": "string", "minLength": 1},
                "watch": {"type": "boolean"},
                "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": MAX_SEND_TIMEOUT_S}},
               ["sessionKey", "message"]),
-         _send, acts_as_caller=True),
-    Tool("session_status",
+         _send, Hints(read_only=False, open_world=True), acts_as_caller=True),
+    Tool("session_status", "Session status and changes",
          "Status of a session (default: yours) with its stateVersion. Pass changesSince N (the number in a "
          "stale notice) to get the exact typed changes after N. Never moves a cursor.",
          _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0}}),
-         _status),
-    Tool("sessions_list",
+         _status, READ_ONLY),
+    Tool("sessions_list", "List sessions",
          "List sessions with kind, spawn parent and stateVersion (when non-zero).",
          _obj({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
                "agentId": {"type": "string", "maxLength": 200},
                "kinds": {"type": "array", "items": {"type": "string", "enum": list(SESSION_KINDS)}}}),
-         _list),
-    Tool("sessions_history",
+         _list, READ_ONLY),
+    Tool("sessions_history", "Session transcript",
          "Recent messages of a session's transcript (not the signal log).",
          _obj({"sessionKey": KEY_SCHEMA, "limit": {"type": "integer", "minimum": 1, "maximum": 200}},
               ["sessionKey"]),
-         _history),
-    Tool("session_unwatch",
+         _history, READ_ONLY),
+    Tool("session_unwatch", "Stop watching a session",
          "Stop watching a session: drops your cursor and its pending notice, and mutes spawn-parent notices "
          "for it until you watch it again.",
          _obj({"sessionKey": KEY_SCHEMA}, ["sessionKey"]),
-         _unwatch, acts_as_caller=True),
+         _unwatch, Hints(read_only=False, destructive=True, idempotent=True), acts_as_caller=True),
 )}
 
 
