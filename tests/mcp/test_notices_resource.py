@@ -27,7 +27,9 @@ from sessionwatch.notices import notice_text
 
 from .helpers import MANAGER, SW
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+# 2025-era clients subscribe with resources/subscribe, which the SDK flags as removed in 2026-07-28
+pytestmark = [pytest.mark.anyio, pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
 
 URI = notices_uri(MANAGER)
 CHILD = "agent:main:subagent:kid"
