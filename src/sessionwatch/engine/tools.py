@@ -7,7 +7,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import kinds as K
 from .. import validation as v
@@ -15,6 +15,7 @@ from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, Sto
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EventInput, MessageRow, SessionRow
+from ..types import HistoryResult, ListResult, ListedSession, SendResult, SpawnResult, StatusResult, UnwatchResult
 from .schemas import TOOL_RESULTS, result_or_error
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class Tool:
     title: str
     description: str
     input_schema: dict[str, Any]
-    handler: Callable[[Gateway, Mapping[str, Any], Caller], dict[str, Any]]
+    handler: Callable[[Gateway, Mapping[str, Any], Caller], Mapping[str, Any]]  # returns a sessionwatch.types result
     hints: Hints
     acts_as_caller: bool = False
 
@@ -91,7 +92,7 @@ def _caller_must_exist(gw: Gateway, caller: Caller) -> None:
 
 
 # -- sessions_spawn ------------------------------------------------------------------------------
-def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
     if args.get("label") is not None and args.get("sessionKey") is not None:
         raise InvalidArgument("sessions_spawn takes label or sessionKey, not both")
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else caller.agent_id
@@ -140,7 +141,7 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, An
 
 
 # -- sessions_send -------------------------------------------------------------------------------
-def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SendResult:
     target = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id)
     message = v.text(args.get("message"), "message")
     watch = v.boolean(args["watch"], "watch") if "watch" in args else None
@@ -169,11 +170,11 @@ def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any
         out["text"] = f"Delivered to {target.session_key}; no reply within {timeout:g} s.{watched}"
     else:
         out["text"] = f"Delivered to {target.session_key} (message {msg.id}).{watched}"
-    return out
+    return cast(SendResult, out)
 
 
 # -- session_status ------------------------------------------------------------------------------
-def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResult:
     key = args.get("sessionKey", caller.key)
     if key is None:
         key = caller.key
@@ -202,20 +203,20 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, A
         block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
         lines += ["", "Session state changes:", "```json", block, "```"]
     out["text"] = "\n".join(lines)
-    return out
+    return cast(StatusResult, out)
 
 
 # -- sessions_list -------------------------------------------------------------------------------
-def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
     limit = v.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT) if args.get("limit") is not None else 50
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else None
     kinds = v.string_list(args["kinds"], "kinds", SESSION_KINDS) if args.get("kinds") is not None else None
     rows = gw.list_sessions(agent_id=agent, kinds=kinds, limit=limit)
     versions = gw._safe(lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), {})
-    sessions = []
+    sessions: list[ListedSession] = []
     lines = []
     for r in rows:
-        item: dict[str, Any] = {"sessionKey": r.session_key, "agentId": r.agent_id, "kind": r.kind}
+        item: ListedSession = {"sessionKey": r.session_key, "agentId": r.agent_id, "kind": r.kind}
         if r.spawned_by:
             item["spawnedBy"] = r.spawned_by
         if r.label:
@@ -230,7 +231,7 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any
 
 
 # -- sessions_history ----------------------------------------------------------------------------
-def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> HistoryResult:
     row = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id)
     limit = v.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
     msgs = gw._safe(lambda: gw.store.messages(row.session_key, row.agent_id, limit), [])
@@ -240,7 +241,7 @@ def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, 
 
 
 # -- session_unwatch -----------------------------------------------------------------------------
-def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> UnwatchResult:
     # an unknown target or caller is bad input: refuse it before writing a mute row
     target = gw.session(args.get("sessionKey"), caller_agent=caller.agent_id).session_key
     if not caller.qualified:
@@ -311,7 +312,7 @@ def run_tool(gw: Gateway, name: str, args: Mapping[str, Any], caller: str, agent
             if args.get(required) is None:
                 raise InvalidArgument(f"{name}: missing required argument {required!r}")
         assert caller_agent is not None
-        return tool.handler(gw, args, Caller(who.raw, caller_agent, who))
+        return cast(dict[str, Any], tool.handler(gw, args, Caller(who.raw, caller_agent, who)))
     except SessionwatchError as exc:
         return exc.to_json()
     except Exception as exc:  # a store failure must not escape as a crash of the caller
