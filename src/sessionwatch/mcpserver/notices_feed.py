@@ -30,7 +30,7 @@ from mcp import types
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from .binding import SessionBinding
 
@@ -86,7 +86,7 @@ class NoticeFeed:
             entries = await anyio.to_thread.run_sync(self.peek)
         except Exception as exc:
             log.exception("reading the notices of %s failed", self.binding.session_key)
-            raise MCPError(-32000, f"cannot read the pending notices: {exc}") from None
+            raise MCPError(INTERNAL_ERROR, f"cannot read the pending notices: {exc}") from None
         body = {"sessionKey": self.binding.session_key, "entries": entries}
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=self.uri, mime_type=MIME, text=json.dumps(body, ensure_ascii=False))])
