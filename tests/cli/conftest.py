@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-SW = str(Path(os.environ.get("VIRTUAL_ENV", "/work/venv")) / "bin" / "sessionwatch")
+# The console script installed beside this interpreter ($VIRTUAL_ENV is unset in CI).
+SW = str(Path(sys.executable).with_name("sessionwatch"))
 
 
 class Result:
