@@ -58,17 +58,22 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
               help="HTTP transport: bearer token clients must send; required beyond loopback. "
                    "Env: SESSIONWATCH_MCP_TOKEN.")
 @click_options(token_file_env="SESSIONWATCH_MCP_TOKEN_FILE", token_file_option="--http-token-file")
+@click.option("--notice-poll", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="SECONDS",
+              help="While a client subscribes to the notices resource, re-check it this often besides wakes "
+                   "(0: wakes only).")
 @pass_state
 def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str, host: str, port: int, path: str,
             http_token: str | None, token_file: str | None, allowed_host: tuple[str, ...],
             allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-            max_connections: int) -> None:
+            max_connections: int, notice_poll: float) -> None:
     """Serve the six sessionwatch tools over MCP, bound to caller session KEY.
 
     Pending notices for KEY ride along in every tool result (as 'System: ...' lines
     and a systemEvents list), so the agent learns it is stale on its next call.
-    Uses the local store, or the gateway given with --gateway/--token. Logs go to
-    stderr only; on stdio, stdout is the protocol.
+    The resource sessionwatch://sessions/KEY/notices lists them without consuming
+    them; subscribed clients are told when it changes. Uses the local store, or the
+    gateway given with --gateway/--token. Logs go to stderr only; on stdio, stdout
+    is the protocol.
 
     \b
     Examples:
@@ -95,7 +100,7 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
         limits = limits_of(header_timeout, body_timeout, max_connections)
     binding = SessionBinding(state.backend(timers=True), session_key, agent_id)
     binding.ensure_session()
-    server = build_server(binding)
+    server = build_server(binding, poll_interval=notice_poll)
     if transport == "stdio":
         run_stdio(server)
     else:

@@ -26,6 +26,7 @@ from ..store import default_sqlite_path, open_store
 from ..store.base import Store
 from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, MessageRow, PruneResult, QueueEntry,
                              RecordOutcome, SessionRow)
+from ..types import QueueEntry as QueueEntryJSON
 from .wakes import Subscription, WakeCallback, WakeHub
 
 log = logging.getLogger("sessionwatch.engine")
@@ -63,7 +64,7 @@ def _actor(value: object) -> tuple[str, str | None]:
     return kind, actor_id
 
 
-def entry_json(e: QueueEntry) -> dict[str, Any]:
+def entry_json(e: QueueEntry) -> QueueEntryJSON:
     return {"id": e.id, "text": e.text, "ts": e.ts, "contextKey": e.context_key, "line": format_line(e.ts, e.text)}
 
 
@@ -463,11 +464,11 @@ class Gateway:
                                    notice=parse_notice(body, ctx))
         return {"queued": entry is not None, "entry": entry_json(entry) if entry else None}
 
-    def peek_system_events(self, key: object, *, agent_id: object = None) -> list[dict[str, Any]]:
+    def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
         skey, _ = self.resolve(key, agent_id)
         return [entry_json(e) for e in self._safe(lambda: self.store.peek(skey, self._render, self.settings.queue_cap), [])]
 
-    def drain_system_events(self, key: object, *, agent_id: object = None) -> list[dict[str, Any]]:
+    def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
         """A watcher's turn consumes its queue: returns the entries and acknowledges session-state ones."""
         skey, _ = self.resolve(key, agent_id)
         try:

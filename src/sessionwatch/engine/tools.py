@@ -7,7 +7,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import kinds as K
 from .. import validation as v
@@ -16,6 +16,8 @@ from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, Sto
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EventInput, MessageRow, SessionRow
+from ..types import HistoryResult, ListResult, ListedSession, SendResult, SpawnResult, StatusResult, UnwatchResult
+from .schemas import TOOL_RESULTS, result_or_error
 
 if TYPE_CHECKING:
     from .gateway import Gateway
@@ -38,12 +40,44 @@ class Caller:
 
 
 @dataclass(frozen=True)
+class Hints:
+    """How a tool touches the world, for hosts deciding what to auto-approve (MCP tool annotations).
+
+    The reasoning per tool is written down in docs/mcp.md ("Tool annotations").
+    """
+
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    def to_json(self) -> dict[str, bool]:
+        return {"readOnlyHint": self.read_only, "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent, "openWorldHint": self.open_world}
+
+
+READ_ONLY = Hints(read_only=True, idempotent=True)
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
+    title: str
     description: str
     input_schema: dict[str, Any]
-    handler: Callable[[Gateway, Mapping[str, Any], Caller], dict[str, Any]]
+    handler: Callable[[Gateway, Mapping[str, Any], Caller], Mapping[str, Any]]  # returns a sessionwatch.types result
+    hints: Hints
     acts_as_caller: bool = False
+
+    @property
+    def result_schema(self) -> dict[str, Any]:
+        """The JSON Schema of a successful result (HTTP 200 body, MCP structured content)."""
+        return TOOL_RESULTS[self.name]
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        """What ``Gateway.call_tool`` returns for this tool: the result or the error object."""
+        return result_or_error(self.result_schema)
 
 
 KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 512,
@@ -69,7 +103,7 @@ def _caller_must_exist(gw: Gateway, caller: Caller) -> None:
 
 
 # -- sessions_spawn ------------------------------------------------------------------------------
-def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
     if args.get("label") is not None and args.get("sessionKey") is not None:
         raise InvalidArgument("sessions_spawn takes label or sessionKey, not both")
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else caller.agent_id
@@ -119,7 +153,7 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, An
 
 
 # -- sessions_send -------------------------------------------------------------------------------
-def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SendResult:
     target = _target(gw, args.get("sessionKey"), caller)
     message = v.text(args.get("message"), "message")
     watch = v.boolean(args["watch"], "watch") if "watch" in args else None
@@ -148,11 +182,11 @@ def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any
         out["text"] = f"Delivered to {target.session_key}; no reply within {timeout:g} s.{watched}"
     else:
         out["text"] = f"Delivered to {target.session_key} (message {msg.id}).{watched}"
-    return out
+    return cast(SendResult, out)
 
 
 # -- session_status ------------------------------------------------------------------------------
-def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResult:
     key = args.get("sessionKey", caller.key)
     if key is None:
         key = caller.key
@@ -181,11 +215,11 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, A
         block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
         lines += ["", "Session state changes:", "```json", block, "```"]
     out["text"] = "\n".join(lines)
-    return out
+    return cast(StatusResult, out)
 
 
 # -- sessions_list -------------------------------------------------------------------------------
-def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
     limit = v.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT) if args.get("limit") is not None else 50
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else None
     kinds = v.string_list(args["kinds"], "kinds", SESSION_KINDS) if args.get("kinds") is not None else None
@@ -193,10 +227,10 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any
         check_scope(caller.scope, agent, "the sessions")
     rows = gw.list_sessions(agent_id=agent, kinds=kinds, limit=limit, agents=caller.scope)
     versions = gw._safe(lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), {})
-    sessions = []
+    sessions: list[ListedSession] = []
     lines = []
     for r in rows:
-        item: dict[str, Any] = {"sessionKey": r.session_key, "agentId": r.agent_id, "kind": r.kind}
+        item: ListedSession = {"sessionKey": r.session_key, "agentId": r.agent_id, "kind": r.kind}
         if r.spawned_by:
             item["spawnedBy"] = r.spawned_by
         if r.label:
@@ -211,7 +245,7 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any
 
 
 # -- sessions_history ----------------------------------------------------------------------------
-def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> HistoryResult:
     row = _target(gw, args.get("sessionKey"), caller)
     limit = v.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
     msgs = gw._safe(lambda: gw.store.messages(row.session_key, row.agent_id, limit), [])
@@ -221,7 +255,7 @@ def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, 
 
 
 # -- session_unwatch -----------------------------------------------------------------------------
-def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> UnwatchResult:
     # an unknown target or caller is bad input: refuse it before writing a mute row
     target = _target(gw, args.get("sessionKey"), caller).session_key
     if not caller.qualified:
@@ -233,43 +267,43 @@ def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, 
 
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (
-    Tool("sessions_spawn",
+    Tool("sessions_spawn", "Spawn a child session",
          "Spawn a child session (default key agent:<agentId>:subagent:<label>) and start its run. You watch "
          "it from its spawn version on: you are told once when someone else changes it.",
          _obj({"label": {"type": "string", "maxLength": 200}, "sessionKey": KEY_SCHEMA,
                "agentId": {"type": "string", "maxLength": 200}, "task": {"type": "string"},
                "runId": {"type": "string", "maxLength": 200}}),
-         _spawn, acts_as_caller=True),
-    Tool("sessions_send",
+         _spawn, Hints(read_only=False), acts_as_caller=True),
+    Tool("sessions_send", "Send a message to a session",
          "Send a message into another session as an inter-session turn. watch: true also watches the "
          "target from now on. timeoutSeconds > 0 waits for its reply.",
          _obj({"sessionKey": KEY_SCHEMA, "message": {"type": "string", "minLength": 1},
                "watch": {"type": "boolean"},
                "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": MAX_SEND_TIMEOUT_S}},
               ["sessionKey", "message"]),
-         _send, acts_as_caller=True),
-    Tool("session_status",
+         _send, Hints(read_only=False, open_world=True), acts_as_caller=True),
+    Tool("session_status", "Session status and changes",
          "Status of a session (default: yours) with its stateVersion. Pass changesSince N (the number in a "
          "stale notice) to get the exact typed changes after N. Never moves a cursor.",
          _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0,
                                                             "maximum": v.MAX_SEQUENCE}}),
-         _status),
-    Tool("sessions_list",
+         _status, READ_ONLY),
+    Tool("sessions_list", "List sessions",
          "List sessions with kind, spawn parent and stateVersion (when non-zero).",
          _obj({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
                "agentId": {"type": "string", "maxLength": 200},
                "kinds": {"type": "array", "items": {"type": "string", "enum": list(SESSION_KINDS)}}}),
-         _list),
-    Tool("sessions_history",
+         _list, READ_ONLY),
+    Tool("sessions_history", "Session transcript",
          "Recent messages of a session's transcript (not the signal log).",
          _obj({"sessionKey": KEY_SCHEMA, "limit": {"type": "integer", "minimum": 1, "maximum": 200}},
               ["sessionKey"]),
-         _history),
-    Tool("session_unwatch",
+         _history, READ_ONLY),
+    Tool("session_unwatch", "Stop watching a session",
          "Stop watching a session: drops your cursor and its pending notice, and mutes spawn-parent notices "
          "for it until you watch it again.",
          _obj({"sessionKey": KEY_SCHEMA}, ["sessionKey"]),
-         _unwatch, acts_as_caller=True),
+         _unwatch, Hints(read_only=False, destructive=True, idempotent=True), acts_as_caller=True),
 )}
 
 
@@ -296,7 +330,7 @@ def run_tool(gw: Gateway, name: str, args: Mapping[str, Any], caller: str, agent
             if args.get(required) is None:
                 raise InvalidArgument(f"{name}: missing required argument {required!r}")
         assert caller_agent is not None
-        return tool.handler(gw, args, Caller(who.raw, caller_agent, who, scope))
+        return cast(dict[str, Any], tool.handler(gw, args, Caller(who.raw, caller_agent, who, scope)))
     except SessionwatchError as exc:
         return exc.to_json()
     except Exception as exc:  # a store failure must not escape as a crash of the caller

@@ -76,7 +76,7 @@ def _tool_paths(ep: Endpoint) -> dict[str, dict[str, Any]]:
     paths: dict[str, dict[str, Any]] = {}
     for name, tool in TOOLS.items():
         op = _operation(ep, f"/v1/tools/{name}", summary=f"Tool {name}", body=tool_input_schema(tool.input_schema),
-                        result=S.TOOL_RESULTS.get(name, S.ANY_OBJECT), extra_params=headers,
+                        result=tool.result_schema, extra_params=headers,
                         op_id=f"tool_{name}", description=tool.description)
         paths[f"/v1/tools/{name}"] = {"post": op}
     return paths

@@ -1,14 +1,15 @@
 """JSON Schemas of the HTTP bodies and results (camelCase, as in SPEC §6).
 
 Request schemas are inline (the validator in ``validate.py`` reads them); result schemas are
-OpenAPI components referenced with ``ref()``. Tool input schemas are NOT here: they come from
-``engine.tools.TOOLS``.
+OpenAPI components referenced with ``ref()``. Tool input and result schemas are NOT here: they come
+from ``engine.tools.TOOLS`` (results: ``engine.schemas``), so HTTP and MCP publish the same ones.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..engine import schemas as E
 from ..keys import SESSION_KINDS
 from ..kinds import GOAL_ACTIONS, RUN_STATUSES
 from ..settings import MAX_LIST_LIMIT
@@ -42,19 +43,14 @@ def nullable(name: str) -> Schema:
     return {"oneOf": [ref(name), {"type": "null"}]}
 
 
-def obj(props: dict[str, Schema], required: list[str] | None = None) -> Schema:
-    """A result object: the listed fields are typed, further fields are allowed (forward compatible)."""
-    return {"type": "object", "properties": props, "required": required or []}
+obj = E.obj
 
 
 def listing(field: str, item: Schema) -> Schema:
     return obj({field: {"type": "array", "items": item}}, [field])
 
 
-STR: Schema = {"type": "string"}
-INT: Schema = {"type": "integer"}
-BOOL: Schema = {"type": "boolean"}
-ANY_OBJECT: Schema = {"type": "object"}
+STR, INT, BOOL, ANY_OBJECT = E.STR, E.INT, E.BOOL, E.ANY_OBJECT
 
 # -- request bodies ------------------------------------------------------------------------------
 AGENT_ONLY = body({"agentId": OPT_AGENT})
@@ -83,35 +79,22 @@ CONTINUE = body({"sessionKey": OPT_KEY, "agentId": OPT_AGENT, "hostId": OPT_NAME
 NODE = body({"url": {"type": "string", "minLength": 1, "maxLength": 2048},
              "token": {"type": "string", "minLength": 1, "maxLength": 4096}}, ["url", "token"])
 
-# -- result components ---------------------------------------------------------------------------
-_EVENT_PROPS: dict[str, Schema] = {
-    "sequence": INT, "kind": STR, "actorType": {"type": "string", "enum": ["human", "agent", "system"]},
-    "occurredAt": INT, "summary": STR, "actorId": STR, "runId": STR, "payload": ANY_OBJECT}
-MESSAGE_PROPS: dict[str, Schema] = {"id": INT, "role": STR, "text": STR, "ts": INT, "provenance": STR,
-                                    "sourceSessionKey": STR, "channel": STR, "imported": BOOL}
-
+# -- result components (the tools' building blocks are the engine's, shared with MCP) --------------
 COMPONENTS: dict[str, Schema] = {
-    "Error": {"type": "object", "required": ["error"], "properties": {"error": {
-        "type": "object", "required": ["code", "message"],
-        "properties": {"code": {"type": "string", "enum": [
-            "invalid_argument", "not_found", "unknown_tool", "forbidden", "unauthorized", "payload_too_large",
-            "conflict", "unavailable", "method_not_allowed", "internal"]}, "message": STR}}}},
+    "Error": E.ERROR,
     "Session": obj({"sessionKey": STR, "agentId": STR, "sessionId": STR, "kind": {"type": "string",
                     "enum": list(SESSION_KINDS)}, "createdAt": INT, "updatedAt": INT, "spawnedBy": STR,
                     "label": STR, "activeRunId": STR, "goal": ANY_OBJECT, "stateVersion": INT, "created": BOOL},
                    ["sessionKey", "agentId", "sessionId", "kind", "createdAt", "updatedAt"]),
-    "ProjectedEvent": obj(_EVENT_PROPS, ["sequence", "kind", "actorType", "occurredAt", "summary"]),
-    "Event": obj({**_EVENT_PROPS, "sessionKey": STR, "agentId": STR, "sessionId": STR, "dedupeKey": STR},
+    "ProjectedEvent": E.PROJECTED_EVENT,
+    "Event": obj({**E.EVENT_PROPS, "sessionKey": STR, "agentId": STR, "sessionId": STR, "dedupeKey": STR},
                  ["sequence", "kind", "actorType", "occurredAt", "summary", "sessionKey", "agentId"]),
-    "Message": obj(MESSAGE_PROPS, ["id", "role", "text", "ts"]),
-    "QueueEntry": obj({"id": INT, "text": STR, "ts": INT, "contextKey": {"type": ["string", "null"]},
-                       "line": STR}, ["id", "text", "ts", "contextKey", "line"]),
+    "Message": E.MESSAGE,
+    "QueueEntry": E.QUEUE_ENTRY,
     "Cursor": obj({"watcher": STR, "target": STR, "lastSeen": INT, "notified": INT, "material": INT,
                    "provenance": STR, "updatedAt": INT},
                   ["watcher", "target", "lastSeen", "notified", "material", "provenance", "updatedAt"]),
-    "StateChanges": obj({"events": {"type": "array", "items": ref("ProjectedEvent")}, "truncated": BOOL,
-                         "earliestAvailableSequence": INT, "historyGap": BOOL},
-                        ["events", "truncated", "earliestAvailableSequence", "historyGap"]),
+    "StateChanges": E.STATE_CHANGES,
     "Wake": obj({"watcher": STR, "target": STR, "reason": STR, "at": INT, "trailing": BOOL},
                 ["watcher", "target", "reason", "at", "trailing"]),
     "Health": obj({"status": {"type": "string", "enum": ["starting", "ok", "failed", "stopping"]},
@@ -138,24 +121,5 @@ R_SWEPT = obj({"swept": INT}, ["swept"])
 R_WATCHED = obj({"watched": BOOL}, ["watched"])
 R_UNWATCHED = obj({"unwatched": BOOL}, ["unwatched"])
 R_THREADS = listing("threads", ANY_OBJECT)
-
-# Tool results (the ``text`` field is always there).
-TOOL_RESULTS: dict[str, Schema] = {
-    "sessions_spawn": obj({"sessionKey": STR, "sessionId": STR, "runId": STR, "stateVersion": INT, "text": STR},
-                          ["sessionKey", "sessionId", "runId", "stateVersion", "text"]),
-    "sessions_send": obj({"status": {"type": "string", "enum": ["ok", "accepted", "timeout", "error"]},
-                          "messageId": INT, "runId": STR, "watched": BOOL, "reply": STR, "text": STR},
-                         ["status", "text"]),
-    "session_status": obj({"sessionKey": STR, "agentId": STR, "sessionId": STR, "kind": STR, "stateVersion": INT,
-                           "spawnedBy": STR, "activeRunId": STR, "goal": ANY_OBJECT,
-                           "stateChanges": ref("StateChanges"), "text": STR},
-                          ["sessionKey", "agentId", "sessionId", "stateVersion", "text"]),
-    "sessions_list": obj({"sessions": {"type": "array", "items": obj(
-        {"sessionKey": STR, "agentId": STR, "kind": STR, "spawnedBy": STR, "label": STR, "stateVersion": INT},
-        ["sessionKey", "agentId", "kind"])}, "text": STR}, ["sessions", "text"]),
-    "sessions_history": obj({"sessionKey": STR, "messages": {"type": "array", "items": ref("Message")},
-                             "text": STR}, ["sessionKey", "messages", "text"]),
-    "session_unwatch": obj({"unwatched": BOOL, "text": STR}, ["unwatched", "text"]),
-}
 
 LIST_LIMIT: Schema = {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT}
