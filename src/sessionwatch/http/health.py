@@ -71,7 +71,7 @@ def routes(runtime: Runtime) -> list[Endpoint]:
         body = {"status": "ok" if probe["ready"] else "unavailable",
                 "storeUrl": redact_url(getattr(gw.store, "url", "")), "version": __version__, "swept": gw.swept,
                 "streams": len(runtime.streams), "writable": probe["writable"], "sweepRan": probe["sweepRan"],
-                "droppedRecordings": probe["droppedRecordings"]}
+                "droppedRecordings": gw.dropped_recordings}  # current, not as of the cached probe
         if not probe["ready"]:
             body["message"] = probe.get("message", "not ready")
             return json_response(body, 503)
