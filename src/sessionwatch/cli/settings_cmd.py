@@ -11,7 +11,7 @@ from rich.console import Console
 from ..clock import system_clock
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
 from ..settings import DATA_SETTINGS, DAY_MS, Settings, check_value
-from .app import State, cli, command, pass_state
+from .app import State, cli, command, json_option, pass_state
 from .output import emit, table
 
 REFRESH_NOTE = ("Processes that share the store pick up the new values within 10 s; a lower row cap or "
@@ -19,6 +19,7 @@ REFRESH_NOTE = ("Processes that share the store pick up the new values within 10
 
 
 @cli.group("settings", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@json_option
 def settings_group() -> None:
     """Show or change the data settings stored with the store.
 
@@ -27,6 +28,12 @@ def settings_group() -> None:
     stored values. A process started with a different value (SESSIONWATCH_QUEUE_CAP,
     SESSIONWATCH_RETENTION_MS, SESSIONWATCH_MAX_EVENTS, SESSIONWATCH_WAKE_COALESCE_MS) stops
     with a conflict error (exit 5); change the stored value with 'settings set'.
+
+    \b
+    Examples:
+      sessionwatch settings show
+      sessionwatch settings set --max-events 200000
+      sessionwatch settings show --json
     """
 
 
