@@ -6,6 +6,7 @@ Everything here is transport-free. The HTTP, MCP and CLI faces call these method
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -169,11 +170,9 @@ class Gateway:
         changes = {n: v for n, v in stored.items() if getattr(self.settings, n, v) != v}
         if not changes:
             return
-        import dataclasses
-
         log.warning("the store's data settings changed: %s", changes)
         self.settings = dataclasses.replace(self.settings, **changes)
-        self.wakes._window = self.settings.wake_coalesce_ms
+        self.wakes._window = self.settings.wake_coalesce_ms  # the hub reads it per request
 
     def _timer_loop(self) -> None:
         while not self._closed:
