@@ -29,6 +29,7 @@ GATEWAY_ONLY = {
     "own_user_texts": "upstream monitor helper",
     "add_periodic": "registers timed work with this process's timer thread",
     "run_due": "runs this process's due timers (tests with an injected clock)",
+    "readiness": "the engine's write probe; a client asks the gateway with health",
 }
 # Parameters only the in-process engine takes: a client's credentials decide them on the server side.
 GATEWAY_ONLY_PARAMS = {

@@ -1,5 +1,5 @@
 """SQLite-only checks that need raw access to the file: best-effort recording when writes fail,
-reads degrading to empty values when tables are unreadable, and atomicity of event + notice."""
+failed host reads raising ``unavailable`` (tools flag what degraded), and atomicity of event + notice."""
 
 from __future__ import annotations
 
@@ -88,7 +88,8 @@ def test_a_failing_acknowledge_keeps_the_queue(gw: Gateway, sqlite_url: str) -> 
     head = gw.state_version(CHILD)
     gw.inbound(CHILD, "hello", channel="telegram")
     _raw(sqlite_url, FAIL_CURSORS)
-    assert gw.drain_system_events(MAIN) == []  # the drain failed as a whole ...
+    with pytest.raises(StoreUnavailable):  # the drain failed as a whole, and says so ...
+        gw.drain_system_events(MAIN)
     assert [e["text"] for e in gw.peek_system_events(MAIN)] == [_notice(CHILD, head)]  # ... so nothing is lost
     assert gw.acknowledge(MAIN, [CHILD]) == 0
     _raw(sqlite_url, "DROP TRIGGER fail_cursors")
@@ -102,34 +103,37 @@ def test_a_read_only_store_degrades_without_failing_inbound(gw: Gateway, caplog:
         out = gw.inbound(CHILD, "hello", channel="telegram")
     assert out == {"recorded": False, "event": None, "messageId": None, "actorType": "human"}
     assert "readonly" in caplog.text
+    assert gw.dropped_recordings == {"total": 1, "byCause": {"read_only": 1}}  # dropped, and counted
     assert gw.state_version(CHILD) == head
     status = gw.call_tool("session_status", {"sessionKey": CHILD, "changesSince": 0}, caller=MAIN)
     assert status["stateVersion"] == head  # reads still work
     failed = gw.call_tool("sessions_send", {"sessionKey": CHILD, "message": "x"}, caller=MAIN)
     assert failed["error"]["code"] == "unavailable"  # a tool that must write says so, it does not crash
-    assert gw.drain_system_events(MAIN) == []
+    with pytest.raises(StoreUnavailable):  # a drain that cannot acknowledge is an error, not []
+        gw.drain_system_events(MAIN)
+    assert gw.readiness()["ready"] is False
     assert gw.sweep() == 0
     assert gw.prune(force=True).skipped is True
 
 
-def test_reads_degrade_to_empty_values(gw: Gateway, sqlite_url: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_failed_reads_raise_and_tools_flag_what_degraded(gw: Gateway, sqlite_url: str,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
     gw.inbound(CHILD, "hello", channel="telegram")
     gw.enqueue_system_event(MAIN, "cron: x")
     _raw(sqlite_url, "ALTER TABLE events RENAME TO events_gone", "ALTER TABLE heads RENAME TO heads_gone",
          "ALTER TABLE cursors RENAME TO cursors_gone", "ALTER TABLE system_events RENAME TO system_events_gone")
-    with caplog.at_level(logging.ERROR):
-        assert gw.state_version(CHILD) == 0
-        assert gw.changes_since(CHILD, 0).to_json() == {"events": [], "truncated": False,
-                                                         "earliestAvailableSequence": 0, "historyGap": False}
-        assert gw.events_after(0) == []
-        assert gw.cursors() == []
-        assert gw.peek_system_events(MAIN) == []
+    with caplog.at_level(logging.WARNING):
+        for read in (lambda: gw.state_version(CHILD), lambda: gw.changes_since(CHILD, 0), lambda: gw.events_after(0),
+                     gw.cursors, lambda: gw.peek_system_events(MAIN)):
+            with pytest.raises(StoreUnavailable):  # a host read that failed is an error, never empty
+                read()
         status = gw.call_tool("session_status", {"sessionKey": CHILD, "changesSince": 0}, caller=MAIN)
         assert status["stateVersion"] == 0 and status["stateChanges"]["events"] == []
+        assert status["degraded"] is True and "Degraded" in status["text"]
         listed = gw.call_tool("sessions_list", {}, caller=MAIN)
         assert {s["sessionKey"] for s in listed["sessions"]} == {MAIN, CHILD}
-        assert all("stateVersion" not in s for s in listed["sessions"])
-    assert "degrading" in caplog.text
+        assert all("stateVersion" not in s for s in listed["sessions"]) and listed["degraded"] is True
+    assert "degraded" in caplog.text
 
 
 def test_the_store_survives_reopening_after_failures(sqlite_url: str, clock: ManualClock) -> None:

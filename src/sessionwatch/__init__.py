@@ -6,7 +6,7 @@
 
 from .engine import Gateway, Subscription, TOOLS, Wake
 from .errors import (Conflict, Forbidden, InvalidArgument, NotFound, PayloadTooLarge, SessionwatchError,
-                     StoreUnavailable, Unauthorized, UnknownTool)
+                     StoreUnavailable, Unauthorized, Unavailable, UnknownTool)
 from .notices import notice_text
 from .settings import Settings
 
@@ -14,4 +14,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Gateway", "Subscription", "TOOLS", "Wake", "Settings", "notice_text", "SessionwatchError",
            "InvalidArgument", "NotFound", "UnknownTool", "Forbidden", "Unauthorized", "PayloadTooLarge", "Conflict",
-           "StoreUnavailable", "__version__"]
+           "StoreUnavailable", "Unavailable", "__version__"]

@@ -61,6 +61,9 @@ class StoreUnavailable(SessionwatchError):
     http_status = 503
 
 
+# The name host operations document: a failed read or drain raises ``Unavailable`` (HTTP 503).
+Unavailable = StoreUnavailable
+
 ERROR_TYPES: dict[str, type[SessionwatchError]] = {
     cls.code: cls
     for cls in (InvalidArgument, NotFound, UnknownTool, Forbidden, Unauthorized, PayloadTooLarge, Conflict,

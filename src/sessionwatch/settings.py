@@ -1,8 +1,16 @@
-"""Tunable constants. The defaults are the documented values; every one can be overridden."""
+"""Tunable constants. The defaults are the documented values; every one can be overridden.
+
+Four of them define the data (which notices exist, how much log is kept), so they are stored in the
+store when it is created and every process uses the stored values (``DATA_SETTINGS``); the others are
+per process.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 DAY_MS = 86_400_000
 
@@ -24,9 +32,99 @@ class Settings:
     provider_timeout_ms: int = 45_000
     node_page_size: int = 50
     node_max_pages: int = 10
+    # Data settings given on purpose, with where they came from ("SESSIONWATCH_MAX_EVENTS=...", a flag):
+    # they must agree with the store's stored values. Not part of equality.
+    explicit: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class DataSetting:
+    field: str
+    env: str
+    flag: str
+    minimum: int
+    meaning: str
+
+
+# The settings that define the data: stored with the store (migration 0003), one value for every process.
+DATA_SETTINGS: dict[str, DataSetting] = {d.field: d for d in (
+    DataSetting("queue_cap", "SESSIONWATCH_QUEUE_CAP", "--queue-cap", 1, "system-event queue entries per session"),
+    DataSetting("retention_ms", "SESSIONWATCH_RETENTION_MS", "--retention-ms", 0, "log retention (ms)"),
+    DataSetting("max_events", "SESSIONWATCH_MAX_EVENTS", "--max-events", 1, "log row cap"),
+    DataSetting("wake_coalesce_ms", "SESSIONWATCH_WAKE_COALESCE_MS", "--wake-coalesce-ms", 0,
+                "wake coalescing window (ms)"),
+)}
+
+# Per-process settings read from the environment by every face (monitor cadence).
+PROCESS_ENV = {
+    "SESSIONWATCH_MONITOR_INTERVAL_MS": "monitor_interval_ms",
+    "SESSIONWATCH_MONITOR_FIRST_TICK_MS": "monitor_first_tick_ms",
+}
+
+
+def data_values(settings: Settings) -> dict[str, int]:
+    return {name: int(getattr(settings, name)) for name in DATA_SETTINGS}
+
+
+def explicit_data(settings: Settings) -> dict[str, tuple[int, str]]:
+    """Data settings the caller chose: named in ``explicit``, or (Python callers) set away from the default."""
+    defaults = Settings()
+    out: dict[str, tuple[int, str]] = {}
+    for name in DATA_SETTINGS:
+        value = int(getattr(settings, name))
+        if name in settings.explicit:
+            out[name] = (value, settings.explicit[name])
+        elif value != getattr(defaults, name):
+            out[name] = (value, f"Settings({name}={value})")
+    return out
+
+
+def check_value(name: str, value: object, source: str) -> int:
+    """A data setting's value: an integer at or above its minimum."""
+    spec = DATA_SETTINGS[name]
+    from .errors import InvalidArgument
+
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.strip().lstrip("-").isascii() and value.strip().lstrip("-").isdigit():
+        number = int(value.strip())
+    if number is None:
+        raise InvalidArgument(f"{source} must be an integer, got {value!r}")
+    if number < spec.minimum:
+        raise InvalidArgument(f"{source} must be >= {spec.minimum}, got {number}")
+    return number
+
+
+def settings_from_env(base: Settings | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """``base`` plus the ``SESSIONWATCH_*`` settings set in the environment (data ones marked explicit)."""
+    from .errors import InvalidArgument
+
+    env = os.environ if environ is None else environ
+    base = base or Settings()
+    changes: dict[str, int] = {}
+    explicit = dict(base.explicit)
+    for spec in DATA_SETTINGS.values():
+        raw = env.get(spec.env)
+        if raw is None or raw.strip() == "":
+            continue
+        changes[spec.field] = check_value(spec.field, raw, spec.env)
+        explicit[spec.field] = f"{spec.env}={raw.strip()}"
+    for var, name in PROCESS_ENV.items():
+        raw = env.get(var)
+        if raw is None or raw.strip() == "":
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            raise InvalidArgument(f"{var} must be an integer, got {raw!r}") from None
+        if value < 0:
+            raise InvalidArgument(f"{var} must be >= 0, got {value}")
+        changes[name] = value
+    return dataclasses.replace(base, explicit=explicit, **changes)
 
 
 # Input limits (bad input beyond them is an invalid_argument error).
 MAX_TEXT_BYTES = 1 << 20
-MAX_NAME_LENGTH = 200
 MAX_LIST_LIMIT = 1000
+MAX_NAME_LENGTH = 200

@@ -27,10 +27,12 @@ class State:
     json: bool = False
     _backend: Backend | None = field(default=None, repr=False)
 
-    def backend(self, *, timers: bool = False) -> Backend:
-        """Opened on first use, so ``--help`` and ``token`` never touch a store."""
+    def backend(self, *, timers: bool = False, read_only: bool = False) -> Backend:
+        """Opened on first use, so ``--help`` and ``token`` never touch a store. ``read_only``: the command
+        only reads, so opening it never sweeps or prunes."""
         if self._backend is None:
-            self._backend = Backend.open(store=self.store, gateway=self.gateway, token=self.token, timers=timers)
+            self._backend = Backend.open(store=self.store, gateway=self.gateway, token=self.token, timers=timers,
+                                         read_only=read_only)
         return self._backend
 
     def close(self) -> None:

@@ -35,8 +35,12 @@ class Backend:
 
     @classmethod
     def open(cls, *, store: str | None = None, gateway: str | None = None, token: str | None = None,
-             timers: bool = False) -> Backend:
-        """``gateway`` given: talk HTTP to it; otherwise open the store (default store when None)."""
+             timers: bool = False, read_only: bool = False) -> Backend:
+        """``gateway`` given: talk HTTP to it; otherwise open the store (default store when None).
+
+        A local store is opened with the ``SESSIONWATCH_*`` settings of the environment, checked against
+        the store's data settings; never with a forced prune (that is ``serve``'s and ``prune``'s job),
+        and with no write at all when ``read_only``."""
         if store and gateway:
             raise InvalidArgument("give --store or --gateway, not both")
         if gateway:
@@ -46,10 +50,12 @@ class Backend:
                 raise StoreUnavailable(f"the HTTP client is not available: {exc}") from exc
             return cls(GatewayClient(gateway, token=token), remote=True, where=gateway)
         from ..engine import Gateway, default_store_url
+        from ..settings import settings_from_env
 
         url = store or default_store_url()
+        settings = settings_from_env()
         try:
-            gw = Gateway.open(url, timers=timers)
+            gw = Gateway.open(url, timers=timers, settings=settings, read_only=read_only, prune_on_open=False)
         except SessionwatchError:
             raise
         except Exception as exc:

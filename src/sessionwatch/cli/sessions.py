@@ -33,7 +33,7 @@ def sessions_cmd(state: State, limit: int, agent_id: str | None) -> None:
       sessionwatch sessions
       sessionwatch sessions --agent main --json
     """
-    be = state.backend()
+    be = state.backend(read_only=True)
     rows = be.list_sessions(limit=limit, agent_id=agent_id)
     for r in rows:
         r.setdefault("stateVersion", 0)
@@ -72,7 +72,7 @@ def status_cmd(state: State, key: str, since: int | None, caller: str | None, ag
     args: dict[str, Any] = {"sessionKey": key}
     if since is not None:
         args["changesSince"] = since
-    out = state.backend().tool("session_status", args, caller=caller or key, agent_id=agent_id)
+    out = state.backend(read_only=True).tool("session_status", args, caller=caller or key, agent_id=agent_id)
 
     def human(c: Console) -> None:
         info = {k: out[k] for k in ("sessionKey", "agentId", "sessionId", "kind", "stateVersion", "spawnedBy",
@@ -209,7 +209,7 @@ def log_cmd(state: State, since: int, follow: bool, interval: float) -> None:
       sessionwatch log --since 120
       sessionwatch log --follow --json | jq .kind
     """
-    be = state.backend()
+    be = state.backend(read_only=True)
     c = console()
     after = since
     try:
@@ -316,7 +316,7 @@ def cursors_cmd(state: State, watcher: str | None, target: str | None) -> None:
       sessionwatch cursors
       sessionwatch cursors --watcher agent:main:main --json
     """
-    rows = state.backend().cursors(watcher=watcher, target=target)
+    rows = state.backend(read_only=True).cursors(watcher=watcher, target=target)
 
     def human(c: Console) -> None:
         if not rows:

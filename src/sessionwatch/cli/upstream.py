@@ -62,7 +62,7 @@ def threads_cmd(state: State, catalog: str) -> None:
       sessionwatch threads codex --json
       sessionwatch threads node:laptop
     """
-    out = jsonable(state.backend().list_threads(catalog))
+    out = jsonable(state.backend(read_only=True).list_threads(catalog))
 
     def human(c: Console) -> None:
         if not out:
@@ -121,7 +121,7 @@ def link_cmd(state: State, key: str, agent_id: str | None) -> None:
     Examples:
       sessionwatch link agent:main:subagent:codex-1
     """
-    out = state.backend().link(key, agent_id)
+    out = state.backend(read_only=True).link(key, agent_id)
     emit(state.json, out, _show(f"Link of {key}", out))
 
 
@@ -154,7 +154,7 @@ def upstream_results_cmd(state: State) -> None:
       sessionwatch --gateway http://127.0.0.1:7878 upstream-results
       sessionwatch upstream-results --json
     """
-    be = state.backend()
+    be = state.backend(read_only=True)
     out = jsonable(be.upstream_results())
     note = None if be.remote else "(local store: this process runs no monitor; 'tick' runs one now)"
     emit(state.json, out, _show_tick("Last upstream results", out, note))

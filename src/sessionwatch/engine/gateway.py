@@ -6,6 +6,7 @@ Everything here is transport-free. The HTTP, MCP and CLI faces call these method
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 from .. import kinds as K
 from .. import validation as v
 from ..clock import Clock, system_clock
-from ..errors import InvalidArgument, NotFound, SessionwatchError
+from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable
 from ..keys import (check_agent_id, infer_kind, is_agent_qualified, main_key, parse_key, SESSION_KINDS)
 from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
                        target_from_context_key)
@@ -27,11 +28,14 @@ from ..store.base import Store
 from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, MessageRow, PruneResult, QueueEntry,
                              RecordOutcome, SessionRow)
 from ..types import QueueEntry as QueueEntryJSON
+from . import data_settings
+from .drops import DropCounter
 from .wakes import Subscription, WakeCallback, WakeHub
 
 log = logging.getLogger("sessionwatch.engine")
 
 PROVENANCES = ("external_user", "inter_session", "internal_system")
+SETTINGS_REFRESH_MS = 10_000  # a running process picks up `sessionwatch settings set` within this
 ROLES = ("user", "assistant", "system")
 MAX_CONTEXT_KEY = 2048
 
@@ -72,11 +76,24 @@ class Gateway:
     """sessionwatch's engine. Open with :meth:`open`; close when done (or use ``with``)."""
 
     def __init__(self, store: Store, *, clock: Clock | None = None, settings: Settings | None = None,
-                 sweep: bool = True, timers: bool | None = None) -> None:
+                 sweep: bool = True, timers: bool | None = None, read_only: bool = False,
+                 prune_on_open: bool = True) -> None:
+        """``read_only``: opening and reading never write (no sweep, no prune, no timers), for read-only
+        commands. ``prune_on_open=False``: no forced prune after the sweep (clients that share a store
+        with a gateway). The data settings come from the store (see engine/data_settings.py)."""
         self.store = store
-        self.settings = settings or Settings()
         self._injected_clock = clock is not None
         self.clock: Clock = clock or system_clock
+        self.read_only = read_only
+        try:
+            self.settings = data_settings.resolve(store, settings or Settings(), self.clock(), read_only=read_only)
+        except BaseException:
+            store.close()
+            raise
+        self._settings_checked_at = self.clock()
+        self.drops = DropCounter()
+        self.sweep_error: str | None = None
+        self.sweep_ran = False
         self._closed = False
         self._prune_lock = threading.Lock()
         self._next_prune_at = 0
@@ -88,19 +105,24 @@ class Gateway:
         self._render = notice_template
         self._upstream: Any = None
         self.swept = 0
-        if sweep:
-            self.sweep()
+        if sweep and not read_only:
+            self._restart_sweep()
+            if prune_on_open:
+                self.prune(force=True)
         self.store.listen_wakes(lambda w: self.wakes.request([w]))
         self._timer_thread: threading.Thread | None = None
-        if timers if timers is not None else not self._injected_clock:
+        if not read_only and (timers if timers is not None else not self._injected_clock):
             self._timer_thread = threading.Thread(target=self._timer_loop, name="sessionwatch-timers", daemon=True)
             self._timer_thread.start()
 
     @classmethod
     def open(cls, url: str | None = None, clock: Clock | None = None, *, settings: Settings | None = None,
-             timers: bool | None = None) -> Gateway:
-        """Open a store by URL and run the restart sweep; returns once the sweep has finished."""
-        return cls(open_store(url or default_store_url()), clock=clock, settings=settings, timers=timers)
+             timers: bool | None = None, read_only: bool = False, prune_on_open: bool = True) -> Gateway:
+        """Open a store by URL and run the restart sweep; returns once the sweep has finished.
+
+        ``read_only=True`` skips every write (sweep, prune, timers); see ``__init__``."""
+        return cls(open_store(url or default_store_url()), clock=clock, settings=settings, timers=timers,
+                   read_only=read_only, prune_on_open=prune_on_open)
 
     def close(self) -> None:
         if self._closed:
@@ -137,6 +159,19 @@ class Gateway:
                     log.exception("periodic task failed")
         for req in self._safe(lambda: self.store.poll_wakes(self.wakes.watchers()), []):
             self.wakes.request([req])
+        if now - self._settings_checked_at >= SETTINGS_REFRESH_MS:
+            self._refresh_data_settings(now)
+
+    def _refresh_data_settings(self, now: int) -> None:
+        """Adopt values changed by `sessionwatch settings set` while this process runs."""
+        self._settings_checked_at = now
+        stored = self._safe(self.store.data_settings, {})
+        changes = {n: v for n, v in stored.items() if getattr(self.settings, n, v) != v}
+        if not changes:
+            return
+        log.warning("the store's data settings changed: %s", changes)
+        self.settings = dataclasses.replace(self.settings, **changes)
+        self.wakes._window = self.settings.wake_coalesce_ms  # the hub reads it per request
 
     def _timer_loop(self) -> None:
         while not self._closed:
@@ -153,8 +188,23 @@ class Gateway:
                 log.exception("timer tick failed")
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _host_read(self, fn: Callable[[], Any], what: str) -> Any:
+        """A host read that failed is an error (``unavailable``), never an empty success."""
+        try:
+            return fn()
+        except SessionwatchError:
+            raise
+        except Exception as exc:
+            log.warning("%s failed: %s: %s", what, exc.__class__.__name__, exc)
+            raise StoreUnavailable(f"{what} failed: {exc.__class__.__name__}: {exc}") from exc
+
+    @property
+    def dropped_recordings(self) -> dict[str, Any]:
+        """Recordings the store refused since this process started: ``{total, byCause}``."""
+        return self.drops.to_json()
+
     def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
-        """Reads degrade to a default instead of raising into a tool."""
+        """Internal reads (wake bookkeeping) degrade to a default; host reads use ``_host_read``."""
         try:
             return fn()
         except SessionwatchError:
@@ -184,7 +234,7 @@ class Gateway:
     def session(self, key: object, agent_id: object = None, *, caller_agent: str | None = None,
                 what: str = "sessionKey") -> SessionRow:
         skey, agent = self.resolve(key, agent_id, caller_agent=caller_agent, what=what)
-        row = self.store.get_session(skey, agent)
+        row = self._host_read(lambda: self.store.get_session(skey, agent), "reading the session")
         if row is None:
             raise NotFound(f"session {skey!r} (agent {agent}) does not exist")
         return row
@@ -211,8 +261,10 @@ class Gateway:
         try:
             outcome = self.store.record(ev, self._render, now, self.settings.queue_cap,
                                         self.wakes.has_subscribers())
-        except Exception:
-            log.exception("recording %s for %s failed (best-effort; the action goes on)", ev.kind, ev.session_key)
+        except Exception as exc:
+            cause = self.drops.count(exc)
+            log.exception("recording %s for %s failed (%s; best-effort, counted; the action goes on)", ev.kind,
+                          ev.session_key, cause)
             return None
         if outcome is not None and outcome.inserted:
             if outcome.wakes:
@@ -222,6 +274,8 @@ class Gateway:
         return outcome
 
     def _maybe_prune(self, now: int) -> None:
+        if self.read_only:
+            return
         if not self._prune_lock.acquire(blocking=False):
             return  # join the in-flight prune instead of starting another
         try:
@@ -265,8 +319,9 @@ class Gateway:
                       limit: int = 50, agents: frozenset[str] | None = None) -> list[SessionRow]:
         """``agents`` given: only sessions of those agents (a scoped token's view)."""
         if agents is None:
-            return self._safe(lambda: self.store.list_sessions(agent_id, kinds, limit), [])
-        return self._safe(lambda: self.store.list_sessions(agent_id, kinds, limit, agents=sorted(agents)), [])
+            return self._host_read(lambda: self.store.list_sessions(agent_id, kinds, limit), "listing sessions")
+        return self._host_read(lambda: self.store.list_sessions(agent_id, kinds, limit, agents=sorted(agents)),
+                               "listing sessions")
 
     def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
@@ -440,7 +495,7 @@ class Gateway:
     def cursors(self, *, watcher: object = None, target: object = None) -> list[dict[str, Any]]:
         w = parse_key(watcher, "watcher").raw if watcher is not None else None
         t = parse_key(target, "target").raw if target is not None else None
-        return [c.to_json() for c in self._safe(lambda: self.store.cursors(w, t), [])]
+        return [c.to_json() for c in self._host_read(lambda: self.store.cursors(w, t), "reading cursors")]
 
     def acknowledge(self, watcher: object, targets: list[str]) -> int:
         """Acknowledge pending notices of ``watcher`` for ``targets`` (what a drain does for its entries)."""
@@ -466,7 +521,8 @@ class Gateway:
 
     def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
         skey, _ = self.resolve(key, agent_id)
-        return [entry_json(e) for e in self._safe(lambda: self.store.peek(skey, self._render, self.settings.queue_cap), [])]
+        return [entry_json(e) for e in self._host_read(
+            lambda: self.store.peek(skey, self._render, self.settings.queue_cap), "reading the system-event queue")]
 
     def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
         """A watcher's turn consumes its queue: returns the entries and acknowledges session-state ones."""
@@ -474,9 +530,9 @@ class Gateway:
         try:
             entries, wakes = self.store.drain(skey, target_from_context_key, self._render, self.clock(),
                                               self.settings.queue_cap)
-        except Exception:
+        except Exception as exc:  # the notices stay queued: an error, never an empty success
             log.exception("drain for %s failed", skey)
-            return []
+            raise StoreUnavailable(f"draining the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
         self.wakes.request(wakes)
         return [entry_json(e) for e in entries]
 
@@ -491,7 +547,7 @@ class Gateway:
     # -- reconciliation --------------------------------------------------------------------------
     def state_version(self, key: object, agent_id: object = None) -> int:
         skey, agent = self.resolve(key, agent_id)
-        return self._safe(lambda: self.store.state_version(skey, agent), 0)
+        return int(self._host_read(lambda: self.store.state_version(skey, agent), "reading the stateVersion"))
 
     def changes_since(self, key: object, after: object, *, agent_id: object = None,
                       limit: int | None = None) -> ChangesPage:
@@ -499,7 +555,7 @@ class Gateway:
         after = v.sequence(after, "changesSince")
         page = self.settings.changes_page_size
         lim = page if limit is None else max(1, min(page, int(limit)))
-        return self._safe(lambda: self.store.changes_since(skey, agent, after, lim), EMPTY_PAGE)
+        return self._host_read(lambda: self.store.changes_since(skey, agent, after, lim), "reading changes")
 
     def events_after(self, after: object = 0, limit: object = 200, *,
                      agents: frozenset[str] | None = None) -> list[dict[str, Any]]:
@@ -508,22 +564,48 @@ class Gateway:
         a = v.sequence(after, "after")
         n = v.integer(limit, "limit", minimum=1, maximum=1000)
         if agents is None:
-            return [e.to_json() for e in self._safe(lambda: self.store.events_after(a, n), [])]
-        return [e.to_json() for e in self._safe(lambda: self.store.events_after(a, n, sorted(agents)), [])]
+            return [e.to_json() for e in self._host_read(lambda: self.store.events_after(a, n), "reading the log")]
+        return [e.to_json() for e in self._host_read(lambda: self.store.events_after(a, n, sorted(agents)),
+                                                     "reading the log")]
 
     # -- maintenance -----------------------------------------------------------------------------
     def sweep(self) -> int:
         """Re-materialize unacknowledged notices (restart sweep), then a forced prune."""
+        count = self._restart_sweep()
+        self.prune(force=True)
+        return count
+
+    def _restart_sweep(self) -> int:
         now = self.clock()
         try:
             count, wakes = self.store.sweep(self._render, now, self.settings.queue_cap)
-        except Exception:
+        except Exception as exc:  # readiness reports it (and retries) until a sweep succeeds
             log.exception("restart sweep failed")
-            count, wakes = 0, []
+            self.sweep_error = f"{exc.__class__.__name__}: {exc}"[:300]
+            return 0
+        self.sweep_error, self.sweep_ran = None, True
         self.swept = count
         self.wakes.request(wakes)
-        self.prune(force=True)
         return count
+
+    def readiness(self) -> dict[str, Any]:
+        """Does the store accept a write, and has the restart sweep run? (blocking: one write probe)
+
+        A sweep that failed at open is retried here once the store takes writes again."""
+        out: dict[str, Any] = {"ready": False, "writable": False}
+        try:
+            self.store.probe_write(self.clock())
+            out["writable"] = True
+        except Exception as exc:
+            out["message"] = f"the store does not accept writes: {exc.__class__.__name__}: {exc}"[:400]
+        if out["writable"] and not self.sweep_ran and not self.read_only:
+            self._restart_sweep()
+        if out["writable"] and not self.sweep_ran:
+            out["message"] = f"the restart sweep has not run: {self.sweep_error or 'not started'}"
+        out["ready"] = out["writable"] and self.sweep_ran
+        out["sweepRan"] = self.sweep_ran
+        out["droppedRecordings"] = self.drops.to_json()
+        return out
 
     def prune(self, *, force: bool = True) -> PruneResult:
         now = self.clock()

@@ -15,7 +15,7 @@ from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
 from ..settings import MAX_LIST_LIMIT
-from ..store.records import EventInput, MessageRow, SessionRow
+from ..store.records import EMPTY_PAGE, EventInput, MessageRow, SessionRow
 from ..types import HistoryResult, ListResult, ListedSession, SendResult, SpawnResult, StatusResult, UnwatchResult
 from .schemas import TOOL_RESULTS, result_or_error
 
@@ -95,6 +95,23 @@ def _target(gw: Gateway, key: object, caller: Caller) -> SessionRow:
     skey, agent = gw.resolve(key, caller_agent=caller.agent_id)
     check_scope(caller.scope, agent, f"session {skey!r}")
     return gw.session(skey, agent)
+def _degraded(notes: list[str], what: str, fn: Callable[[], Any], default: Any) -> Any:
+    """Where the spec lets a failed read degrade (the tool must not fail), note it for ``_flag``."""
+    try:
+        return fn()
+    except (StoreUnavailable, OSError) as exc:
+        log.warning("%s failed; the tool result says it is degraded: %s", what, exc)
+        notes.append(what)
+        return default
+
+
+def _flag(out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``degraded: true`` plus a sentence, so an empty read is never mistaken for "no changes"."""
+    if notes:
+        out["degraded"] = True
+        out["text"] = (f"{out.get('text', '')}\n\nDegraded: reading {' and '.join(notes)} failed, so the "
+                       "values shown for it are empty or 0 and do not mean \"no changes\". Retry shortly.").lstrip()
+    return out
 
 
 def _caller_must_exist(gw: Gateway, caller: Caller) -> None:
@@ -147,9 +164,10 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
                 gw.store.append_message(MessageRow(0, child.raw, agent, "user", task, now,
                                                    provenance="inter_session", source_session_key=caller.key,
                                                    channel="subagent"))
-    version = gw.state_version(child.raw, agent)
-    return {"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id, "stateVersion": version,
-            "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}
+    notes: list[str] = []
+    version = _degraded(notes, "the stateVersion", lambda: gw.state_version(child.raw, agent), 0)
+    return _flag({"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id, "stateVersion": version,
+                  "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}, notes)
 
 
 # -- sessions_send -------------------------------------------------------------------------------
@@ -192,7 +210,8 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
         key = caller.key
     row = _target(gw, key, caller)
     since = v.sequence(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
-    version = gw.state_version(row.session_key, row.agent_id)
+    notes: list[str] = []
+    version = _degraded(notes, "the stateVersion", lambda: gw.state_version(row.session_key, row.agent_id), 0)
     out: dict[str, Any] = {"sessionKey": row.session_key, "agentId": row.agent_id, "sessionId": row.session_id,
                            "kind": row.kind, "stateVersion": version}
     if row.spawned_by:
@@ -210,12 +229,13 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     if row.goal:
         lines.append(f"goal: {row.goal.get('objective', '')} [{row.goal.get('status', '')}]")
     if since is not None:
-        changes = gw.changes_since(row.session_key, since, agent_id=row.agent_id).to_json()
+        changes = _degraded(notes, "the state changes",
+                            lambda: gw.changes_since(row.session_key, since, agent_id=row.agent_id), EMPTY_PAGE).to_json()
         out["stateChanges"] = changes
         block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
         lines += ["", "Session state changes:", "```json", block, "```"]
     out["text"] = "\n".join(lines)
-    return cast(StatusResult, out)
+    return cast(StatusResult, _flag(out, notes))
 
 
 # -- sessions_list -------------------------------------------------------------------------------
@@ -226,7 +246,9 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
     if agent is not None:
         check_scope(caller.scope, agent, "the sessions")
     rows = gw.list_sessions(agent_id=agent, kinds=kinds, limit=limit, agents=caller.scope)
-    versions = gw._safe(lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), {})
+    notes: list[str] = []
+    versions = _degraded(notes, "the stateVersions", lambda: gw._host_read(
+        lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), "reading stateVersions"), {})
     sessions: list[ListedSession] = []
     lines = []
     for r in rows:
@@ -241,17 +263,19 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
         sessions.append(item)
         lines.append(f"- {r.session_key} [{r.kind}]" + (f" stateVersion {version}" if version else "")
                      + (f" spawnedBy {r.spawned_by}" if r.spawned_by else ""))
-    return {"sessions": sessions, "text": "\n".join(lines) if lines else "No sessions."}
+    return _flag({"sessions": sessions, "text": "\n".join(lines) if lines else "No sessions."}, notes)
 
 
 # -- sessions_history ----------------------------------------------------------------------------
 def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> HistoryResult:
     row = _target(gw, args.get("sessionKey"), caller)
     limit = v.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
-    msgs = gw._safe(lambda: gw.store.messages(row.session_key, row.agent_id, limit), [])
+    notes: list[str] = []
+    msgs = _degraded(notes, "the transcript", lambda: gw._host_read(
+        lambda: gw.store.messages(row.session_key, row.agent_id, limit), "reading the transcript"), [])
     lines = [f"[{m.role}] {m.text}" for m in msgs]
-    return {"sessionKey": row.session_key, "messages": [m.to_json() for m in msgs],
-            "text": "\n".join(lines) if lines else f"No messages in {row.session_key}."}
+    return _flag({"sessionKey": row.session_key, "messages": [m.to_json() for m in msgs],
+                  "text": "\n".join(lines) if lines else f"No messages in {row.session_key}."}, notes)
 
 
 # -- session_unwatch -----------------------------------------------------------------------------

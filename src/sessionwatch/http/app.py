@@ -10,38 +10,24 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
-from .. import __version__
 from ..engine import Gateway
-from . import openapi, routes_log, routes_sessions, routes_tools, routes_upstream, sse
+from . import health, openapi, routes_log, routes_sessions, routes_tools, routes_upstream, sse
 from .auth import ANY_TOKEN, Authenticator
 from .endpoints import Call, Endpoint, make_routes
 from .errors import http_exception_handler, internal_error_handler
-from .jsonio import json_response
 from .middleware import Guard
 from .origin import BrowserGuard, RequestPolicy
-from .runtime import GatewayFactory, Runtime, redact_url
+from .runtime import GatewayFactory, Runtime
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
 
 def _meta_routes(runtime: Runtime, doc: Callable[[], dict[str, Any]]) -> list[Endpoint]:
-    def health(c: Call) -> Any:
-        gw = runtime.gateway
-        if runtime.state == "ok" and gw is not None:
-            return {"status": "ok", "storeUrl": redact_url(getattr(gw.store, "url", "")), "version": __version__,
-                    "swept": gw.swept, "streams": len(runtime.streams)}
-        body: dict[str, Any] = {"status": runtime.state, "version": __version__}
-        if runtime.message:
-            body["message"] = runtime.message
-        return json_response(body, 503)
-
     def openapi_doc(c: Call) -> Any:
         return doc()
 
     return [
-        Endpoint("GET", "/v1/health", "health", "Readiness: 503 {status: starting} until the restart sweep has "
-                 "finished, then 200 {status: ok, storeUrl, version, swept}. Needs no token.", health, tag="meta",
-                 needs_gateway=False, touches=ANY_TOKEN),
+        *health.routes(runtime),
         Endpoint("GET", "/v1/openapi.json", "openapi", "This OpenAPI 3.1 document.", openapi_doc, tag="meta",
                  needs_gateway=False, result={"type": "object"}, touches=ANY_TOKEN),
     ]

@@ -1,37 +1,11 @@
-"""Gateway settings from the environment (documented in docs/http.md)."""
+"""Gateway settings from the environment (documented in docs/http.md). Every face reads the same
+variables, so the reader lives in ``sessionwatch.settings``."""
 
 from __future__ import annotations
 
-import dataclasses
-import os
-
-from ..errors import InvalidArgument
-from ..settings import Settings
+from ..settings import DATA_SETTINGS, PROCESS_ENV, settings_from_env
 
 # Environment variable -> Settings field (integer milliseconds or counts).
-ENV_SETTINGS = {
-    "SESSIONWATCH_WAKE_COALESCE_MS": "wake_coalesce_ms",
-    "SESSIONWATCH_QUEUE_CAP": "queue_cap",
-    "SESSIONWATCH_RETENTION_MS": "retention_ms",
-    "SESSIONWATCH_MAX_EVENTS": "max_events",
-    "SESSIONWATCH_MONITOR_INTERVAL_MS": "monitor_interval_ms",
-    "SESSIONWATCH_MONITOR_FIRST_TICK_MS": "monitor_first_tick_ms",
-}
+ENV_SETTINGS = {**{d.env: d.field for d in DATA_SETTINGS.values()}, **PROCESS_ENV}
 
-
-def settings_from_env(base: Settings | None = None, environ: dict[str, str] | None = None) -> Settings:
-    env = os.environ if environ is None else environ
-    changes: dict[str, int] = {}
-    for var, field in ENV_SETTINGS.items():
-        raw = env.get(var)
-        if raw is None or raw.strip() == "":
-            continue
-        try:
-            value = int(raw)
-        except ValueError:
-            raise InvalidArgument(f"{var} must be an integer, got {raw!r}") from None
-        minimum = 1 if field in ("queue_cap", "max_events") else 0
-        if value < minimum:
-            raise InvalidArgument(f"{var} must be >= {minimum}, got {value}")
-        changes[field] = value
-    return dataclasses.replace(base or Settings(), **changes)
+__all__ = ["ENV_SETTINGS", "settings_from_env"]

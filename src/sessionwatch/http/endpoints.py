@@ -116,10 +116,9 @@ def make_handler(ep: Endpoint, runtime: Runtime, max_body: int) -> RequestHandle
             call = Call(request, runtime, gw, path, query, body, principal)  # type: ignore[arg-type]
             if is_async:
                 result = await ep.handler(call)
-            elif ep.thread:
-                result = await anyio.to_thread.run_sync(ep.handler, call, limiter=runtime.slow_limiter)
-            else:
-                result = ep.handler(call)
+            else:  # store I/O never runs on the event loop (see Runtime.store_limiter)
+                limiter = runtime.slow_limiter if ep.thread else runtime.store_limiter
+                result = await anyio.to_thread.run_sync(ep.handler, call, limiter=limiter)
         except Exception as exc:  # noqa: BLE001 - mapped to a JSON error, never a bare 500
             return failure_response(exc, ep.op_id)
         if callable(result):  # a Response or another ASGI app (the SSE stream)

@@ -19,7 +19,7 @@ from .jsonio import JSON_TYPE, dumps
 
 access_log = logging.getLogger("sessionwatch.http.access")
 
-OPEN_PATHS = frozenset({"/v1/health"})
+OPEN_PATHS = frozenset({"/v1/health", "/v1/health/live", "/v1/health/ready"})
 
 
 def _routing_path(raw_path: bytes) -> str:

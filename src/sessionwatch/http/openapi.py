@@ -100,7 +100,7 @@ def build(endpoints: list[Endpoint], *, token_required: bool) -> dict[str, Any]:
             continue
         if ep.op_id == "stream_wakes":
             op = _stream_path(ep)
-        elif ep.op_id == "health":
+        elif ep.op_id in ("health", "health_ready", "health_live"):
             op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ref("Health"))
             op["responses"] = {"200": {"description": "Ready.", "content": _json(S.ref("Health"))},
                                "503": {"description": "Starting, failed or stopping.",

@@ -45,8 +45,8 @@ async def _call_tool(c: Call) -> Any:
     if name == "sessions_send" and _waits(c.body):
         # Waiting for a reply blocks for up to timeoutSeconds of real time: keep it off the event loop.
         result = await anyio.to_thread.run_sync(run, limiter=c.runtime.wait_limiter)
-    else:
-        result = run()
+    else:  # off the event loop like every store call (endpoints.make_handler)
+        result = await anyio.to_thread.run_sync(run, limiter=c.runtime.store_limiter)
     if "error" in result:
         return tool_error_response(result)
     return result

@@ -62,6 +62,10 @@ class Runtime:
         # Waiting sessions_send calls get their own thread budget, so they never starve other work.
         self.wait_limiter = anyio.CapacityLimiter(64)
         self.slow_limiter = anyio.CapacityLimiter(8)
+        # Every store call runs on a worker thread (a held SQLite lock or a slow PostgreSQL must not stall
+        # the event loop, so SSE keep-alives and liveness keep answering); bounded so a stalled store
+        # holds at most this many threads.
+        self.store_limiter = anyio.CapacityLimiter(16)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -97,8 +97,13 @@ COMPONENTS: dict[str, Schema] = {
     "StateChanges": E.STATE_CHANGES,
     "Wake": obj({"watcher": STR, "target": STR, "reason": STR, "at": INT, "trailing": BOOL},
                 ["watcher", "target", "reason", "at", "trailing"]),
-    "Health": obj({"status": {"type": "string", "enum": ["starting", "ok", "failed", "stopping"]},
-                   "storeUrl": STR, "version": STR, "swept": INT, "streams": INT, "message": STR}, ["status"]),
+    "Health": obj({"status": {"type": "string", "enum": ["starting", "ok", "failed", "stopping", "unavailable",
+                                                         "live"]},
+                   "storeUrl": STR, "version": STR, "swept": INT, "streams": INT, "message": STR, "state": STR,
+                   "writable": BOOL, "sweepRan": BOOL,
+                   "droppedRecordings": obj({"total": INT, "byCause": {"type": "object",
+                                                                       "additionalProperties": INT}},
+                                            ["total", "byCause"])}, ["status"]),
 }
 
 # Results of the host operations.

@@ -9,7 +9,7 @@ conformance suite in ``tests/conformance``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..notices import NoticeTemplate
@@ -200,6 +200,22 @@ class Store(ABC):
     @abstractmethod
     def revoke_token(self, token_id: str, now: int) -> bool:
         """Stamp ``revoked_at``; False when there is no such token or it was already revoked."""
+    # -- data settings and readiness (store/data_settings.py) ------------------------------------
+    @abstractmethod
+    def data_settings(self) -> dict[str, int]:
+        """The stored data settings (empty until the first process stored them)."""
+
+    @abstractmethod
+    def init_data_settings(self, values: Mapping[str, int], now: int) -> dict[str, int]:
+        """Store the values not stored yet (the first opener wins); returns the stored values."""
+
+    @abstractmethod
+    def set_data_settings(self, changes: Mapping[str, int], now: int) -> tuple[dict[str, int], dict[str, int]]:
+        """Change stored values in one transaction; returns (old, new)."""
+
+    @abstractmethod
+    def probe_write(self, now: int) -> None:
+        """One small write transaction (readiness); raises when the store does not accept writes."""
 
     # -- maintenance -----------------------------------------------------------------------------
     def try_lock(self, name: str) -> Any:

@@ -45,6 +45,7 @@ from .base import Render, Store, WakeListener
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult, QueueEntry, RecordOutcome,
                       WakeRequest, loads)
 from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
+from .data_settings import PostgresDataSettings
 from .postgres_links import LinksMixin
 from .postgres_sessions import SessionsMixin
 from .postgres_tokens import TokensMixin
@@ -164,7 +165,7 @@ class _AdvisoryLock:
         self._pool.putconn(self._conn)
 
 
-class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, Store):
+class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings, Store):
     """The scale-out backend. Thread-safe: a connection pool plus one LISTEN connection."""
 
     multi_process = True

@@ -24,6 +24,7 @@ from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult,
                       WakeRequest, loads)
 from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 
+from .data_settings import SQLiteDataSettings
 from .sqlite_links import LinksMixin
 from .sqlite_sessions import SessionsMixin
 from .sqlite_tokens import TokensMixin
@@ -159,7 +160,7 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
     return current
 
 
-class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, Store):
+class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, Store):
     """The embedded default backend. Thread-safe: one connection behind a lock."""
 
     multi_process = False
