@@ -24,6 +24,9 @@ class Settings:
     provider_timeout_ms: int = 45_000
     node_page_size: int = 50
     node_max_pages: int = 10
+    # Beyond v1: a watcher's session_status with changesSince acknowledges what it returned (its cursor
+    # moves, a covered notice is withdrawn). False restores strict v1: reads never move cursors.
+    reconcile_acknowledges: bool = True
 
 
 # Input limits (bad input beyond them is an invalid_argument error).

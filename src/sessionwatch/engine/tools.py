@@ -164,8 +164,11 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> dict[str, A
     if row.goal:
         lines.append(f"goal: {row.goal.get('objective', '')} [{row.goal.get('status', '')}]")
     if since is not None:
-        changes = gw.changes_since(row.session_key, since, agent_id=row.agent_id).to_json()
+        page = gw.changes_since(row.session_key, since, agent_id=row.agent_id)
+        changes = page.to_json()
         out["stateChanges"] = changes
+        if page.events:  # a watcher's read acknowledges what it returned (SPEC §2 "reconciling")
+            gw.reconcile(caller.key, row.session_key, since, int(page.events[-1]["sequence"]))
         block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
         lines += ["", "Session state changes:", "```json", block, "```"]
     out["text"] = "\n".join(lines)
@@ -236,7 +239,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          _send, acts_as_caller=True),
     Tool("session_status",
          "Status of a session (default: yours) with its stateVersion. Pass changesSince N (the number in a "
-         "stale notice) to get the exact typed changes after N. Never moves a cursor.",
+         "stale notice) to get the exact typed changes after N; as a watcher of that session you have then seen "
+         "them (a notice they cover is withdrawn).",
          _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0}}),
          _status),
     Tool("sessions_list",
