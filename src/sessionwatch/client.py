@@ -161,6 +161,12 @@ class GatewayClient:
     def drain_system_events(self, key: object, *, agent_id: object = None) -> list[dict[str, Any]]:
         return self._session("POST", key, "/system-events/drain", body=_drop_none({"agentId": agent_id}))["entries"]
 
+    def ack_system_events(self, key: object, ids: Any, *, agent_id: object = None) -> dict[str, Any]:
+        """Acknowledge entries (ids from a peek) once you have them: ``{acknowledged: n}``."""
+        return self._session("POST", key, "/system-events/ack",
+                             body=_drop_none({"ids": list(ids) if isinstance(ids, (list, tuple)) else ids,
+                                              "agentId": agent_id}))
+
     def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
         return self._request("POST", "/v1/watch", body=_drop_none(
             {"watcher": watcher, "target": target, "agentId": agent_id}))["watched"]

@@ -75,6 +75,9 @@ MESSAGE = body({"role": {"type": "string", "enum": ["user", "assistant", "system
                 "agentId": OPT_AGENT, "imported": {"type": "boolean"}}, ["role", "text"])
 ENQUEUE = body({"text": TEXT, "contextKey": {"type": ["string", "null"], "minLength": 1, "maxLength": 2048},
                 "agentId": OPT_AGENT}, ["text"])
+ACK = body({"ids": {"type": "array", "maxItems": 1000, "description": "Entry ids from a peek.",
+                    "items": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}},
+             "agentId": OPT_AGENT}, ["ids"])
 PRUNE = body({"force": {"type": "boolean"}})
 EMPTY = body({})
 WATCH = body({"watcher": KEY, "target": KEY, "agentId": OPT_AGENT}, ["watcher", "target"])
@@ -104,7 +107,8 @@ COMPONENTS: dict[str, Schema] = {
     "Event": obj({**_EVENT_PROPS, "sessionKey": STR, "agentId": STR, "sessionId": STR, "dedupeKey": STR},
                  ["sequence", "kind", "actorType", "occurredAt", "summary", "sessionKey", "agentId"]),
     "Message": obj(MESSAGE_PROPS, ["id", "role", "text", "ts"]),
-    "QueueEntry": obj({"id": INT, "text": STR, "ts": INT, "contextKey": {"type": ["string", "null"]},
+    "QueueEntry": obj({"id": {"type": "integer", "description": "Stable: the same entry has the same id in "
+                                                             "every peek and process, never reused."}, "text": STR, "ts": INT, "contextKey": {"type": ["string", "null"]},
                        "line": STR}, ["id", "text", "ts", "contextKey", "line"]),
     "Cursor": obj({"watcher": STR, "target": STR, "lastSeen": INT, "notified": INT, "material": INT,
                    "provenance": STR, "updatedAt": INT},
@@ -127,6 +131,7 @@ R_RUN_BEGIN = obj({"sessionKey": STR, "activeRunId": STR}, ["sessionKey", "activ
 R_RECORDED = obj({"recorded": BOOL, "wasActive": BOOL, "event": nullable("Event")}, ["recorded", "event"])
 R_DELETED = obj({"deleted": BOOL}, ["deleted"])
 R_ENTRIES = listing("entries", ref("QueueEntry"))
+R_ACKED = obj({"acknowledged": INT}, ["acknowledged"])
 R_ENQUEUED = obj({"queued": BOOL, "entry": nullable("QueueEntry")}, ["queued", "entry"])
 R_STATE_VERSION = obj({"sessionKey": STR, "agentId": STR, "stateVersion": INT}, ["sessionKey", "stateVersion"])
 R_LINK = obj({"link": {"type": ["object", "null"]}}, ["link"])
