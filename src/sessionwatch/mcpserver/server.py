@@ -6,18 +6,19 @@ Built on the SDK's low-level ``Server`` because the tool schemas are data (``eng
 
 from __future__ import annotations
 
-import anyio
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
 from .. import __version__
 from ..engine.tools import TOOLS
 from .binding import SessionBinding
+from .delivery import report_writes, run_call
 
 INSTRUCTIONS = (
     "sessionwatch tools, called as session {key}. When a result starts with 'System: ... changed (other "
     "actor)', another actor touched a session you work with: call session_status with the sessionKey and "
-    "changesSince from that line before acting on it. Each notice arrives once."
+    "changesSince from that line before acting on it. A notice comes again only if its earlier answer "
+    "never reached you."
 )
 
 
@@ -35,11 +36,12 @@ def build_server(binding: SessionBinding) -> Server:
         return types.ListToolsResult(tools=tool_list())
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
-        # The engine is synchronous (and sessions_send may wait for a reply): keep it off the event loop.
-        outcome = await anyio.to_thread.run_sync(binding.call, params.name, dict(params.arguments or {}))
+        # Off the event loop; a cancelled call leaves its notices queued (mcpserver.delivery).
+        outcome = await run_call(binding, ctx.request_id, params.name, dict(params.arguments or {}))
         return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text())],
                                     structured_content=outcome.structured(), is_error=outcome.is_error)
 
-    return Server("sessionwatch", version=__version__, instructions=INSTRUCTIONS.format(key=binding.session_key),
-                  get_tool_input_schema=lambda name: TOOLS[name].input_schema if name in TOOLS else None,
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server("sessionwatch", version=__version__, instructions=INSTRUCTIONS.format(key=binding.session_key),
+                    get_tool_input_schema=lambda name: TOOLS[name].input_schema if name in TOOLS else None,
+                    on_list_tools=list_tools, on_call_tool=call_tool)
+    return report_writes(server, binding)  # notices are acknowledged once their answer is written
