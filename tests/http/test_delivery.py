@@ -102,3 +102,26 @@ def test_openapi_lists_the_ack_route(http: httpx.Client) -> None:
     assert op["requestBody"]["content"]["application/json"]["schema"]["required"] == ["ids"]
     entry = doc["components"]["schemas"]["QueueEntry"]
     assert "id" in entry["required"]
+
+
+def test_the_reconcile_setting_from_the_environment() -> None:
+    from sessionwatch.errors import InvalidArgument
+    from sessionwatch.http.config import settings_from_env
+
+    assert settings_from_env(environ={}).reconcile_acknowledges is True  # the default: beyond v1
+    assert settings_from_env(environ={"SESSIONWATCH_RECONCILE_ACKS": "0"}).reconcile_acknowledges is False
+    assert settings_from_env(environ={"SESSIONWATCH_RECONCILE_ACKS": "true"}).reconcile_acknowledges is True
+    with pytest.raises(InvalidArgument):
+        settings_from_env(environ={"SESSIONWATCH_RECONCILE_ACKS": "maybe"})
+
+
+def test_a_strict_v1_gateway_leaves_cursors_alone(gateway_factory: Any) -> None:
+    gp = gateway_factory(env={"SESSIONWATCH_RECONCILE_ACKS": "0"}).start()
+    with httpx.Client(base_url=gp.url, timeout=10) as http:
+        manager, child, v0 = _family(http, "strict")
+        res = http.post("/v1/tools/session_status", json={"sessionKey": child, "changesSince": v0},
+                        headers={"X-Session-Key": manager})
+        assert len(res.json()["stateChanges"]["events"]) == 1
+        cursor = http.get("/v1/cursors", params={"watcher": manager, "target": child}).json()["cursors"][0]
+        assert cursor["lastSeen"] == v0
+        assert _texts(http.get(f"/v1/sessions/{manager}/system-events").json()["entries"]) == [notice_text(child, v0)]

@@ -19,9 +19,24 @@ ENV_SETTINGS = {
 }
 
 
+# Environment variable -> boolean Settings field ("1"/"true"/"yes"/"on" or "0"/"false"/"no"/"off").
+ENV_FLAGS = {
+    "SESSIONWATCH_RECONCILE_ACKS": "reconcile_acknowledges",
+}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def settings_from_env(base: Settings | None = None, environ: dict[str, str] | None = None) -> Settings:
     env = os.environ if environ is None else environ
-    changes: dict[str, int] = {}
+    changes: dict[str, int | bool] = {}
+    for var, field in ENV_FLAGS.items():
+        raw = env.get(var)
+        if raw is None or raw.strip() == "":
+            continue
+        word = raw.strip().lower()
+        if word not in _TRUE + _FALSE:
+            raise InvalidArgument(f"{var} must be 1 or 0 (true/false), got {raw!r}")
+        changes[field] = word in _TRUE
     for var, field in ENV_SETTINGS.items():
         raw = env.get(var)
         if raw is None or raw.strip() == "":
