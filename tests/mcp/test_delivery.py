@@ -127,3 +127,27 @@ async def test_concurrent_calls_do_not_both_carry_a_notice(gw: Gateway) -> None:
     third = binding.call("sessions_list", {}, binding.open_call())
     assert [e["id"] for e in third.system_events] == [e["id"] for e in first.system_events]
 
+
+
+async def test_without_write_reports_a_cancelled_call_acknowledges_nothing(gw: Gateway) -> None:
+    """The streamable-HTTP path: a call cancelled while its worker runs must not count as delivered,
+    although the worker finishes and the handler resumes without a checkpoint."""
+    from sessionwatch.mcpserver.delivery import run_call
+
+    binding = SessionBinding(gw, MANAGER)
+    binding.ensure_session()
+    child = gw.call_tool("sessions_spawn", {"label": "kid"}, caller=MANAGER)["sessionKey"]
+    gw.inbound(child, "hi", channel="webchat")
+    with anyio.CancelScope() as scope:
+        async def cancel_soon() -> None:
+            await anyio.sleep(0.2)
+            scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel_soon)
+            await run_call(binding, "req-9", "sessions_send",
+                           {"sessionKey": child, "message": "x", "timeoutSeconds": 1})
+    assert scope.cancelled_caught
+    nxt = binding.call("sessions_list", {}, binding.open_call())
+    assert [e["contextKey"] for e in nxt.system_events] == [e["contextKey"] for e in gw.peek_system_events(MANAGER)]
+    assert len(nxt.system_events) == 1

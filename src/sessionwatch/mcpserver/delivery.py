@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from mcp.server import Server
 from mcp_types import JSONRPCResponse
@@ -30,6 +31,9 @@ async def run_call(binding: SessionBinding, request_id: object, name: str, args:
         # The engine is synchronous (and sessions_send may wait for a reply): keep it off the event loop.
         # A cancel lands once the worker returns; then nothing it attached counts as delivered.
         outcome = await anyio.to_thread.run_sync(binding.call, name, args, ticket)
+        # A cancel that arrived while the worker ran is delivered only at a checkpoint: take it here, or
+        # this answer would count as delivered although the SDK will never send it.
+        await anyio.lowlevel.checkpoint_if_cancelled()
     except BaseException:
         binding.abandon(ticket)
         raise
