@@ -325,6 +325,11 @@ DECLARE
 BEGIN
     o_changed := false;
     o_wake := false;
+    -- Most reads are not a watcher's: answer those without the writer lock.
+    SELECT c.last_seen INTO v_ls FROM cursors c WHERE c.target = p_target AND c.watcher = p_watcher;
+    IF NOT FOUND OR p_after > v_ls OR p_last <= v_ls THEN
+        RETURN;
+    END IF;
     PERFORM pg_advisory_xact_lock(p_lock);
     PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
     SELECT c.last_seen, c.material, c.provenance INTO v_ls, v_mat, v_prov
