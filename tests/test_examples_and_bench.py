@@ -17,6 +17,7 @@ def test_example_program_runs_the_whole_story(tmp_path: Path) -> None:
     assert "3. manager got 1 notice and 1 wake" in out.stdout
     assert 'changesSince 2.' in out.stdout
     assert "4. changesSince 2 -> 2 events: ['human_direct_message', 'human_direct_message']" in out.stdout
+    assert "6. next turn: 0 follow-up notices; cursor at 4 of stateVersion 4" in out.stdout  # the read acked
     assert out.stdout.rstrip().endswith("then 0 pending")
 
 

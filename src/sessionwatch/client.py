@@ -43,6 +43,10 @@ def _drop_none(body: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not None}
 
 
+def _ack_body(ids: Any, agent_id: object) -> dict[str, Any]:
+    return _drop_none({"ids": list(ids) if isinstance(ids, (list, tuple)) else ids, "agentId": agent_id})
+
+
 def _session_path(key: object, suffix: str = "") -> str:
     return f"/v1/sessions/{_seg(key)}{suffix}"
 
@@ -251,6 +255,10 @@ class GatewayClient(_ClientBase):
     def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return self._session("POST", key, "/system-events/drain", body=_drop_none({"agentId": agent_id}))["entries"]
 
+    def ack_system_events(self, key: object, ids: Any, *, agent_id: object = None) -> dict[str, Any]:
+        """Acknowledge entries (ids from a peek) once you have them: ``{acknowledged: n}``."""
+        return self._session("POST", key, "/system-events/ack", body=_ack_body(ids, agent_id))
+
     def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
         return self._request("POST", "/v1/watch", body=_drop_none(
             {"watcher": watcher, "target": target, "agentId": agent_id}))["watched"]
@@ -431,6 +439,10 @@ class AsyncGatewayClient(_ClientBase):
     async def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return (await self._session("POST", key, "/system-events/drain",
                                     body=_drop_none({"agentId": agent_id})))["entries"]
+
+    async def ack_system_events(self, key: object, ids: Any, *, agent_id: object = None) -> dict[str, Any]:
+        """Acknowledge entries (ids from a peek) once you have them: ``{acknowledged: n}``."""
+        return await self._session("POST", key, "/system-events/ack", body=_ack_body(ids, agent_id))  # type: ignore[no-any-return]
 
     async def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
         return (await self._request("POST", "/v1/watch", body=_drop_none(

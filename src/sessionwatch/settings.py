@@ -32,6 +32,9 @@ class Settings:
     provider_timeout_ms: int = 45_000
     node_page_size: int = 50
     node_max_pages: int = 10
+    # Beyond v1: a watcher's session_status with changesSince acknowledges what it returned (its cursor
+    # moves, a covered notice is withdrawn). False restores strict v1: reads never move cursors.
+    reconcile_acknowledges: bool = True
     # Data settings given on purpose, with where they came from ("SESSIONWATCH_MAX_EVENTS=...", a flag):
     # they must agree with the store's stored values. Not part of equality.
     explicit: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -54,6 +57,13 @@ DATA_SETTINGS: dict[str, DataSetting] = {d.field: d for d in (
     DataSetting("wake_coalesce_ms", "SESSIONWATCH_WAKE_COALESCE_MS", "--wake-coalesce-ms", 0,
                 "wake coalescing window (ms)"),
 )}
+
+# Per-process boolean settings read from the environment by every face ("1"/"true"/"yes"/"on" or
+# "0"/"false"/"no"/"off").
+PROCESS_FLAGS = {
+    "SESSIONWATCH_RECONCILE_ACKS": "reconcile_acknowledges",
+}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 # Per-process settings read from the environment by every face (monitor cadence).
 PROCESS_ENV = {
@@ -102,8 +112,16 @@ def settings_from_env(base: Settings | None = None, environ: Mapping[str, str] |
 
     env = os.environ if environ is None else environ
     base = base or Settings()
-    changes: dict[str, int] = {}
+    changes: dict[str, int | bool] = {}
     explicit = dict(base.explicit)
+    for var, name in PROCESS_FLAGS.items():
+        raw = env.get(var)
+        if raw is None or raw.strip() == "":
+            continue
+        word = raw.strip().lower()
+        if word not in _TRUE + _FALSE:
+            raise InvalidArgument(f"{var} must be 1 or 0 (true/false), got {raw!r}")
+        changes[name] = word in _TRUE
     for spec in DATA_SETTINGS.values():
         raw = env.get(spec.env)
         if raw is None or raw.strip() == "":

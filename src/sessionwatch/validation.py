@@ -102,3 +102,16 @@ def string_list(value: object, what: str, choices: tuple[str, ...] | None = None
         for v in value:
             one_of(v, what, choices)
     return value
+
+
+MAX_IDS = 1000
+MAX_ID = (1 << 63) - 1
+
+
+def id_list(value: object, what: str) -> list[int]:
+    """Queue entry ids to acknowledge: a list of at most 1000 integers in [1, 2^63 - 1]."""
+    if not isinstance(value, list):
+        raise InvalidArgument(f"{what} must be a list of entry ids (integers), got {type(value).__name__}")
+    if len(value) > MAX_IDS:
+        raise InvalidArgument(f"{what} holds {len(value)} ids; the limit is {MAX_IDS}")
+    return [integer(v, what, minimum=1, maximum=MAX_ID) for v in value]

@@ -57,7 +57,29 @@ def test_status_with_changes_since_returns_the_exact_typed_delta(gw: Gateway) ->
     assert [e["kind"] for e in baseline][:2] == ["created", "child_spawned"]
 
 
-def test_status_never_moves_a_cursor(gw: Gateway) -> None:
+def test_strict_v1_status_never_moves_a_cursor(store_url: str, clock: ManualClock) -> None:
+    """With reconcile_acknowledges off (strict v1), no read moves a cursor or touches the queue."""
+    gw = Gateway.open(store_url, clock=clock, settings=Settings(reconcile_acknowledges=False))
+    try:
+        _reads_change_nothing(gw)
+    finally:
+        gw.close()
+
+
+def test_status_without_changes_never_moves_a_cursor(gw: Gateway) -> None:
+    """Reads that return no events acknowledge nothing, whatever the setting."""
+    gw.put_session(MAIN)
+    spawned = spawn(gw, MAIN, "kid")["stateVersion"]
+    human(gw, CHILD)
+    before = (gw.cursors(), texts(gw, MAIN))
+    for since in (None, 10**9):
+        status(gw, MAIN, CHILD, since=since)
+    status(gw, "agent:a:subagent:kid", MAIN, since=0)  # not a watcher of main
+    assert (gw.cursors(), texts(gw, MAIN)) == before
+    assert texts(gw, MAIN) == [notice(CHILD, spawned)]
+
+
+def _reads_change_nothing(gw: Gateway) -> None:
     gw.put_session(MAIN)
     spawned = spawn(gw, MAIN, "kid")["stateVersion"]
     human(gw, CHILD)

@@ -1,7 +1,8 @@
 """A random-walk check of the watch machinery against a small reference model.
 
 Hypothesis drives spawns, watched sends, human turns (parented and not), goal changes by various
-actors (the watcher itself included), drains, restarts (close + reopen on the same store), resets,
+actors (the watcher itself included), drains, peeks and acknowledgments by entry id (of ids that may
+have gone stale since), reconciling reads, restarts (close + reopen on the same store), resets,
 unwatches, prunes and clock moves. After every step the real gateway must match the model exactly
 (cursors, queues byte for byte, heads, retained log, history gaps) and the invariants hold.
 """
@@ -49,6 +50,15 @@ class Cur:
     row: int = 0  # which incarnation of the pair's cursor (a deleted cursor may come back from 0)
 
 
+@dataclass(eq=False)
+class Ent:
+    """One queue entry; identity (not value) is the entry id: a replaced notice is a new Ent."""
+
+    kind: str  # "n" (a pair's notice) or "g" (generic)
+    t: str  # the target ("n") or the text ("g")
+    ls: int = 0  # the last_seen a notice quotes
+
+
 @dataclass
 class Sess:
     spawned_by: str | None
@@ -66,18 +76,18 @@ class Model:
         self.pruned: dict[str, int] = {}
         self.events: list[tuple[int, str, str, int]] = []  # (sequence, key, kind, occurredAt)
         self.cursors: dict[tuple[str, str], Cur] = {}
-        self.queues: dict[str, list[tuple[str, str, int]]] = {}  # ("n", target, last_seen) | ("g", text, 0)
+        self.queues: dict[str, list[Ent]] = {}
         self.mutes: set[tuple[str, str]] = set()
         self.next_prune_at = 0
         self.rows = itertools.count(1)
         self.fresh: list[dict[str, Any]] = []  # real events of the current step, not yet matched
 
     # -- the queue -------------------------------------------------------------------------------
-    def queue(self, w: str) -> list[tuple[str, str, int]]:
+    def queue(self, w: str) -> list[Ent]:
         return self.queues.setdefault(w, [])
 
     def texts(self, w: str) -> list[str]:
-        return [notice(t, ls) if kind == "n" else t for kind, t, ls in self.queue(w)]
+        return [notice(e.t, e.ls) if e.kind == "n" else e.t for e in self.queue(w)]
 
     def _trim(self, w: str) -> None:
         q = self.queue(w)
@@ -86,22 +96,24 @@ class Model:
     def append_notice(self, w: str, target: str, last_seen: int) -> None:
         """One entry per pair: identical is a no-op, otherwise the old entry is replaced at the end."""
         q = self.queue(w)
-        old = [e for e in q if e[0] == "n" and e[1] == target]
-        if old and old[0][2] == last_seen:
+        old = [e for e in q if e.kind == "n" and e.t == target]
+        if old and old[0].ls == last_seen:
             return
         if old:
             q.remove(old[0])
-        q.append(("n", target, last_seen))
+        q.append(Ent("n", target, last_seen))
         self._trim(w)
 
     def append_generic(self, w: str, text: str) -> None:
-        self.queue(w).append(("g", text, 0))
+        self.queue(w).append(Ent("g", text))
         self._trim(w)
+
+    def remove_notice(self, w: str, t: str) -> None:
+        self.queues[w] = [e for e in self.queue(w) if not (e.kind == "n" and e.t == t)]
 
     def drop_cursor(self, pair: tuple[str, str]) -> None:
         del self.cursors[pair]
-        w, t = pair
-        self.queues[w] = [e for e in self.queue(w) if not (e[0] == "n" and e[1] == t)]
+        self.remove_notice(*pair)
 
     # -- recording -------------------------------------------------------------------------------
     def record(self, key: str, kind: str, now: int, actor: str | None = None, producers: tuple[str, ...] = ()) -> int:
@@ -168,9 +180,14 @@ class Model:
     # -- drain, sweep, prune ---------------------------------------------------------------------
     def drain(self, w: str, now: int) -> list[str]:
         out = self.texts(w)
-        entries = self.queue(w)
-        self.queues[w] = []
-        targets = list(dict.fromkeys(t for kind, t, _ in entries if kind == "n"))
+        self.ack(w, list(self.queue(w)), now)
+        return out
+
+    def ack(self, w: str, entries: list[Ent], now: int) -> int:
+        """Remove these entries (those still queued) and acknowledge their notices, as a drain does."""
+        taken = [e for e in self.queue(w) if any(e is x for x in entries)]
+        self.queues[w] = [e for e in self.queue(w) if not any(e is x for x in taken)]
+        targets = list(dict.fromkeys(e.t for e in taken if e.kind == "n"))
         for t in targets:
             c = self.cursors.get((w, t))
             if c is None:
@@ -179,7 +196,20 @@ class Model:
             c.updated_at = now
             if c.material > c.last_seen:
                 self.append_notice(w, t, c.last_seen)
-        return out
+        return len(taken)
+
+    def reconcile(self, w: str, t: str, after: int, last: int, now: int) -> None:
+        """w read t's changes (after, last]: a read from at or before its cursor acknowledges them."""
+        c = self.cursors.get((w, t))
+        if c is None or after > c.last_seen or last <= c.last_seen:
+            return
+        c.updated_at = now
+        if c.material > last:  # notify-eligible events beyond the page: one notice, quoting the new position
+            c.last_seen, c.notified = last, c.material
+            self.append_notice(w, t, last)
+        else:
+            c.last_seen = c.notified = c.material = last
+            self.remove_notice(w, t)
 
     def sweep(self, now: int) -> None:
         rows = sorted(p for p, c in self.cursors.items() if c.material > c.last_seen and p[0] in self.sessions)
@@ -223,6 +253,7 @@ class WatchMachine(RuleBasedStateMachine):
         self.noise = itertools.count(1)
         self.prev_heads: dict[str, int] = {}
         self.prev_cursors: dict[tuple[str, str, int], tuple[int, int, int]] = {}
+        self.peeked: tuple[str, list[tuple[int, Ent]]] | None = None  # a client's earlier peek
         for key in FIXED:
             self.gw.put_session(key)
             self.model.sessions[key] = Sess(None, "group" if key == GROUP else "other")
@@ -387,6 +418,43 @@ class WatchMachine(RuleBasedStateMachine):
         assert got == self.model.drain(key, self.clock())
         self._done()
 
+    @rule(key=st.sampled_from(EVERYONE))
+    def peek(self, key: str) -> None:
+        """A client takes the queue with its ids; it acknowledges them later (maybe after other steps)."""
+        if not self._exists(key):
+            return
+        real = self.gw.peek_system_events(key)
+        assert [e["text"] for e in real] == self.model.texts(key)
+        self.peeked = (key, [(e["id"], m) for e, m in zip(real, self.model.queue(key))])
+
+    @rule(data=st.data())
+    def ack_peeked(self, data: st.DataObject) -> None:
+        if self.peeked is None:
+            return
+        key, pairs = self.peeked
+        chosen = data.draw(st.lists(st.sampled_from(pairs), unique_by=lambda p: p[0])) if pairs else []
+        out = self.gw.ack_system_events(key, [i for i, _ in chosen])
+        self._collect()
+        assert out == {"acknowledged": self.model.ack(key, [e for _, e in chosen], self.clock())}
+        self._done()
+
+    @rule(caller=st.sampled_from(EVERYONE), other=st.sampled_from(EVERYONE),
+          pick=st.sampled_from(["zero", "seen", "after", "head"]))
+    def read_changes(self, caller: str, other: str, pick: str) -> None:
+        """session_status with changesSince: a watcher's read acknowledges what it returned."""
+        m, target = self.model, other
+        if not self._exists(target):
+            return
+        c = m.cursors.get((caller, target))
+        base = c.last_seen if c is not None else 0
+        since = {"zero": 0, "seen": base, "after": base + 1, "head": m.heads.get(target, 0)}[pick]
+        out = self.gw.call_tool("session_status", {"sessionKey": target, "changesSince": since}, caller=caller)
+        assert "error" not in out, out
+        got = [e["sequence"] for e in out["stateChanges"]["events"]]
+        assert got == [seq for seq, k, _, _ in m.events if k == target and seq > since]
+        if got:
+            m.reconcile(caller, target, since, got[-1], self.clock())
+
     @rule(key=st.sampled_from(FIXED), count=st.integers(1, 12))
     def noise(self, key: str, count: int) -> None:
         """Other system events (cron and the like) filling the queue, so the 20-entry cap bites."""
@@ -470,7 +538,8 @@ class WatchMachine(RuleBasedStateMachine):
                 if entries:
                     assert entries[0]["text"] == notice(t, c["lastSeen"])
                 else:  # ... unless the 20-entry cap evicted it
-                    assert ("n", t, c["lastSeen"]) not in self.model.queue(w)
+                    assert not any(e.kind == "n" and e.t == t and e.ls == c["lastSeen"]
+                                   for e in self.model.queue(w))
             model_row = self.model.cursors.get((w, t))
             before = self.prev_cursors.get((w, t, model_row.row if model_row else -1))
             if before is not None:  # a cursor never moves backwards while it exists

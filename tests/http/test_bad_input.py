@@ -69,6 +69,8 @@ def _wrong(schema: dict[str, Any]) -> Any:
         return "12"
     if "boolean" in kinds:
         return "true"
+    if "array" in kinds:
+        return "1,2"
     return [1, 2]
 
 
@@ -145,6 +147,8 @@ def _minimal_body(path: str) -> dict[str, Any]:
         return {"text": "t", "channel": "web"}
     if path.endswith("/goal"):
         return {"action": "create", "objective": "o"}
+    if path.endswith("/system-events/ack"):
+        return {"ids": [1]}
     if path.endswith("/runs"):
         return {"runId": "r"}
     if path.endswith("/end"):

@@ -53,6 +53,8 @@ def test_non_ascii_keys_call_tools_through_the_client(shared_gateway) -> None:
         assert "error" not in spawned, spawned
         kid = spawned["sessionKey"]
         gw.inbound(kid, "a person typed", channel="webchat")
+        (line,) = [e["line"] for e in gw.drain_system_events(MANAGER)]  # the notice names the non-ASCII key
+        assert kid in line
         status = gw.call_tool("session_status", {"sessionKey": kid, "changesSince": 0}, caller=MANAGER)
         assert "error" not in status, status
         assert [e["kind"] for e in status["stateChanges"]["events"]][-1] == "human_direct_message"
@@ -60,8 +62,6 @@ def test_non_ascii_keys_call_tools_through_the_client(shared_gateway) -> None:
         # A bare 'global' caller names a non-ASCII agent in X-Agent-Id the same way.
         gw.put_session("global", agent_id="ópś")
         assert gw.call_tool("session_status", {}, caller="global", agent_id="ópś")["agentId"] == "ópś"
-        (line,) = [e["line"] for e in gw.drain_system_events(MANAGER)]
-        assert kid in line
 
 
 def test_caller_header_that_is_not_utf8_is_400(port: int) -> None:

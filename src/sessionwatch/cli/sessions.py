@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -60,7 +61,9 @@ def sessions_cmd(state: State, limit: int, agent_id: str | None) -> None:
 def status_cmd(state: State, key: str, since: int | None, caller: str | None, agent_id: str | None) -> None:
     """Show a session's status; with --since N, exactly what changed after N.
 
-    Runs the session_status tool, which never moves a cursor: looking is free.
+    Runs the session_status tool. Asked as KEY itself (the default) it moves no
+    cursor; asked --as a watcher of KEY with --since, the watcher has then seen
+    what it was shown (its cursor moves, a notice that covers it is withdrawn).
 
     \b
     Examples:
@@ -170,16 +173,17 @@ def drain_cmd(state: State, key: str, agent_id: str | None) -> None:
     """Consume KEY's pending system events (this is the acknowledgment).
 
     Prints each 'System: [...] ...' line, the way a harness would prepend them to
-    the session's next turn.
+    the session's next turn, and acknowledges them once printed: if printing
+    fails (a closed pipe), they stay queued for the next drain.
 
     \b
     Examples:
       sessionwatch drain agent:main:main
       sessionwatch drain agent:main:main --json
     """
-    be = state.backend()
-    be.get_session(key, agent_id)  # a typo'd key is not_found (exit 3), not "nothing pending"
-    entries = be.drain_system_events(key, agent_id=agent_id)
+    backend = state.backend()
+    backend.get_session(key, agent_id)  # a typo'd key is not_found (exit 3), not "nothing pending"
+    entries = backend.peek_system_events(key, agent_id=agent_id)
 
     def human(c: Console) -> None:
         if not entries:
@@ -188,6 +192,9 @@ def drain_cmd(state: State, key: str, agent_id: str | None) -> None:
             c.print(e.get("line", ""), markup=False)
 
     emit(state.json, {"sessionKey": key, "events": entries}, human)
+    if entries:  # print, then acknowledge: what was never shown is never consumed
+        sys.stdout.flush()
+        backend.ack_system_events(key, [e["id"] for e in entries], agent_id=agent_id)
 
 
 @command(cli, "log")

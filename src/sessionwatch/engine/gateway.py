@@ -536,6 +536,32 @@ class Gateway:
         self.wakes.request(wakes)
         return [entry_json(e) for e in entries]
 
+    def ack_system_events(self, key: object, ids: object, *, agent_id: object = None) -> dict[str, Any]:
+        """Acknowledge entries a client received (ids from a peek): removes exactly those still queued and
+        acknowledges the session-state ones as a drain does. Returns ``{acknowledged: n}``; ids that are
+        gone already (acknowledged, replaced, evicted) are skipped, so a repeated ack changes nothing."""
+        skey, _ = self.resolve(key, agent_id)
+        wanted = v.id_list(ids, "ids")
+        if not wanted:
+            return {"acknowledged": 0}
+        entries, wakes = self.store.acknowledge_entries(skey, wanted, target_from_context_key, self._render,
+                                                        self.clock(), self.settings.queue_cap)
+        self.wakes.request(wakes)
+        return {"acknowledged": len(entries)}
+
+    def reconcile(self, watcher: str, target: str, after: int, last: int) -> None:
+        """``watcher`` read ``target``'s changes (after, last]: move its cursor and withdraw what the read
+        covered (beyond v1; ``Settings.reconcile_acknowledges``). Best-effort: the read stands anyway."""
+        if not self.settings.reconcile_acknowledges or not is_agent_qualified(watcher) or watcher == target:
+            return
+        try:
+            wakes = self.store.reconcile(watcher, target, after, last, self._render, self.clock(),
+                                         self.settings.queue_cap)
+        except Exception:
+            log.exception("acknowledging %s's read of %s failed (the read stands)", watcher, target)
+            return
+        self.wakes.request(wakes)
+
     def subscribe_wakes(self, key: object, callback: WakeCallback) -> Subscription:
         """Call ``callback(Wake)`` for wakes of watcher ``key``; returns an unsubscribe handle.
 

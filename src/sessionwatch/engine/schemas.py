@@ -40,7 +40,9 @@ STATE_CHANGES: Schema = obj({"events": {"type": "array", "items": PROJECTED_EVEN
                             ["events", "truncated", "earliestAvailableSequence", "historyGap"])
 MESSAGE: Schema = obj({"id": INT, "role": STR, "text": STR, "ts": INT, "provenance": STR, "sourceSessionKey": STR,
                        "channel": STR, "imported": BOOL}, ["id", "role", "text", "ts"])
-QUEUE_ENTRY: Schema = obj({"id": INT, "text": STR, "ts": INT, "contextKey": {"type": ["string", "null"]},
+QUEUE_ENTRY: Schema = obj({"id": {"type": "integer", "description": "Stable: the same entry has the same id in "
+                                                                  "every peek and process, never reused."},
+                           "text": STR, "ts": INT, "contextKey": {"type": ["string", "null"]},
                            "line": STR}, ["id", "text", "ts", "contextKey", "line"])
 LISTED_SESSION: Schema = obj({"sessionKey": STR, "agentId": STR, "kind": {"type": "string",
                                                                          "enum": list(SESSION_KINDS)},

@@ -229,9 +229,12 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     if row.goal:
         lines.append(f"goal: {row.goal.get('objective', '')} [{row.goal.get('status', '')}]")
     if since is not None:
-        changes = _degraded(notes, "the state changes",
-                            lambda: gw.changes_since(row.session_key, since, agent_id=row.agent_id), EMPTY_PAGE).to_json()
+        page = _degraded(notes, "the state changes",
+                         lambda: gw.changes_since(row.session_key, since, agent_id=row.agent_id), EMPTY_PAGE)
+        changes = page.to_json()
         out["stateChanges"] = changes
+        if page.events:  # a watcher's read acknowledges what it returned (SPEC §2 "reconciling")
+            gw.reconcile(caller.key, row.session_key, since, int(page.events[-1]["sequence"]))
         block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
         lines += ["", "Session state changes:", "```json", block, "```"]
     out["text"] = "\n".join(lines)
@@ -308,7 +311,8 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          _send, Hints(read_only=False, open_world=True), acts_as_caller=True),
     Tool("session_status", "Session status and changes",
          "Status of a session (default: yours) with its stateVersion. Pass changesSince N (the number in a "
-         "stale notice) to get the exact typed changes after N. Never moves a cursor.",
+         "stale notice) to get the exact typed changes after N; as a watcher of that session you have then seen "
+         "them (a notice they cover is withdrawn).",
          _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0,
                                                             "maximum": v.MAX_SEQUENCE}}),
          _status, READ_ONLY),

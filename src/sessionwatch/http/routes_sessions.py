@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import schemas as S
+from .delivery import drain_response
 from .endpoints import Call, Endpoint
 
 AGENT_QUERY = {"agentId": S.AGENT_ID}
@@ -70,8 +71,12 @@ def _enqueue(c: Call) -> Any:
                                      agent_id=c.body.get("agentId"))
 
 
-def _drain(c: Call) -> Any:
-    return {"entries": c.gw.drain_system_events(c.path["key"], agent_id=c.body.get("agentId"))}
+async def _drain(c: Call) -> Any:
+    return await drain_response(c.request, c.gw, c.path["key"], c.body.get("agentId"))
+
+
+def _ack(c: Call) -> Any:
+    return c.gw.ack_system_events(c.path["key"], c.body.get("ids"), agent_id=c.body.get("agentId"))
 
 
 def _state_version(c: Call) -> Any:
@@ -102,12 +107,19 @@ ROUTES: list[Endpoint] = [
     Endpoint("POST", f"{BASE}/messages", "append_message", "Append to the transcript (an assistant message "
              "answers a waiting sessions_send).", _message, body=S.MESSAGE, result=S.ref("Message")),
     Endpoint("GET", f"{BASE}/system-events", "peek_system_events", "The session's system-event queue, "
-             "unchanged.", _peek, query=AGENT_QUERY, result=S.R_ENTRIES),
+             "unchanged. Each entry has a stable id: acknowledge what you received with system-events/ack.",
+             _peek, query=AGENT_QUERY, result=S.R_ENTRIES),
     Endpoint("POST", f"{BASE}/system-events", "enqueue_system_event", "Queue a system event (deduplicated by "
              "context key + exact text; at most 20 per session).", _enqueue, body=S.ENQUEUE, result=S.R_ENQUEUED),
     Endpoint("POST", f"{BASE}/system-events/drain", "drain_system_events", "The watcher's turn consumes its "
              "queue: returns the entries and acknowledges the stale-state notices among them.", _drain,
-             body=S.AGENT_ONLY, result=S.R_ENTRIES),
+             body=S.AGENT_ONLY, result=S.R_ENTRIES,
+             description="One call: the entries are acknowledged after the answer was sent, and not at all when "
+                         "the client went away before. A client that must not lose an entry even then peeks "
+                         "and acknowledges by id."),
+    Endpoint("POST", f"{BASE}/system-events/ack", "ack_system_events", "Acknowledge entries by id (from a "
+             "peek): removes exactly those still queued and acknowledges the stale-state notices among them, "
+             "as a drain does. Ids already gone are skipped.", _ack, body=S.ACK, result=S.R_ACKED),
     Endpoint("GET", f"{BASE}/state-version", "state_version", "The session's stateVersion (0 when none).",
              _state_version, query=AGENT_QUERY, result=S.R_STATE_VERSION),
     Endpoint("GET", f"{BASE}/link", "get_link", "The upstream link of an adopted session (null when none).",

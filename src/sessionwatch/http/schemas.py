@@ -71,6 +71,9 @@ MESSAGE = body({"role": {"type": "string", "enum": ["user", "assistant", "system
                 "agentId": OPT_AGENT, "imported": {"type": "boolean"}}, ["role", "text"])
 ENQUEUE = body({"text": TEXT, "contextKey": {"type": ["string", "null"], "minLength": 1, "maxLength": 2048},
                 "agentId": OPT_AGENT}, ["text"])
+ACK = body({"ids": {"type": "array", "maxItems": 1000, "description": "Entry ids from a peek.",
+                    "items": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}},
+             "agentId": OPT_AGENT}, ["ids"])
 PRUNE = body({"force": {"type": "boolean"}})
 EMPTY = body({})
 WATCH = body({"watcher": KEY, "target": KEY, "agentId": OPT_AGENT}, ["watcher", "target"])
@@ -115,6 +118,7 @@ R_RUN_BEGIN = obj({"sessionKey": STR, "activeRunId": STR}, ["sessionKey", "activ
 R_RECORDED = obj({"recorded": BOOL, "wasActive": BOOL, "event": nullable("Event")}, ["recorded", "event"])
 R_DELETED = obj({"deleted": BOOL}, ["deleted"])
 R_ENTRIES = listing("entries", ref("QueueEntry"))
+R_ACKED = obj({"acknowledged": INT}, ["acknowledged"])
 R_ENQUEUED = obj({"queued": BOOL, "entry": nullable("QueueEntry")}, ["queued", "entry"])
 R_STATE_VERSION = obj({"sessionKey": STR, "agentId": STR, "stateVersion": INT}, ["sessionKey", "stateVersion"])
 R_LINK = obj({"link": {"type": ["object", "null"]}}, ["link"])

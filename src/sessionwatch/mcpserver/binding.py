@@ -1,14 +1,19 @@
 """The transport-free half of the MCP face: run a tool as the bound session and let notices ride along.
 
-An MCP client has no reliable server push (2026-era push streams are not a replay log), so the durable
-system-event queue of the bound session is drained after every tool call and its lines travel inside the
-result. Draining is the acknowledgment: each notice rides along exactly once.
+An MCP client has no reliable server push (2026-era push streams are not a replay log), so the bound
+session's pending system events are attached to every tool result. Attaching is not acknowledging: a
+call the client cancels (Esc in Claude Code) or whose answer is lost must leave its notices queued. So
+a call peeks (entries carry stable ids) and the ids are acknowledged only once its result went out:
+when the transport reports the answer written (``mcpserver.delivery``), else at the session's next
+call. Each notice rides along at least once, and after a lost answer at most once more.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,7 +32,9 @@ class ToolBackend(Protocol):
 
     def put_session(self, key: Any, **kwargs: Any) -> dict[str, Any]: ...
 
-    def drain_system_events(self, key: Any, *, agent_id: Any = None) -> list[dict[str, Any]]: ...
+    def peek_system_events(self, key: Any, *, agent_id: Any = None) -> list[dict[str, Any]]: ...
+
+    def ack_system_events(self, key: Any, ids: Any, *, agent_id: Any = None) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -36,6 +43,7 @@ class ToolOutcome:
 
     payload: dict[str, Any]
     system_events: list[dict[str, Any]] = field(default_factory=list)
+    ticket: int = 0  # the call's delivery ticket (SessionBinding.open_call)
 
     @property
     def is_error(self) -> bool:
@@ -52,12 +60,22 @@ class ToolOutcome:
 
 
 class SessionBinding:
-    """Every call runs as ``session_key``; its pending notices are drained into each result."""
+    """Every call runs as ``session_key``; its pending notices ride along and are acknowledged once the
+    result was delivered (see the module docstring). Thread-safe: calls run on worker threads."""
 
     def __init__(self, backend: ToolBackend, session_key: str, agent_id: str | None = None) -> None:
         self.backend = backend
         self.session_key = session_key
         self.agent_id = agent_id
+        # True once a transport reports written answers (written()); otherwise an answer counts as
+        # delivered when the session's next call starts.
+        self.reports_writes = False
+        self._lock = threading.Lock()  # the bookkeeping below
+        self._ack_lock = threading.Lock()  # one acknowledgment at a time, done before the next peek
+        self._tickets = itertools.count(1)
+        self._in_flight: dict[int, list[int]] = {}  # ticket -> ids attached to a call still running
+        self._answered: dict[str, list[int]] = {}  # request id -> ids of an answer not yet written
+        self._due: list[int] = []  # ids whose answer went out: to acknowledge
 
     def ensure_session(self) -> dict[str, Any]:
         """Create the bound session when missing; an existing one is left exactly as it is."""
@@ -67,15 +85,66 @@ class SessionBinding:
             log.info("creating bound session %s", self.session_key)
             return self.backend.put_session(self.session_key, agent_id=self.agent_id)
 
-    def drain(self) -> list[dict[str, Any]]:
-        try:
-            return list(self.backend.drain_system_events(self.session_key, agent_id=self.agent_id))
-        except Exception:  # a failed drain leaves the notices queued; the next call delivers them
-            log.exception("draining system events of %s failed", self.session_key)
-            return []
+    # -- delivery bookkeeping --------------------------------------------------------------------
+    def open_call(self) -> int:
+        return next(self._tickets)
 
-    def call(self, name: str, args: dict[str, Any] | None, scope: frozenset[str] | None = None) -> ToolOutcome:
+    def answered(self, ticket: int, request_id: object) -> None:
+        """The call's result is being answered (not cancelled): its entries are delivered once written."""
+        with self._lock:
+            ids = self._in_flight.pop(ticket, [])
+            if not ids:
+                return
+            if self.reports_writes:
+                self._answered[str(request_id)] = ids
+            else:
+                self._due.extend(ids)
+
+    def abandon(self, ticket: int) -> None:
+        """The call was cancelled or failed: nothing it attached reached the client; all stays queued."""
+        with self._lock:
+            self._in_flight.pop(ticket, None)
+
+    def written(self, request_id: object) -> bool:
+        """The transport wrote the answer to ``request_id``. True when that made acknowledgments due."""
+        with self._lock:
+            ids = self._answered.pop(str(request_id), None)
+            if ids:
+                self._due.extend(ids)
+            return bool(ids)
+
+    def settle(self) -> None:
+        """Acknowledge the entries of delivered answers. A failure keeps them due (tried again later)."""
+        with self._ack_lock:
+            with self._lock:
+                ids, self._due = self._due, []
+            if not ids:
+                return
+            try:
+                self.backend.ack_system_events(self.session_key, ids, agent_id=self.agent_id)
+            except Exception:
+                log.exception("acknowledging delivered notices of %s failed; will retry", self.session_key)
+                with self._lock:
+                    self._due[:0] = ids
+
+    def pending(self, ticket: int = 0) -> list[dict[str, Any]]:
+        """The queue to attach, minus what a concurrent call carries or a delivered answer already had."""
+        try:
+            entries = list(self.backend.peek_system_events(self.session_key, agent_id=self.agent_id))
+        except Exception:  # a failed read leaves the notices queued; the next call delivers them
+            log.exception("reading the system events of %s failed", self.session_key)
+            return []
+        with self._lock:
+            taken = {i for ids in self._in_flight.values() for i in ids} | set(self._due)
+            entries = [e for e in entries if e.get("id") not in taken]
+            if ticket:
+                self._in_flight[ticket] = [e["id"] for e in entries]
+        return entries
+
+    def call(self, name: str, args: dict[str, Any] | None, ticket: int = 0,
+             scope: frozenset[str] | None = None) -> ToolOutcome:
         """``scope``: the agents a scoped bearer token covers (HTTP transport); None is unrestricted."""
+        self.settle()  # what earlier answers delivered must not ride along again
         try:
             extra: dict[str, Any] = {} if scope is None else {"scope": scope}
             payload = self.backend.call_tool(name, dict(args or {}), caller=self.session_key, agent_id=self.agent_id,
@@ -85,5 +154,5 @@ class SessionBinding:
         except Exception as exc:
             log.exception("tool %s failed", name)
             payload = {"error": {"code": "unavailable", "message": f"{name} failed: {exc}"}}
-        # Drained after the call so notices that arose while it ran (a long sessions_send wait) come along too.
-        return ToolOutcome(payload, self.drain())
+        # Read after the call so notices that arose while it ran (a long sessions_send wait) come along too.
+        return ToolOutcome(payload, self.pending(ticket), ticket)

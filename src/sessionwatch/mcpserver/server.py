@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 
@@ -21,13 +20,15 @@ from ..engine.schemas import QUEUE_ENTRY, Schema, result_or_error
 from ..engine.tools import TOOLS, Tool
 from ..http.auth import PRINCIPAL
 from .binding import SessionBinding
+from .delivery import report_writes, run_call
 from .notices_feed import DEFAULT_POLL_INTERVAL, NoticeFeed
 
 INSTRUCTIONS = (
     "sessionwatch tools, called as session {key}. When a result starts with 'System: ... changed (other "
     "actor)', another actor touched a session you work with: call session_status with the sessionKey and "
-    "changesSince from that line before acting on it. Each notice arrives once. The resource {uri} lists "
-    "the notices still pending (reading it does not consume them); subscribe to it to be told when one arrives."
+    "changesSince from that line before acting on it. A notice comes again only if its earlier answer "
+    "never reached you. The resource {uri} lists the notices still pending (reading it does not consume "
+    "them); subscribe to it to be told when one arrives."
 )
 
 # Every structured result of this face carries the notices that rode along with it (see binding.py).
@@ -70,8 +71,8 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
         request = getattr(ctx, "request", None)
         principal = request.scope.get(PRINCIPAL) if request is not None and hasattr(request, "scope") else None
         scope = principal.agent_filter() if principal is not None else None
-        # The engine is synchronous (and sessions_send may wait for a reply): keep it off the event loop.
-        outcome = await anyio.to_thread.run_sync(binding.call, params.name, dict(params.arguments or {}), scope)
+        # Off the event loop; a cancelled call leaves its notices queued (mcpserver.delivery).
+        outcome = await run_call(binding, ctx.request_id, params.name, dict(params.arguments or {}), scope)
         feed.kick()  # the call may have delivered notices: subscribers see the list change
         return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text())],
                                     structured_content=outcome.structured(), is_error=outcome.is_error)
@@ -97,4 +98,4 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
         on_read_resource=read_resource, on_subscribe_resource=feed.subscribe,
         on_unsubscribe_resource=feed.unsubscribe, on_subscriptions_listen=feed.listen)
     server.notice_feed = feed  # type: ignore[attr-defined]  # for tests and embedding code
-    return server
+    return report_writes(server, binding)  # notices are acknowledged once their answer is written

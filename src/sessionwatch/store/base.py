@@ -102,6 +102,21 @@ class Store(ABC):
         """Remove the queue and acknowledge its session-state entries, in one transaction."""
 
     @abstractmethod
+    def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
+                            render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        """Remove the live entries with these stable ids (unknown or gone ids are skipped) and acknowledge
+        the session-state ones exactly as ``drain`` does, in one transaction. Returns the removed entries."""
+
+    @abstractmethod
+    def reconcile(self, watcher: str, target: str, after: int, last: int, render: Render, now: int,
+                  queue_cap: int) -> list[WakeRequest]:
+        """``watcher`` read ``target``'s changes after ``after`` up to ``last`` (the page's last sequence).
+
+        When the read starts at or before the cursor's last_seen and reaches past it, last_seen moves to
+        ``last`` and the pair's queued notice is withdrawn, or, when notify-eligible events lie beyond
+        ``last``, replaced by one notice quoting ``last``. Otherwise nothing changes. One transaction."""
+
+    @abstractmethod
     def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
         """Is a waking (not queue-only) session-state entry queued for ``watcher``?"""
 

@@ -566,6 +566,42 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
             self._flush()
         return entries, wakes
 
+    def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
+                            render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        self._queue_cap = queue_cap
+        wanted = sorted({int(i) for i in ids})
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
+            with conn.transaction():
+                entries = self._entries(session_key, conn.execute(
+                    "SELECT * FROM sw_take_entries(%s::bigint, %s, %s::bigint[], %s::integer)",
+                    (self._writer, session_key, wanted, queue_cap)).fetchall(), render)
+                targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
+                                             if t is not None))
+                wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
+            return entries, wakes
+
+        if not wanted:
+            return [], []
+        entries, wakes = self._run(work)
+        if entries:
+            self._flush()
+        return entries, wakes
+
+    def reconcile(self, watcher: str, target: str, after: int, last: int, render: Render, now: int,
+                  queue_cap: int) -> list[WakeRequest]:
+        self._queue_cap = queue_cap
+        changed, wake, wake_seq = self._one(
+            "SELECT * FROM sw_reconcile(%s::bigint, %s, %s, %s::bigint, %s::bigint, %s, %s::bigint, %s::integer,"
+            " %s, %s)", (self._writer, watcher, target, after, last, render(target).context_key, now, queue_cap,
+                         self.channel, self.origin))
+        if changed:
+            self._flush()
+        if not wake:
+            return []
+        self._committed_here([wake_seq])
+        return [] if is_subagent_key(watcher) else [WakeRequest(watcher, target)]
+
     def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
         row = self._one("SELECT EXISTS (SELECT 1 FROM sw_queue(%s, %s::integer)"
                         " WHERE (o_target IS NOT NULL AND NOT o_quiet) OR o_ctx ILIKE 'session-state:%%')",

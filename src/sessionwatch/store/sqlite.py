@@ -84,8 +84,9 @@ _MATERIAL_UPDATE = (
 _BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1"
                " WHERE session_key IN (SELECT watcher FROM cursors WHERE target = ?1 AND queued_idx = -1)")
 _FILL_SLOTS = (
-    "UPDATE cursors SET queued_idx = (SELECT h.appended FROM queue_heads h WHERE h.session_key = cursors.watcher),"
-    " queued_ls = last_seen, queued_ts = ?2, queued_quiet = 0 WHERE target = ?1 AND queued_idx = -1")
+    "UPDATE cursors SET queued_idx = h.appended, queued_id = h.appended, queued_ls = last_seen, queued_ts = ?2,"
+    " queued_quiet = 0 FROM queue_heads h WHERE h.session_key = cursors.watcher AND cursors.target = ?1"
+    " AND cursors.queued_idx = -1")
 # Explicit rows about to be re-marked whose live notice quotes an older last_seen (after a re-seed or an
 # acknowledge that consumed nothing): their old entry is taken out first, so the append that replaces it
 # does not evict an older entry of the queue. ?1 target, ?2 actor, ?3 queue cap.
@@ -433,7 +434,7 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                 if not sq.append_notice(conn, session_key, target, last_seen, context_key or "", ts, queue_cap,
                                         queue_only):
                     return None
-                idx = conn.execute("SELECT queued_idx FROM cursors WHERE target = ? AND watcher = ?",
+                idx = conn.execute("SELECT queued_id FROM cursors WHERE target = ? AND watcher = ?",
                                    (target, session_key)).fetchone()[0]
                 return QueueEntry(idx, session_key, text, context_key, ts, queue_only, target=target)
             return sq.append_generic(conn, session_key, text, context_key, ts, queue_cap)
@@ -450,6 +451,41 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                                          if t is not None))
             wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
         return entries, wakes
+
+    def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
+                            render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        with self._tx() as conn:
+            entries = sq.remove_ids(conn, session_key, set(ids), render, queue_cap)
+            targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
+                                         if t is not None))
+            wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
+        return entries, wakes
+
+    def reconcile(self, watcher: str, target: str, after: int, last: int, render: Render, now: int,
+                  queue_cap: int) -> list[WakeRequest]:
+        with self._lock:  # most reads are not a watcher's: answer those without taking the write lock
+            seen = self._conn.execute("SELECT last_seen FROM cursors WHERE target = ? AND watcher = ?",
+                                      (target, watcher)).fetchone()
+        if seen is None or after > seen[0] or last <= seen[0]:
+            return []
+        with self._tx() as conn:
+            row = conn.execute("SELECT last_seen, material, provenance FROM cursors WHERE target = ? AND watcher = ?",
+                               (target, watcher)).fetchone()
+            if row is None or after > row[0] or last <= row[0]:
+                return []  # not a watcher, a page that skipped events, or nothing new in it
+            material, quiet = row[1], row[2] == "ambient-group"
+            was_live = bool((sq.slot_live(conn, watcher, target, queue_cap) or (False, 0))[0])
+            if material > last:  # notify-eligible events beyond the page: one notice, quoting the new position
+                conn.execute("UPDATE cursors SET last_seen = ?1, notified = material, updated_at = ?2"
+                             " WHERE target = ?3 AND watcher = ?4", (last, now, target, watcher))
+                sq.append_notice(conn, watcher, target, last, render(target).context_key, now, queue_cap, quiet)
+                if not was_live and not quiet and not is_subagent_key(watcher):
+                    return [WakeRequest(watcher, target)]
+                return []
+            conn.execute("UPDATE cursors SET last_seen = ?1, notified = ?1, material = ?1, updated_at = ?2"
+                         " WHERE target = ?3 AND watcher = ?4", (last, now, target, watcher))
+            sq.remove_slot(conn, watcher, target, queue_cap)
+        return []
 
     def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
         with self._read() as conn:

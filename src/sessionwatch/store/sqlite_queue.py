@@ -20,11 +20,11 @@ from .records import QueueEntry
 LIVE = "idx > h.drained AND h.appended - idx < ?"
 
 _LIVE_SLOTS = (
-    "SELECT c.queued_idx, c.target, c.queued_ls, c.queued_ts, c.queued_quiet FROM cursors c"
+    "SELECT c.queued_idx, c.target, c.queued_ls, c.queued_ts, c.queued_quiet, c.queued_id FROM cursors c"
     " JOIN queue_heads h ON h.session_key = c.watcher WHERE c.watcher = ?1 AND c.queued_idx > h.drained"
     " AND h.appended - c.queued_idx < ?2")
 _LIVE_GENERIC = (
-    "SELECT e.idx, e.context_key, e.text, e.ts FROM system_events e JOIN queue_heads h"
+    "SELECT e.idx, e.context_key, e.text, e.ts, e.eid FROM system_events e JOIN queue_heads h"
     " ON h.session_key = e.session_key WHERE e.session_key = ?1 AND e.idx > h.drained AND h.appended - e.idx < ?2")
 
 
@@ -47,15 +47,16 @@ def _next_index(conn: sqlite3.Connection, session_key: str) -> int:
 
 
 def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) -> list[QueueEntry]:
-    """The live queue, oldest first."""
-    out: list[QueueEntry] = []
-    for idx, target, last_seen, ts, quiet in conn.execute(_LIVE_SLOTS, (session_key, cap)):
+    """The live queue, oldest first. An entry's ``id`` is its stable id, not its (movable) index."""
+    out: list[tuple[int, QueueEntry]] = []
+    for idx, target, last_seen, ts, quiet, eid in conn.execute(_LIVE_SLOTS, (session_key, cap)):
         t = render(target)
-        out.append(QueueEntry(idx, session_key, t.text(last_seen), t.context_key, ts, bool(quiet), target=target))
-    for idx, ctx, text, ts in conn.execute(_LIVE_GENERIC, (session_key, cap)):
-        out.append(QueueEntry(idx, session_key, text, ctx, ts))
-    out.sort(key=lambda e: e.id)
-    return out
+        out.append((idx, QueueEntry(eid, session_key, t.text(last_seen), t.context_key, ts, bool(quiet),
+                                    target=target)))
+    for idx, ctx, text, ts, eid in conn.execute(_LIVE_GENERIC, (session_key, cap)):
+        out.append((idx, QueueEntry(eid, session_key, text, ctx, ts)))
+    out.sort(key=lambda item: item[0])
+    return [e for _, e in out]
 
 
 def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool:
@@ -141,8 +142,8 @@ def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen
         conn.execute("UPDATE cursors SET queued_idx = 0 WHERE target = ? AND watcher = ?", (target, watcher))
         _compact(conn, watcher, cap)
     idx = _next_index(conn, watcher)
-    conn.execute("UPDATE cursors SET queued_idx = ?, queued_ls = ?, queued_ts = ?, queued_quiet = ?"
-                 " WHERE target = ? AND watcher = ?", (idx, last_seen, ts, int(quiet), target, watcher))
+    conn.execute("UPDATE cursors SET queued_idx = ?1, queued_id = ?1, queued_ls = ?2, queued_ts = ?3, queued_quiet = ?4"
+                 " WHERE target = ?5 AND watcher = ?6", (idx, last_seen, ts, int(quiet), target, watcher))
     return True
 
 
@@ -154,7 +155,7 @@ def append_generic(conn: sqlite3.Connection, session_key: str, text: str, contex
                     (session_key, cap, context_key, text)).fetchone():
         return None
     idx = _next_index(conn, session_key)
-    conn.execute("INSERT INTO system_events (session_key, idx, context_key, text, ts) VALUES (?,?,?,?,?)",
+    conn.execute("INSERT INTO system_events (session_key, idx, eid, context_key, text, ts) VALUES (?1,?2,?2,?3,?4,?5)",
                  (session_key, idx, context_key, text, ts))
     appended, drained = idx, head(conn, session_key)[1]
     conn.execute("DELETE FROM system_events WHERE session_key = ?1 AND (idx <= ?2 OR ?3 - idx >= ?4)",
@@ -168,3 +169,18 @@ def drain(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) 
     conn.execute("UPDATE queue_heads SET drained = appended WHERE session_key = ?", (session_key,))
     conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
     return out
+
+
+def remove_ids(conn: sqlite3.Connection, session_key: str, ids: set[int], render: Render,
+               cap: int) -> list[QueueEntry]:
+    """Take the live entries with these stable ids out of the queue (others stay); returns them."""
+    taken = [e for e in entries(conn, session_key, render, cap) if e.id in ids]
+    if not taken:
+        return []
+    for e in taken:
+        if e.target is not None:
+            conn.execute("UPDATE cursors SET queued_idx = 0 WHERE target = ? AND watcher = ?", (e.target, session_key))
+        else:
+            conn.execute("DELETE FROM system_events WHERE session_key = ? AND eid = ?", (session_key, e.id))
+    _compact(conn, session_key, cap)
+    return taken

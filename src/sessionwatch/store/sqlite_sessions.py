@@ -113,7 +113,8 @@ class SessionsMixin:
             conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
             conn.execute("DELETE FROM watch_mutes WHERE watcher = ?1 OR target = ?1", (session_key,))
             conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
-            conn.execute("DELETE FROM queue_heads WHERE session_key = ?", (session_key,))
+            # The head stays (emptied): its append counter keeps entry ids unique if the key comes back.
+            conn.execute("UPDATE queue_heads SET drained = appended WHERE session_key = ?", (session_key,))
             touched.discard(session_key)
             sq.after_removal(conn, touched, queue_cap)
             return found

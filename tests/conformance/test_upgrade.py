@@ -1,0 +1,75 @@
+"""A store created by schema version 1 keeps its queue across the upgrade to stable entry ids (0002):
+the live entries keep their order and get ids, the next append gets a fresh id, and ack by id works."""
+
+from __future__ import annotations
+
+import sqlite3
+from importlib import resources
+from pathlib import Path
+
+import psycopg
+
+from sessionwatch import Gateway
+from sessionwatch.clock import ManualClock
+from tests.support import pg
+
+from ._helpers import notice
+
+MAIN, KID = "agent:a:main", "agent:a:subagent:kid"
+
+
+def _v1_sql(backend: str) -> str:
+    return resources.files("sessionwatch.store").joinpath(f"migrations/{backend}/0001_init.sql").read_text()
+
+
+# A version-1 queue of main: append indices 1..4 were used, index 1 was renumbered away; live are the
+# kid's notice (index 2, in its cursor row) and two generic entries (3, 4).
+_ROWS = [
+    "INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
+    " VALUES ('agent:a:main', 'a', 's1', 'main', 0, 0), ('agent:a:subagent:kid', 'a', 's2', 'subagent', 0, 0)",
+    "INSERT INTO heads (session_key, agent_id, last_sequence, updated_at) VALUES ('agent:a:subagent:kid', 'a', 7, 0)",
+    "INSERT INTO queue_heads (session_key, appended, drained) VALUES ('agent:a:main', 4, 0)",
+    "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at, queued_idx,"
+    " queued_ls, queued_ts) VALUES ('agent:a:main', 'agent:a:subagent:kid', 5, 7, 7, 'explicit', 0, 2, 5, 0)",
+    "INSERT INTO system_events (session_key, idx, context_key, text, ts) VALUES"
+    " ('agent:a:main', 3, NULL, 'tick 1', 0), ('agent:a:main', 4, NULL, 'tick 2', 0)",
+]
+
+
+def _check(url: str) -> None:
+    with Gateway.open(url, clock=ManualClock(), timers=False) as gw:
+        entries = gw.peek_system_events(MAIN)
+        assert [e["text"] for e in entries] == [notice(KID, 5), "tick 1", "tick 2"]
+        assert [e["id"] for e in entries] == [2, 3, 4]
+        gw.enqueue_system_event(MAIN, "tick 3")
+        assert gw.peek_system_events(MAIN)[-1]["id"] == 5
+        assert gw.ack_system_events(MAIN, [2, 4]) == {"acknowledged": 2}
+        assert [e["text"] for e in gw.peek_system_events(MAIN)] == ["tick 1", "tick 3"]
+        [cursor] = gw.cursors(watcher=MAIN)
+        assert (cursor["lastSeen"], cursor["notified"], cursor["material"]) == (7, 7, 7)
+
+
+def test_sqlite_version_1_queue_survives_the_upgrade(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    for statement in _v1_sql("sqlite").split(";\n"):
+        if statement.strip():
+            conn.execute(statement)
+    for row in _ROWS:
+        conn.execute(row)
+    conn.execute("PRAGMA user_version=1")
+    conn.commit()
+    conn.close()
+    _check(f"sqlite:///{path}")
+
+
+def test_postgres_version_1_queue_survives_the_upgrade() -> None:
+    with pg.fresh_database(migrated=False) as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                         " applied_at timestamptz NOT NULL DEFAULT now())")
+            conn.execute(_v1_sql("postgres"))
+            conn.execute("INSERT INTO schema_migrations (version, name) VALUES (1, '0001_init.sql')")
+            for row in _ROWS:
+                conn.execute(row)
+        _check(url)
