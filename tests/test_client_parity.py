@@ -30,6 +30,7 @@ GATEWAY_ONLY = {
     "add_periodic": "registers timed work with this process's timer thread",
     "run_due": "runs this process's due timers (tests with an injected clock)",
     "readiness": "the engine's write probe; a client asks the gateway with health",
+    "reconcile": "what a watcher's session_status read does to its cursor; remotely that tool call does it",
 }
 # Parameters only the in-process engine takes: a client's credentials decide them on the server side.
 GATEWAY_ONLY_PARAMS = {
