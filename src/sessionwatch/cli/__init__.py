@@ -1,8 +1,11 @@
-"""The ``sessionwatch`` command line (click + rich). Entry point: :func:`main`."""
+"""The ``sessionwatch`` command line (click + rich). Entry point: :func:`main`.
+
+Command modules are imported when the group first needs them (``app.Group``), so a hook run
+(``sessionwatch hook ...``, on a person's prompt path) loads only its own module.
+"""
 
 from __future__ import annotations
 
-from . import demo, servers, sessions, settings_cmd, tokens, upstream  # noqa: F401  (they register their commands)
 from .app import cli
 from .exitcodes import CONFLICT, DENIED, ERROR, NOT_FOUND, OK, USAGE
 
