@@ -248,10 +248,20 @@ def deliver(backend: _Local | _Remote, key: str, agent: str | None, host: Host, 
     except (BrokenPipeError, OSError, ValueError) as exc:  # the host is gone: they stay queued
         log.warning("%s hook for %s: the answer was not taken (%s); it is given again next run", event, key,
                     exc)
+        _discard(stdout)
         return
     if not held:
         state.save(ids, answered=True)
     log.info("%s hook for %s delivered %d notice(s): %s", event, key, len(ids), ids)
+
+
+def _discard(stdout: IO[str]) -> None:
+    """Point a dead stdout at the null device, so the interpreter's final flush cannot fail the exit code."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 # -- the nudge (after the answer) ----------------------------------------------------------------------
