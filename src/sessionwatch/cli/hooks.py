@@ -11,7 +11,7 @@ from .app import State, cli, command, pass_state
 HOST = click.argument("host", metavar="HOST", type=click.Choice(["claude-code", "codex"]))
 
 
-@cli.command("hook", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@command(cli, "hook")
 @HOST
 @click.option("--session", "session_key", metavar="KEY",
               help="The sessionwatch session this host session stands for. Env: SESSIONWATCH_SESSION. "
@@ -35,8 +35,11 @@ def hook_cmd(state: State, host: str, session_key: str | None, agent_id: str | N
     prompt is recorded within seconds. It always exits 0 and answers at once: a store
     or gateway that is down means nothing to add (the reason goes to the log).
 
+    The answer is always the host's own JSON (--json changes nothing). The host
+    runs it; see docs/hooks-claude-code.md and docs/hooks-codex.md.
+
     \b
-    Examples (the host runs these; see docs/hooks-claude-code.md, docs/hooks-codex.md):
+    Examples:
       sessionwatch hook claude-code --session agent:main:main
       sessionwatch --gateway http://127.0.0.1:7878 hook codex
     """
