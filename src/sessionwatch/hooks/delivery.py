@@ -10,7 +10,6 @@ under the state directory holds this, replaced atomically.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -31,7 +30,11 @@ class AnswerState:
     """The ids of the last answer given for one session of one store or gateway."""
 
     def __init__(self, where: str, session_key: str, agent_id: str | None) -> None:
-        digest = hashlib.sha256(f"{where}\0{agent_id or ''}\0{session_key}".encode()).hexdigest()[:24]
+        try:  # the builtin module: importing hashlib would load OpenSSL, a noticeable part of a hook run
+            from _blake2 import blake2b
+        except ImportError:  # pragma: no cover - not CPython
+            from hashlib import blake2b
+        digest = blake2b(f"{where}\0{agent_id or ''}\0{session_key}".encode(), digest_size=12).hexdigest()
         self.path = state_dir() / "hooks" / f"{digest}.json"
         self.session_key = session_key
 

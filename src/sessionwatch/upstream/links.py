@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from typing import Any
@@ -17,6 +16,8 @@ NODE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 def source_key(host_id: str, thread_id: str, upstream_ref: dict[str, Any]) -> str:
     """First 16 hex of sha256(hostId NUL threadId NUL JSON(ref)): a rebased source never dedupes
     against the old one even when their activity ids (byte offsets) collide."""
+    import hashlib  # here, not at the top: the hook's link lookup never needs it
+
     raw = f"{host_id}\0{thread_id}\0{dumps(upstream_ref)}"
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
 
@@ -66,4 +67,4 @@ def thread_links(store: Any, catalog_id: str, thread_id: str | None = None,
             if isinstance(path, str) and os.path.realpath(path) == real:
                 found.append(link)
     found.sort(key=lambda x: -x.updated_at)
-    return [link_json(x) for x in found]
+    return [x.to_json() for x in found]
