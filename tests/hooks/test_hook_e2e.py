@@ -238,3 +238,37 @@ def test_bad_input_is_a_silent_no_op(world: World) -> None:
                               MANAGER, "--log-file", "-"], input=raw, capture_output=True, env=world.env,
                              timeout=60)
         assert (res.returncode, res.stdout) == (0, b""), res.stderr
+
+
+def test_a_codex_worker_prompt_is_recorded_once_and_a_scheduled_one_never(world: World) -> None:
+    from tests.upstream.writers import CodexRollout
+
+    codex_root = world.tmp / "codex"
+    world.gw.upstream.configure(codex_root=codex_root)
+    rollout = CodexRollout(codex_root)
+    rollout.agent("ready")
+    res = world.gw.continue_thread("codex", rollout.thread_id)
+    key = res["sessionKey"]
+    world.gw.watch(MANAGER, key, agent_id=res["agentId"])
+    world.env["CODEX_HOME"] = str(codex_root)
+
+    def hook(text: str) -> None:
+        payload = codex_input("UserPromptSubmit", rollout.thread_id, str(rollout.path), prompt=text,
+                              turn_id=str(uuid.uuid4()))
+        code, out, err = world.hook("codex", payload, "--foreground-nudge", "--nudge-wait", "300")
+        assert (code, out) == (0, ""), err
+
+    def messages() -> list[dict[str, Any]]:
+        page = world.gw.changes_since(key, 0).to_json()
+        return [e for e in page["events"] if e["kind"] == "human_direct_message"]
+
+    rollout.user_legacy("run the retry tests and tell me which one flakes")
+    hook("run the retry tests and tell me which one flakes")
+    assert len(messages()) == 1  # recorded by the hook itself, before any tick
+    entry = next(x for x in world.gw.upstream_tick()["links"] if x["sessionKey"] == key)
+    assert entry["status"] in ("unchanged", "deduplicated"), entry
+    assert len(messages()) == 1
+    # a harness-written prompt also fires UserPromptSubmit: the transcript rules say it is not a person
+    rollout.environment()
+    hook("<environment_context>")
+    assert len(messages()) == 1
