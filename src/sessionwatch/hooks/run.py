@@ -55,9 +55,12 @@ def setup_logging(log_file: str | None, level: str) -> None:
         if log_file == "-":
             handler: logging.Handler = logging.StreamHandler(sys.stderr)
         else:
+            from logging.handlers import RotatingFileHandler
+
             path = log_file or str(state_dir() / "hooks.log")
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            handler = logging.FileHandler(path, encoding="utf-8")
+            # one line per delivery: capped at about 2 MiB (the file and one older copy)
+            handler = RotatingFileHandler(path, maxBytes=1 << 20, backupCount=1, encoding="utf-8")
     except OSError:
         handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"))
