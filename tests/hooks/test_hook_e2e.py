@@ -272,3 +272,41 @@ def test_a_codex_worker_prompt_is_recorded_once_and_a_scheduled_one_never(world:
     rollout.environment()
     hook("<environment_context>")
     assert len(messages()) == 1
+
+
+def test_against_a_running_gateway(world: World, tmp_path: Path) -> None:
+    import socket
+
+    from tests.support.procs import stop
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([*SESSIONWATCH, "serve", "--port", str(port), "--store", world.store_url,
+                               "--no-monitor"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=world.env)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        world.gw.enqueue_system_event(MANAGER, "via the gateway")
+        payload = claude_input("UserPromptSubmit", world.manager_thread, world.manager_transcript, prompt="hi")
+        cmd = [*SESSIONWATCH, "--gateway", f"http://127.0.0.1:{port}", "hook", "claude-code", "--session", MANAGER,
+               "--no-nudge", "--log-file", "-"]
+
+        def run() -> tuple[int, str, str]:
+            res = subprocess.run(cmd, input=json.dumps(payload).encode(), capture_output=True, env=world.env,
+                                 timeout=60)
+            return res.returncode, res.stdout.decode(), res.stderr.decode()
+
+        code, out, err = run()
+        assert code == 0, err
+        assert _context(out).endswith("via the gateway")
+        code, out, err = run()
+        assert (code, out) == (0, ""), err
+        assert world.gw.peek_system_events(MANAGER) == []
+    finally:
+        stop(server)
