@@ -308,5 +308,14 @@ def test_against_a_running_gateway(world: World, tmp_path: Path) -> None:
         code, out, err = run()
         assert (code, out) == (0, ""), err
         assert world.gw.peek_system_events(MANAGER) == []
+        # a worker whose hook names its own adopted session: the prompt is recorded through the gateway
+        world.worker.prompt("use the staging database")
+        worker = claude_input("UserPromptSubmit", world.worker.session_id, str(world.worker.path),
+                              prompt="use the staging database")
+        res = subprocess.run([*SESSIONWATCH, "--gateway", f"http://127.0.0.1:{port}", "hook", "claude-code",
+                              "--session", world.worker_key, "--log-file", "-"], input=json.dumps(worker).encode(),
+                             capture_output=True, env=world.env, timeout=60)
+        assert (res.returncode, res.stdout) == (0, b""), res.stderr
+        assert len(world.wait_for_messages(1)) == 1
     finally:
         stop(server)

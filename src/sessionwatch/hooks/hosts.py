@@ -26,8 +26,8 @@ class Host:
         """The stdout of a hook that adds ``text`` to the model's context ("" adds nothing)."""
         if not text:
             return ""
-        return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
-                          ensure_ascii=False) + "\n"
+        # ASCII with escapes: the host's pipe may not be UTF-8, and JSON carries any text that way
+        return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}) + "\n"
 
 
 HOSTS: dict[str, Host] = {

@@ -118,6 +118,17 @@ class _Remote:
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
         return []  # a gateway lists no links by thread: give --session (or $SESSIONWATCH_SESSION) there
 
+    def own_link(self, who: tuple[str, str | None, str] | None, thread_id: str | None) -> list[dict[str, Any]]:
+        """The session's link when it is this very thread (a worker installed with its own --session)."""
+        if who is None or thread_id is None:
+            return []
+        try:
+            link = self.client.link(who[0], who[1])
+        except Exception as exc:
+            log.debug("no link for %s: %s", who[0], exc)
+            return []
+        return [link] if link and link.get("threadId") == thread_id else []
+
     def nudge(self, key: str, agent: str | None, retry_ms: int) -> dict[str, Any]:
         return self.client.upstream_tick()  # every watched link once (admin token); dedupe keeps it exact
 
@@ -206,9 +217,9 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
                 links = backend.thread_links(opts.host.catalog, thread_id, path)
             except Exception as exc:
                 log.warning("looking up the link of thread %s failed: %s", thread_id, exc)
-        if event == USER_PROMPT_SUBMIT and opts.nudge:
-            nudge_links = links if not backend.remote else [{"sessionKey": None, "agentId": None}]
         who = resolve_session(opts, links)
+        if event == USER_PROMPT_SUBMIT and opts.nudge:
+            nudge_links = links if not backend.remote else backend.own_link(who, thread_id)
         if who is None:
             log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event,
                       thread_id)
@@ -309,7 +320,7 @@ def _nudge(opts: Options, links: list[dict[str, Any]], retry_ms: int) -> None:
     try:
         for link in links:
             out = backend.nudge(link["sessionKey"], link["agentId"], retry_ms)
-            log.info("nudge %s: %s", link["sessionKey"] or "(gateway tick)",
+            log.info("nudge %s: %s", link["sessionKey"],
                      {k: out.get(k) for k in ("status", "reason", "sequence", "attempts") if k in out})
     except Exception as exc:
         log.warning("nudge failed: %s: %s", exc.__class__.__name__, exc)
