@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-import importlib
 
 import click
 
