@@ -108,7 +108,7 @@ def test_claude_code_project_install_merges_is_idempotent_and_uninstall_restores
 
 def test_claude_code_user_install_keeps_the_rest_of_claude_json(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    state = {"numStartups": 12, "projects": {"/work/x": {"allowedTools": []}}, "mcpServers": USER_MCP["mcpServers"]}
+    state = {"numStartups": 12, "projects": {"/home/dev/acme-api": {"allowedTools": []}}, "mcpServers": USER_MCP["mcpServers"]}
     write_json(home / ".claude.json", state)
     res = sw(tmp_path, "install", "claude-code", "--user", "--session", "agent:main:main",
              store=f"sqlite:///{tmp_path / 'sw.db'}")
