@@ -12,9 +12,13 @@ from sessionwatch import Gateway
 from sessionwatch.notices import parse_notice
 
 
-def pending_context(gw, manager: str) -> str:
+def pending_context(gw, manager: str, handed: list) -> str:
+    if handed:  # at least once: what the last prompt was given is acknowledged now
+        gw.ack_system_events(manager, handed)
+        handed.clear()
     notes = []
-    for entry in gw.drain_system_events(manager):  # this prompt consumes the notices
+    for entry in gw.peek_system_events(manager):
+        handed.append(entry["id"])
         notes.append(entry["line"])
         if named := parse_notice(entry["text"], entry["contextKey"]):
             args = {"sessionKey": named[0], "changesSince": named[1]}
@@ -23,8 +27,10 @@ def pending_context(gw, manager: str) -> str:
 
 
 def notices_hook(gw, manager: str):
+    handed = []
+
     async def on_prompt(hook_input, tool_use_id, context):
-        text = await asyncio.to_thread(pending_context, gw, manager)  # gw calls block: keep them off the loop
+        text = await asyncio.to_thread(pending_context, gw, manager, handed)  # gw calls block: off the loop
         return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}} if text else {}
 
     return on_prompt

@@ -13,9 +13,12 @@ from sessionwatch.notices import parse_notice
 
 
 def build(gw, manager: str, model):
+    handed = []  # at least once: acknowledged after the model answered with them in view
+
     def sessionwatch(state: MessagesState) -> dict:
         notes = []
-        for entry in gw.drain_system_events(manager):  # the turn consumes its notices
+        for entry in gw.peek_system_events(manager):
+            handed.append(entry["id"])
             notes.append(entry["line"])
             if named := parse_notice(entry["text"], entry["contextKey"]):
                 args = {"sessionKey": named[0], "changesSince": named[1]}
@@ -24,7 +27,14 @@ def build(gw, manager: str, model):
 
     graph = StateGraph(MessagesState)
     graph.add_node("sessionwatch", sessionwatch)
-    graph.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
+    def agent(state: MessagesState) -> dict:
+        reply = model.invoke(state["messages"])
+        if handed:
+            gw.ack_system_events(manager, handed)
+            handed.clear()
+        return {"messages": [reply]}
+
+    graph.add_node("agent", agent)
     graph.add_edge(START, "sessionwatch")
     graph.add_edge("sessionwatch", "agent")
     return graph.compile()

@@ -13,9 +13,15 @@ from sessionwatch.notices import parse_notice
 
 
 def notices_filter(gw, manager: str):
+    handed = []  # at least once: what the last model call was given is acknowledged at the next one
+
     def prepend_notices(call: CallModelData) -> ModelInputData:
+        if handed:
+            gw.ack_system_events(manager, handed)
+            handed.clear()
         notes = []
-        for entry in gw.drain_system_events(manager):  # this model call consumes the notices
+        for entry in gw.peek_system_events(manager):
+            handed.append(entry["id"])
             notes.append(entry["line"])
             if named := parse_notice(entry["text"], entry["contextKey"]):
                 args = {"sessionKey": named[0], "changesSince": named[1]}

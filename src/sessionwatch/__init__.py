@@ -2,16 +2,40 @@
 
     from sessionwatch import Gateway
     gw = Gateway.open("sqlite:///state.db")
+
+The names below are loaded on first use (PEP 562), so ``import sessionwatch.<module>`` stays cheap
+(the hook command runs on a person's prompt path).
 """
 
-from .engine import Gateway, Subscription, TOOLS, Wake
-from .errors import (Conflict, Forbidden, InvalidArgument, NotFound, PayloadTooLarge, SessionwatchError,
-                     StoreUnavailable, Unauthorized, Unavailable, UnknownTool)
-from .notices import notice_text
-from .settings import Settings
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Gateway": "engine", "Subscription": "engine", "TOOLS": "engine", "Wake": "engine",
+    "Settings": "settings", "notice_text": "notices",
+    **{name: "errors" for name in ("SessionwatchError", "InvalidArgument", "NotFound", "UnknownTool", "Forbidden",
+                                   "Unauthorized", "PayloadTooLarge", "Conflict", "StoreUnavailable",
+                                   "Unavailable")},
+}
 
 __all__ = ["Gateway", "Subscription", "TOOLS", "Wake", "Settings", "notice_text", "SessionwatchError",
            "InvalidArgument", "NotFound", "UnknownTool", "Forbidden", "Unauthorized", "PayloadTooLarge", "Conflict",
            "StoreUnavailable", "Unavailable", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sessionwatch' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -8,6 +8,7 @@ from sessionwatch.cli import cli
 
 from .conftest import Runner
 
+cli.list_commands(None)  # type: ignore[arg-type]  # commands load on first need
 COMMANDS = sorted(cli.commands)
 
 

@@ -24,9 +24,10 @@ def _emit(op: str, n: int | None = None, seconds: float | None = None, **extra: 
 
 
 def _phase_main(phase: str, url: str, args: dict[str, Any]) -> None:
+    from .hook_latency import hook_latency
     from .scenarios import PHASES
 
-    PHASES[phase](url, args, _emit)
+    {**PHASES, "hook": hook_latency}[phase](url, args, _emit)
 
 
 @contextmanager
@@ -66,7 +67,7 @@ def _run(phase: str, url: str, args: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m sessionwatch.bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="10x smaller smoke run")
-    p.add_argument("--only", help="comma list of: info,raw,append,changes,ack,sweep,prune")
+    p.add_argument("--only", help="comma list of: info,raw,append,changes,ack,sweep,prune,hook")
     p.add_argument("--store", help="postgresql://user@host:port/anydb to run against PostgreSQL "
                                    "(a fresh database per scenario)")
     p.add_argument("--tmp", default=None, help="folder for the SQLite files (default: system temp)")
@@ -112,6 +113,9 @@ def main(argv: list[str] | None = None) -> None:
     if want("prune"):
         with _store(a.store, tmp, "prune") as url:
             _run("prune", url, {"rows": 6000 if a.quick else 60000, "sessions": 100, "calls": 20})
+    if want("hook"):
+        with _store(a.store, tmp, "hook") as url:
+            _run("hook", url, {"runs": 10 if a.quick else 40})
     print(f"# done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
 

@@ -1,14 +1,34 @@
-"""The ``sessionwatch`` command line (click + rich). Entry point: :func:`main`."""
+"""The ``sessionwatch`` command line (click + rich). Entry point: :func:`main`.
+
+Nothing heavy is imported here: a host's hook run (``sessionwatch hook ...``, on a person's prompt
+path) takes the fast path in ``fast.py`` without click; the click group (``app.cli``) loads its command
+modules when it first needs them.
+"""
 
 from __future__ import annotations
 
-from . import demo, servers, sessions, settings_cmd, tokens, upstream  # noqa: F401  (they register their commands)
-from .app import cli
+import sys
+from typing import Any
+
 from .exitcodes import CONFLICT, DENIED, ERROR, NOT_FOUND, OK, USAGE
 
 
 def main() -> None:
+    from .fast import run_hook
+
+    if run_hook(sys.argv[1:]):  # a host's hook run: no click, no command modules (see fast.py)
+        return
+    from .app import cli
+
     cli(prog_name="sessionwatch")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cli":
+        from .app import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["main", "cli", "OK", "ERROR", "USAGE", "NOT_FOUND", "DENIED", "CONFLICT"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from collections.abc import Callable
@@ -9,12 +10,27 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import click
-from rich.text import Text
 
 from ..errors import SessionwatchError
 from . import exitcodes
 from .backend import Backend
-from .output import err_console, print_json
+
+# The modules that register the group's commands, imported on first need (see Group.get_command); a
+# command listed in LAZY loads only its own module.
+COMMAND_MODULES = ("demo", "servers", "sessions", "settings_cmd", "tokens", "upstream", "hooks")
+LAZY = {"hook": "hooks", "install": "hooks", "uninstall": "hooks"}
+
+
+def print_json(data: Any) -> None:
+    from .output import print_json as out
+
+    out(data)
+
+
+def err_console() -> Any:
+    from .output import err_console as make
+
+    return make()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,6 +61,8 @@ def _fail(state: State | None, code: int, error: dict[str, Any]) -> None:
     if state is not None and state.json:
         print_json(error)
     else:
+        from rich.text import Text
+
         line = Text.assemble(("error", "bold red"), f" ({error['error']['code']}): {error['error']['message']}")
         err_console().print(line)
     sys.exit(code)
@@ -72,6 +90,25 @@ class Group(click.Group):
     into JSON under ``--json``."""
 
     _json_args = False
+    _all_loaded = False
+
+    def _load_all(self) -> None:
+        if not self._all_loaded:
+            self._all_loaded = True
+            for name in COMMAND_MODULES:
+                importlib.import_module(f"{__package__}.{name}")
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            if cmd_name in LAZY:
+                importlib.import_module(f"{__package__}.{LAZY[cmd_name]}")
+            else:
+                self._load_all()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_all()
+        return super().list_commands(ctx)
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)

@@ -12,8 +12,8 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidArgument
 from ..kinds import NOTIFY_ELIGIBLE, SEEDING
@@ -141,8 +141,15 @@ def _prepare_file(path: str) -> bool:
 
 def apply_migrations(conn: sqlite3.Connection) -> int:
     """Apply numbered migration files newer than ``PRAGMA user_version``; safe with concurrent openers."""
-    folder = resources.files("sessionwatch.store").joinpath("migrations/sqlite")
+    folder: Any = Path(__file__).parent / "migrations" / "sqlite"  # beside the module in any normal install
+    if not folder.is_dir():  # a zipped install: ask importlib (slower to import, so only then)
+        from importlib import resources
+
+        folder = resources.files("sessionwatch.store").joinpath("migrations/sqlite")
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if files and current >= int(files[-1].name.split("_", 1)[0]):
+        return current  # up to date: no write lock (short-lived clients such as a hook open stores often)
     conn.execute("BEGIN IMMEDIATE")  # serializes concurrent starts; the version is re-read under the lock
     try:
         current = conn.execute("PRAGMA user_version").fetchone()[0]

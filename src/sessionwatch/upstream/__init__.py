@@ -6,6 +6,15 @@ with a baseline marker; the monitor checks watched links on a cadence and record
 docs/upstream.md.
 """
 
-from .service import UpstreamService
+from typing import Any
 
 __all__ = ["UpstreamService"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: the service imports the HTTP client, which a hook run (links only) never needs.
+    if name == "UpstreamService":
+        from .service import UpstreamService
+
+        return UpstreamService
+    raise AttributeError(name)

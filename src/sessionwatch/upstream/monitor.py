@@ -69,14 +69,20 @@ class Monitor:
         return self.gw.settings
 
     # -- the tick --------------------------------------------------------------------------------
-    def tick(self) -> dict[str, Any]:
+    def tick(self, only: tuple[str, str] | None = None) -> dict[str, Any]:
+        """Check every watched link once; ``only`` (session key, agent id): just that link, through the
+        very same scan, checks and dedupe (a hook's nudge), so the regular tick never records it twice."""
         self.aborted = threading.Event()
         started = self.gw.clock()
         result: dict[str, Any] = {"status": "ok", "startedAt": started, "links": [], "providers": []}
         try:
             links = self.store.watched_links()
+            every = self.store.links()
+            if only is not None:
+                links = [x for x in links if (x.session_key, x.agent_id) == only]
+                every = [x for x in every if (x.session_key, x.agent_id) == only]
             watched = {(x.session_key, x.agent_id) for x in links}
-            unwatched = [x for x in self.store.links() if (x.session_key, x.agent_id) not in watched]
+            unwatched = [x for x in every if (x.session_key, x.agent_id) not in watched]
         except Exception:
             log.exception("listing watched links failed")
             result["status"] = "error"

@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 from ..errors import InvalidArgument, NotFound, StoreUnavailable, Unauthorized
 from ..store.records import Node
 from .adoption import Adopter, check_pairing
 from .catalogs import CATALOG_IDS, LocalCatalog, check_catalog
-from .links import LOCAL_HOST, link_json, parse_host
+from .links import LOCAL_HOST, link_json, parse_host, thread_links
 from .monitor import Monitor, Provider, skipped_entry
 from .node_client import NodeClient, NodeError, NodeUnauthorized
 from .providers import LocalFiles, NodeThreads
@@ -187,6 +188,31 @@ class UpstreamService:
             return result
         finally:
             self._tick_lock.release()
+
+    def thread_links(self, catalog_id: str, thread_id: str | None = None,
+                     file_path: str | None = None) -> list[dict[str, Any]]:
+        """The links of one catalog thread, newest first (see ``links.thread_links``)."""
+        return thread_links(self.gw.store, check_catalog(catalog_id), thread_id, file_path)
+
+    def nudge(self, session_key: str, agent_id: str | None = None, *, retry_ms: int = 0) -> dict[str, Any]:
+        """Check one link now (a hook saw a prompt submitted in its thread), with the tick's own scan and
+        dedupe. The host may not have written the prompt's row yet: while nothing was recorded, scan again
+        a few times within ``retry_ms``. Needs no monitor lock: recordings dedupe by content and markers
+        move only from the row a scan read, so a tick running at the same time records nothing twice."""
+        key, agent = self.gw.resolve(session_key, agent_id)
+        deadline = time.monotonic() + max(0, min(int(retry_ms), 10_000)) / 1000
+        pause = 0.05
+        attempts = 0
+        while True:
+            attempts += 1
+            # its own Monitor: a nudge never resets the abort flag of a tick running in this process
+            result = Monitor(self.gw, self._provider_for).tick(only=(key, agent))
+            entry = result["links"][0] if result["links"] else {"status": "skipped", "reason": "no link"}
+            done = entry.get("status") not in ("unchanged", "advanced")
+            if done or time.monotonic() + pause > deadline:
+                return {"sessionKey": key, "agentId": agent, "attempts": attempts, **entry}
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     def _busy(self, reason: str) -> dict[str, Any]:
         """A tick that could not run still says which links it left, and why."""

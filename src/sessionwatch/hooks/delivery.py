@@ -1,0 +1,62 @@
+"""At-least-once delivery through a hook, surviving a lost answer.
+
+A hook cannot know that the host used its answer: the host may time out and kill it, or close the pipe.
+So an answer is acknowledged on the *next* hook run of the same session, and only if it was written
+completely: before printing, the ids are saved as ``answered: false``; after stdout was flushed they are
+marked ``answered: true``. The next run acknowledges an answered set, then peeks; an unanswered set
+(killed or broken pipe) is simply still queued and is printed again. One small JSON file per session
+under the state directory holds this, replaced atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def state_dir() -> Path:
+    """``$SESSIONWATCH_STATE_DIR``, else ``$XDG_STATE_HOME/sessionwatch`` (``~/.local/state``), where the
+    default store lives too."""
+    env = os.environ.get("SESSIONWATCH_STATE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "sessionwatch"
+
+
+class AnswerState:
+    """The ids of the last answer given for one session of one store or gateway."""
+
+    def __init__(self, where: str, session_key: str, agent_id: str | None) -> None:
+        try:  # the builtin module: importing hashlib would load OpenSSL, a noticeable part of a hook run
+            from _blake2 import blake2b
+        except ImportError:  # pragma: no cover - not CPython
+            from hashlib import blake2b
+        digest = blake2b(f"{where}\0{agent_id or ''}\0{session_key}".encode(), digest_size=12).hexdigest()
+        self.path = state_dir() / "hooks" / f"{digest}.json"
+        self.session_key = session_key
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        ids = data.get("ids") if isinstance(data, dict) else None
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            return None
+        return {"ids": ids, "answered": data.get("answered") is True}
+
+    def save(self, ids: list[int], *, answered: bool) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"sessionKey": self.session_key, "ids": ids, "answered": answered}),
+                       encoding="utf-8")
+        os.replace(tmp, self.path)  # atomic: a concurrent hook of the same session reads old or new
+
+    def clear(self) -> None:
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
