@@ -31,6 +31,7 @@ GATEWAY_ONLY = {
     "run_due": "runs this process's due timers (tests with an injected clock)",
     "readiness": "the engine's write probe; a client asks the gateway with health",
     "reconcile": "what a watcher's session_status read does to its cursor; remotely that tool call does it",
+    "log_bounds": "the log stream's resume check; a client sees it as the stream's gap event",
 }
 # Parameters only the in-process engine takes: a client's credentials decide them on the server side.
 GATEWAY_ONLY_PARAMS = {
@@ -42,6 +43,7 @@ GATEWAY_ONLY_PARAMS = {
 CLIENT_ONLY = {
     "health": "the gateway process's readiness",
     "stream_wakes": "the SSE wake stream (in-process: subscribe_wakes)",
+    "follow_log": "the SSE log stream with resume (in-process: events_after)",
 }
 
 
@@ -73,7 +75,7 @@ def test_shared_methods_take_the_same_parameters() -> None:
 
 def test_the_async_client_is_async_throughout() -> None:
     for name, member in _public(AsyncGatewayClient).items():
-        if name == "stream_wakes":
+        if name in ("stream_wakes", "follow_log"):
             assert inspect.isasyncgenfunction(member)
         else:
             assert inspect.iscoroutinefunction(member), name

@@ -29,6 +29,7 @@ from urllib.parse import quote
 import httpx
 
 from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, error_from_json
+from . import log_follow
 from .headers import encode_header_value
 from .store.records import PruneResult
 from .types import QueueEntry
@@ -333,6 +334,17 @@ class GatewayClient(_ClientBase):
                 from None
 
 
+    # -- the log stream (sessionwatch.log_follow) -------------------------------------------------
+    def follow_log(self, after: int | None = None, *, session: str | None = None, agent: str | None = None,
+                   kinds: list[str] | None = None, reconnect: bool = True,
+                   timeout: float | None = None) -> Iterator[dict[str, Any]]:
+        """Yield log events after ``after`` (None: from now) as they are recorded, reconnecting with
+        ``Last-Event-ID`` after a drop (nothing missed, nothing repeated). A gap dict ``{historyGap: true,
+        earliestAvailableSequence, after, prunedThrough}`` comes first when retention removed events."""
+        return log_follow.follow(self._http, self.base_url, after, log_follow.params(session, agent, kinds),
+                                 reconnect=reconnect, timeout=timeout)
+
+
 class AsyncGatewayClient(_ClientBase):
     """``GatewayClient`` for asyncio/anyio code: the same methods, as coroutines."""
 
@@ -516,3 +528,13 @@ class AsyncGatewayClient(_ClientBase):
         except httpx.HTTPError as exc:
             raise StoreUnavailable(f"wake stream from {self.base_url} failed: {exc.__class__.__name__}: {exc}") \
                 from None
+
+    # -- the log stream (sessionwatch.log_follow) -------------------------------------------------
+    async def follow_log(self, after: int | None = None, *, session: str | None = None, agent: str | None = None,
+                         kinds: list[str] | None = None, reconnect: bool = True,
+                         timeout: float | None = None) -> AsyncIterator[dict[str, Any]]:
+        """``GatewayClient.follow_log`` as an async iterator."""
+        async for item in log_follow.afollow(self._http, self.base_url, after,
+                                             log_follow.params(session, agent, kinds),
+                                             reconnect=reconnect, timeout=timeout):
+            yield item

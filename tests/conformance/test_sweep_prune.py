@@ -221,3 +221,29 @@ def test_the_restart_sweep_forces_a_prune(store_url: str, clock: ManualClock) ->
     clock.advance(31 * DAY)
     with Gateway.open(store_url, clock=clock) as gw:
         assert log(gw) == [] and gw.state_version("agent:a:x") > 0
+
+
+def test_log_bounds_report_the_pruned_watermark_like_changes_since(store_url: str, clock: ManualClock) -> None:
+    """What a resuming log-stream reader is told (Store.log_bounds) agrees with changesSince's facts."""
+    with Gateway.open(store_url, clock=clock, settings=Settings(max_events=3)) as gw:
+        empty = gw.log_bounds()
+        assert (empty.earliest, empty.last, empty.pruned) == (0, 0, 0)
+        _family(gw)
+        for _ in range(4):
+            human(gw, CHILD)
+        gw.put_session("agent:b:main")
+        gw.watch("agent:b:main", "agent:b:other")
+        everything = [e["sequence"] for e in gw.events_after(0, 1000)]
+        clock.advance(MINUTE)
+        gw.prune()
+        kept = [e["sequence"] for e in gw.events_after(0, 1000)]
+        assert len(kept) == 3 and kept == everything[-3:]
+        whole = gw.log_bounds()
+        assert whole.pruned_at == clock()
+        assert (whole.earliest, whole.last, whole.pruned) == (kept[0], everything[-1], everything[-4])
+        assert whole.gap(kept[0] - 2) and not whole.gap(kept[0] - 1)
+        one = gw.log_bounds(session=(CHILD, "a"))
+        page = gw.changes_since(CHILD, 0)
+        assert (one.earliest, one.gap(0)) == (page.earliest_available_sequence, page.history_gap)
+        assert gw.log_bounds(agents=frozenset({"a"})).pruned == whole.pruned
+        assert gw.log_bounds(agents=frozenset({"zzz"})).pruned == 0

@@ -32,7 +32,7 @@ OWN_MAIN, OWN_KID, OTHER_MAIN = "agent:own:main", "agent:own:kid", "agent:oth:ma
 # What a token of another agent (or of the session's own agent) may do, by route. Every other route is
 # session-scoped: the owner's token may use it, another agent's token is refused (403).
 ANY_TOKEN = {"openapi"}
-FILTERED = {"events_after", "cursors"}  # answered, narrowed to the token's agents
+FILTERED = {"events_after", "cursors", "stream_log", "ui_overview", "ui_health"}  # answered, narrowed to the token's agents
 ADMIN_ONLY = {"prune", "sweep", "list_threads", "continue_thread", "upstream_tick", "upstream_results", "pair_node"}
 
 PATH_VALUES = {"key": OWN_MAIN, "name": "session_status", "runId": "run-m", "catalogId": "claude",
@@ -98,7 +98,7 @@ def _send(http: httpx.Client, ep: Any, token: str) -> httpx.Response:
         headers["Authorization"] = f"Bearer {token}"
     params = {"sessionKey": OWN_MAIN} if "sessionKey" in ep.query else {}
     body = BODIES.get(ep.op_id, {}) if ep.body is not None else None
-    if ep.op_id == "stream_wakes":
+    if ep.op_id in ("stream_wakes", "stream_log"):
         with http.stream("GET", _concrete(ep.path), params=params, headers=headers) as res:
             if res.status_code == 200:  # a live stream: what matters is that it was opened
                 return httpx.Response(200, text="(stream)")

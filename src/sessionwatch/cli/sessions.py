@@ -202,7 +202,7 @@ def drain_cmd(state: State, key: str, agent_id: str | None) -> None:
               help="Start after sequence N.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they are recorded (Ctrl-C stops).")
 @click.option("--interval", type=click.FloatRange(0.05, 60), default=0.5, show_default=True, metavar="S",
-              help="Polling interval for --follow.")
+              help="Polling interval for --follow on a local store (against --gateway the log is streamed).")
 @pass_state
 def log_cmd(state: State, since: int, follow: bool, interval: float) -> None:
     """Print the signal log of every session, oldest first; --follow tails it live.
@@ -220,6 +220,16 @@ def log_cmd(state: State, since: int, follow: bool, interval: float) -> None:
     c = console()
     after = since
     try:
+        if follow and be.remote:  # a gateway pushes the log: its stream, resumed after a drop
+            for e in be.follow_log(after):
+                if "sequence" not in e:  # a gap: retention removed events we had not printed
+                    click.echo(f"warning: events after {e['after']} up to {e['prunedThrough']} were pruned; "
+                               f"the log resumes at {e['earliestAvailableSequence']}", err=True)
+                elif state.json:
+                    print_jsonl(e)
+                else:
+                    c.print(event_line(e), markup=False)
+            return
         while True:
             batch = be.events_after(after, 200)
             for e in batch:

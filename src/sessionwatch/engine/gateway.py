@@ -25,7 +25,7 @@ from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_temp
 from ..settings import Settings
 from ..store import default_sqlite_path, open_store
 from ..store.base import Store
-from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, MessageRow, PruneResult, QueueEntry,
+from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, LogBounds, MessageRow, PruneResult, QueueEntry,
                              RecordOutcome, SessionRow)
 from ..types import QueueEntry as QueueEntryJSON
 from . import data_settings
@@ -105,6 +105,7 @@ class Gateway:
         self._render = notice_template
         self._upstream: Any = None
         self.swept = 0
+        self.swept_at: int | None = None  # when this process's restart sweep last ran (the dashboard shows it)
         if sweep and not read_only:
             self._restart_sweep()
             if prune_on_open:
@@ -594,6 +595,13 @@ class Gateway:
         return [e.to_json() for e in self._host_read(lambda: self.store.events_after(a, n, sorted(agents)),
                                                      "reading the log")]
 
+    def log_bounds(self, *, agents: frozenset[str] | None = None,
+                   session: tuple[str, str] | None = None) -> LogBounds:
+        """Earliest stored, last and pruned-through sequences of the log (all, ``agents``', or one session):
+        what a resuming log-stream reader needs to tell a gap from a quiet log."""
+        return self._host_read(lambda: self.store.log_bounds(None if agents is None else sorted(agents), session),
+                               "reading the log bounds")
+
     # -- maintenance -----------------------------------------------------------------------------
     def sweep(self) -> int:
         """Re-materialize unacknowledged notices (restart sweep), then a forced prune."""
@@ -610,7 +618,7 @@ class Gateway:
             self.sweep_error = f"{exc.__class__.__name__}: {exc}"[:300]
             return 0
         self.sweep_error, self.sweep_ran = None, True
-        self.swept = count
+        self.swept, self.swept_at = count, now
         self.wakes.request(wakes)
         return count
 

@@ -11,7 +11,8 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from ..engine import Gateway
-from . import health, openapi, routes_log, routes_sessions, routes_tools, routes_upstream, sse
+from . import (dashboard, health, log_stream, openapi, routes_log, routes_sessions, routes_tools, routes_ui,
+               routes_upstream, sse)
 from .auth import ANY_TOKEN, Authenticator
 from .endpoints import Call, Endpoint, make_routes
 from .errors import http_exception_handler, internal_error_handler
@@ -55,7 +56,8 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
         return cached["doc"]  # type: ignore[no-any-return]
 
     endpoints: list[Endpoint] = [*_meta_routes(runtime, doc), *routes_tools.ROUTES, *sse.ROUTES,
-                                 *routes_sessions.ROUTES, *routes_log.ROUTES, *routes_upstream.ROUTES]
+                                 *routes_sessions.ROUTES, *routes_log.ROUTES, *routes_upstream.ROUTES,
+                                 *log_stream.ROUTES, *routes_ui.ROUTES]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -66,7 +68,7 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
             await runtime.stop()
 
     app = Starlette(
-        routes=make_routes(endpoints, runtime, max_body_bytes),
+        routes=[*make_routes(endpoints, runtime, max_body_bytes), *dashboard.routes()],
         middleware=[Middleware(Guard, auth=Authenticator(token, runtime.store), max_body_bytes=max_body_bytes),
                     Middleware(BrowserGuard, policy=policy)],  # inside Guard: refusals reach the access log
         exception_handlers={HTTPException: http_exception_handler, Exception: internal_error_handler},

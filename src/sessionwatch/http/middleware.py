@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidArgument, PayloadTooLarge, SessionwatchError
 from .auth import PRINCIPAL, Authenticator
+from .dashboard import is_asset_path
 from .endpoints import SLASH_STAND_IN
 from .jsonio import JSON_TYPE, dumps
 
@@ -101,7 +102,7 @@ class Guard:
 
     async def _authenticate(self, scope: Scope) -> SessionwatchError | None:
         """Resolve the bearer token into ``scope[PRINCIPAL]``; the error to answer with when refused."""
-        if scope["path"] in OPEN_PATHS:
+        if scope["path"] in OPEN_PATHS or is_asset_path(scope["path"]):  # the dashboard's files hold no data
             return None
         header = next((value for name, value in scope["headers"] if name == b"authorization"), None)
         try:

@@ -100,6 +100,11 @@ def build(endpoints: list[Endpoint], *, token_required: bool) -> dict[str, Any]:
             continue
         if ep.op_id == "stream_wakes":
             op = _stream_path(ep)
+        elif ep.op_id == "stream_log":  # see http/log_stream.py
+            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ANY_OBJECT,
+                            description=ep.description)
+            op["responses"]["200"] = {"description": "An endless, resumable event stream of log events.",
+                                      "content": {"text/event-stream": {"schema": {"type": "string"}}}}
         elif ep.op_id in ("health", "health_ready", "health_live"):
             op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ref("Health"))
             op["responses"] = {"200": {"description": "Ready.", "content": _json(S.ref("Health"))},

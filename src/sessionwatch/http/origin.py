@@ -8,7 +8,8 @@ that, shared by the REST gateway, ``sessionwatch node`` and the MCP HTTP transpo
   address the connection arrived on, with this server's port; or a name configured with ``--allowed-host``.
   A rebinding page always sends its own name, so it gets 421.
 * A request that carries an ``Origin`` (every cross-origin fetch and every browser POST does) must name a
-  configured origin; none is allowed by default (403). A browser's no-cors GET has no ``Origin`` but is
+  configured origin, or this server itself (same scheme, name and port as the Host just accepted: the
+  dashboard at /ui calling its own gateway); no other origin is allowed by default (403). A browser's no-cors GET has no ``Origin`` but is
   marked ``Sec-Fetch-Site: cross-site``/``same-site``; it is refused the same way.
 * A request with a body must declare ``Content-Type: application/json`` (415), which a page can only send
   after a preflight this server never grants.
@@ -130,12 +131,32 @@ class RequestPolicy:
         return ("the Host header is not this server's name; a browser page may be trying DNS rebinding. "
                 f"Name it with --allowed-host (or ${ENV_HOSTS}) to allow it")
 
-    def origin_problem(self, origin: bytes | None, fetch_site: bytes | None) -> str | None:
+    def same_origin(self, origin: bytes, host: bytes | None, fetch_site: bytes | None) -> bool:
+        """Is ``origin`` this server itself (the page at /ui calling its own gateway)?
+
+        Only when the Host check really ran (not switched off with ``*``): a rebinding page sends its own
+        name as both Host and Origin, and that name must already have been refused by the Host check. A
+        browser that says the request is cross-site is never taken as same-origin."""
+        if "*" in self.allowed_hosts or host is None:
+            return False
+        if fetch_site is not None and fetch_site.strip().lower() != b"same-origin":
+            return False
+        scheme, sep, rest = normalize_origin(origin.decode("latin-1")).partition("://")
+        if not sep or scheme not in ("http", "https"):
+            return False
+        theirs, ours = _split_host(rest), _split_host(host.decode("latin-1"))
+        if theirs is None or ours is None:
+            return False
+        default = 443 if scheme == "https" else 80
+        return theirs[0] == ours[0] and (theirs[1] or default) == (ours[1] or default)
+
+    def origin_problem(self, origin: bytes | None, fetch_site: bytes | None,
+                       host: bytes | None = None) -> str | None:
         if "*" in self.allowed_origins:
             return None
         if origin is not None:
             text = origin.decode("latin-1")
-            if normalize_origin(text) in self.allowed_origins:
+            if normalize_origin(text) in self.allowed_origins or self.same_origin(origin, host, fetch_site):
                 return None
             return (f"Origin {text!r} is not allowed: browser pages may not call this server unless their "
                     f"origin is listed with --allowed-origin (or ${ENV_ORIGINS})")
@@ -183,7 +204,8 @@ class BrowserGuard:
         if problem is not None:
             await send_json_error(send, 421, "forbidden", problem)
             return
-        problem = self.policy.origin_problem(headers.get(b"origin"), headers.get(b"sec-fetch-site"))
+        problem = self.policy.origin_problem(headers.get(b"origin"), headers.get(b"sec-fetch-site"),
+                                             headers.get(b"host"))
         if problem is not None:
             await send_json_error(send, 403, "forbidden", problem)
             return

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..notices import NoticeTemplate
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult, QueueEntry,
+from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, LogBounds, MessageRow, Node, PruneResult, QueueEntry,
                       RecordOutcome, SessionRow, TokenRow, WakeRequest)
 
 Render = Callable[[str], NoticeTemplate]
@@ -56,6 +56,12 @@ class Store(ABC):
     def events_after(self, after: int, limit: int, agents: Sequence[str] | None = None) -> list[EventRecord]:
         """The whole log (every session) after a sequence, ascending: for tailing (``log --follow``).
         ``agents`` given: only events of those agents (a scoped token's view), still ``limit`` of them."""
+
+    @abstractmethod
+    def log_bounds(self, agents: Sequence[str] | None = None,
+                   session: tuple[str, str] | None = None) -> LogBounds:
+        """Earliest stored, last recorded and pruned-through sequences of the log: of every session, of
+        ``agents``' sessions, or of one ``(session_key, agent_id)`` (for resuming the log stream)."""
 
     @abstractmethod
     def state_version(self, session_key: str, agent_id: str) -> int: ...

@@ -42,7 +42,7 @@ from ..errors import StoreUnavailable
 from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
 from .base import Render, Store, WakeListener
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult, QueueEntry, RecordOutcome,
+from .records import (ChangesPage, Cursor, EventInput, EventRecord, LogBounds, PruneResult, QueueEntry, RecordOutcome,
                       WakeRequest, loads)
 from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 from .data_settings import PostgresDataSettings
@@ -460,6 +460,23 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         return [event_from_row(r) for r in self._all(
             f"SELECT {EVENT_COLS} FROM events WHERE sequence > %s::bigint ORDER BY sequence LIMIT %s::bigint",
             (after, limit))]
+
+    def log_bounds(self, agents: Sequence[str] | None = None,
+                   session: tuple[str, str] | None = None) -> LogBounds:
+        if session is not None:
+            where, args = "session_key = %s AND agent_id = %s", list(session)
+        elif agents is not None:
+            where, args = "agent_id = ANY (%s::text[])", [list(agents)]
+        else:
+            where, args = "TRUE", []
+        last, pruned, first, top, pruned_at = self._one(
+            f"SELECT coalesce(max(last_sequence), 0), coalesce(max(pruned_max_sequence), 0),"
+            f" (SELECT min(sequence) FROM events WHERE {where}), (SELECT max(sequence) FROM events WHERE {where}),"
+            " (SELECT value FROM meta WHERE key = 'last_prune_at')"
+            f" FROM heads WHERE {where}", args * 3)
+        last = max(int(last), int(top or 0))
+        return LogBounds(int(first) if first is not None else (last + 1 if last else 0), last, int(pruned),
+                         int(pruned_at) if pruned_at is not None else None)
 
     def state_version(self, session_key: str, agent_id: str) -> int:
         row = self._one("SELECT last_sequence FROM heads WHERE session_key = %s AND agent_id = %s",

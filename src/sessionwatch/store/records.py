@@ -87,6 +87,22 @@ class RecordOutcome:
     wakes: list[WakeRequest] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class LogBounds:
+    """Where the signal log stands for a scope (every session, some agents, or one session): the earliest
+    sequence still stored (``last + 1`` when none is, 0 for an empty log), the last sequence recorded, and
+    the pruned watermark (the highest sequence retention removed). A reader at ``after < pruned`` missed
+    events: the same ``historyGap`` fact ``changesSince`` reports."""
+
+    earliest: int
+    last: int
+    pruned: int
+    pruned_at: int | None = None  # when retention last ran (any process), ms; None: never
+
+    def gap(self, after: int) -> bool:
+        return after < self.pruned
+
+
 @dataclass(slots=True)
 class ChangesPage:
     """A ``changesSince`` page. ``events`` are dicts in the public shape ({sequence, kind, actorType,

@@ -20,7 +20,7 @@ from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
 from . import sqlite_queue as sq
 from .base import Render, Store
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, PruneResult, QueueEntry, RecordOutcome,
+from .records import (ChangesPage, Cursor, EventInput, EventRecord, LogBounds, PruneResult, QueueEntry, RecordOutcome,
                       WakeRequest, loads)
 from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 
@@ -306,6 +306,24 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                     (after, json.dumps(list(agents)), limit))]
             return [event_from_row(r) for r in self._conn.execute(
                 f"SELECT {EVENT_COLS} FROM events WHERE sequence > ? ORDER BY sequence LIMIT ?", (after, limit))]
+
+    def log_bounds(self, agents: Sequence[str] | None = None,
+                   session: tuple[str, str] | None = None) -> LogBounds:
+        if session is not None:
+            where, args = "session_key = ? AND agent_id = ?", list(session)
+        elif agents is not None:
+            where, args = "agent_id IN (SELECT value FROM json_each(?))", [json.dumps(list(agents))]
+        else:
+            where, args = "1 = 1", []
+        with self._read() as conn:
+            last, pruned = conn.execute(f"SELECT coalesce(max(last_sequence), 0), coalesce(max(pruned_max_sequence), 0)"
+                                        f" FROM heads WHERE {where}", args).fetchone()
+            first, top = conn.execute(f"SELECT min(sequence), max(sequence) FROM events WHERE {where}",
+                                      args).fetchone()
+            pruned_at = conn.execute("SELECT value FROM meta WHERE key = 'last_prune_at'").fetchone()
+        last = max(last, top or 0)
+        return LogBounds(first if first is not None else (last + 1 if last else 0), last, pruned,
+                         int(pruned_at[0]) if pruned_at else None)
 
     def state_version(self, session_key: str, agent_id: str) -> int:
         with self._lock:
