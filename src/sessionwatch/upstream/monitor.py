@@ -70,6 +70,14 @@ class Monitor:
 
     # -- the tick --------------------------------------------------------------------------------
     def tick(self) -> dict[str, Any]:
+        begun = time.perf_counter()
+        result = self._tick()
+        observer = getattr(self.gw, "observer", None)  # metrics: ticks, durations and outcomes by provider
+        if observer is not None:
+            observer.monitor_tick(result, time.perf_counter() - begun)
+        return result
+
+    def _tick(self) -> dict[str, Any]:
         self.aborted = threading.Event()
         started = self.gw.clock()
         result: dict[str, Any] = {"status": "ok", "startedAt": started, "links": [], "providers": []}
