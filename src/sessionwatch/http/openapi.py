@@ -100,6 +100,11 @@ def build(endpoints: list[Endpoint], *, token_required: bool) -> dict[str, Any]:
             continue
         if ep.op_id == "stream_wakes":
             op = _stream_path(ep)
+        elif ep.op_id == "metrics":
+            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ANY_OBJECT,
+                            description=ep.description)
+            op["responses"]["200"] = {"description": "Prometheus text exposition format.",
+                                      "content": {"text/plain": {"schema": {"type": "string"}}}}
         elif ep.op_id in ("health", "health_ready", "health_live"):
             op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ref("Health"))
             op["responses"] = {"200": {"description": "Ready.", "content": _json(S.ref("Health"))},
