@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import demo, servers, sessions, settings_cmd, tokens, upstream  # noqa: F401  (they register their commands)
+from . import demo, servers, sessions, settings_cmd, tokens, top, upstream  # noqa: F401  (they register their commands)
 from .app import cli
 from .exitcodes import CONFLICT, DENIED, ERROR, NOT_FOUND, OK, USAGE
 
