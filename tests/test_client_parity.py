@@ -30,8 +30,10 @@ GATEWAY_ONLY = {
     "add_periodic": "registers timed work with this process's timer thread",
     "run_due": "runs this process's due timers (tests with an injected clock)",
     "readiness": "the engine's write probe; a client asks the gateway with health",
-    "set_observer": "installs this process's metrics/trace hooks (engine/observe.py)",
+    "reconcile": "what a watcher's session_status read does to its cursor; remotely that tool call does it",
+    "set_observer": "installs this process's metrics hooks (engine/observe.py)",
     "pending_wake": "the wake a (re)connecting subscriber gets; a client gets it from stream_wakes",
+    "enable_tracing": "this process's OpenTelemetry spans (sessionwatch/tracing.py)",
 }
 # Parameters only the in-process engine takes: a client's credentials decide them on the server side.
 GATEWAY_ONLY_PARAMS = {

@@ -30,7 +30,7 @@ from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, M
 from ..types import QueueEntry as QueueEntryJSON
 from . import data_settings
 from .drops import DropCounter
-from .observe import NULL, Observer, TimedStore
+from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
 from .wakes import Subscription, Wake, WakeCallback, WakeHub
 
 log = logging.getLogger("sessionwatch.engine")
@@ -93,7 +93,8 @@ class Gateway:
             raise
         self._settings_checked_at = self.clock()
         self.drops = DropCounter()
-        self.observer: Observer = NULL  # metrics/traces hooks (set_observer); the default does nothing
+        self.observer: Observer = NULL  # metrics hooks (set_observer); the default does nothing
+        self.tracer: Tracer | None = None  # spans around tool calls and store operations (enable_tracing)
         self.sweep_error: str | None = None
         self.sweep_ran = False
         self._closed = False
@@ -111,6 +112,12 @@ class Gateway:
             self._restart_sweep()
             if prune_on_open:
                 self.prune(force=True)
+        if os.environ.get("SESSIONWATCH_OTEL", "").lower() in ("1", "true", "yes", "on"):
+            from ..tracing import otel_tracer
+
+            tracer = otel_tracer()  # None (logged) when OpenTelemetry is not installed
+            if tracer is not None:
+                self.enable_tracing(tracer)
         self.store.listen_wakes(lambda w: self.wakes.request([w]))
         self._timer_thread: threading.Thread | None = None
         if not read_only and (timers if timers is not None else not self._injected_clock):
@@ -133,6 +140,11 @@ class Gateway:
         if observer.times_store:
             inner = self.store.inner if isinstance(self.store, TimedStore) else self.store
             self.store = TimedStore(inner, observer)  # type: ignore[assignment]
+
+    def enable_tracing(self, tracer: Tracer) -> None:
+        """Run tool calls and store operations inside spans of ``tracer`` (see sessionwatch/tracing.py)."""
+        self.tracer = tracer
+        self.store = SpanStore(self.store, tracer)  # type: ignore[assignment]
 
     def close(self) -> None:
         if self._closed:
@@ -726,4 +738,7 @@ class Gateway:
         touches to those agents; None is unrestricted."""
         from .tools import run_tool
 
-        return run_tool(self, name, args if args is not None else {}, caller, agent_id, scope)
+        if self.tracer is None:
+            return run_tool(self, name, args if args is not None else {}, caller, agent_id, scope)
+        with self.tracer.span(f"sessionwatch.tool.{name}", {"sessionwatch.tool": name, "sessionwatch.caller": caller}):
+            return run_tool(self, name, args if args is not None else {}, caller, agent_id, scope)

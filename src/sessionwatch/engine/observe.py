@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from ..store.base import Store
@@ -75,6 +76,39 @@ def _timed(op: str, method: Callable[..., Any], observer: Observer) -> Callable[
             raise
         report(op, clock() - started, True)
         return result
+
+    call.__name__ = op
+    return call
+
+
+class Tracer:
+    """Spans around tool calls and store operations (OpenTelemetry when enabled: sessionwatch/tracing.py)."""
+
+    def span(self, name: str, attributes: dict[str, Any]) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+
+class SpanStore:
+    """A Store whose interface methods each run inside a span ``store.<operation>``."""
+
+    def __init__(self, inner: Any, tracer: Tracer) -> None:
+        self.inner = inner
+        for op in TIMED_OPS:
+            method = getattr(inner, op, None)
+            if method is not None:
+                setattr(self, op, _spanned(op, method, tracer))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _spanned(op: str, method: Callable[..., Any], tracer: Tracer) -> Callable[..., Any]:
+    name = f"sessionwatch.store.{op}"
+    attributes = {"sessionwatch.store.operation": op}
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with tracer.span(name, attributes):
+            return method(*args, **kwargs)
 
     call.__name__ = op
     return call
