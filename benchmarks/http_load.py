@@ -87,9 +87,10 @@ def send_args(i: int) -> dict[str, Any]:
     return {"sessionKey": target(i), "message": f"delegated task {i}"}
 
 
-def raw_request(name: str, args: dict[str, Any]) -> bytes:
+def raw_request(name: str, args: dict[str, Any], port: int) -> bytes:
     body = json.dumps(args, separators=(",", ":")).encode()
-    return (f"POST /v1/tools/{name} HTTP/1.1\r\nHost: {HOST}\r\nContent-Type: application/json\r\n"
+    # The Host header carries the port: the gateway's browser guard refuses a Host it does not serve.
+    return (f"POST /v1/tools/{name} HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\n"
             f"X-Session-Key: {CALLER}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
 
 
@@ -157,7 +158,7 @@ def run_http(port: int, op: str, requests: list[bytes], clients: int, connection
 # -- SSE subscribers (one child process) -----------------------------------------------------------
 async def _subscriber(port: int, key: str, ready: asyncio.Event, counter: list[int], total: int) -> None:
     reader, writer = await asyncio.open_connection(HOST, port)
-    writer.write(f"GET /v1/stream?sessionKey={key} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+    writer.write(f"GET /v1/stream?sessionKey={key} HTTP/1.1\r\nHost: {HOST}:{port}\r\n\r\n".encode())
     await reader.readuntil(b"\r\n\r\n")
     counter[0] += 1
     if counter[0] == total:
@@ -216,8 +217,8 @@ def http_runs(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
         streams = httpx.get(f"http://{HOST}:{port}/v1/health").json().get("streams")
         extra = {"sse_subscribers": streams, "transport": "http"}
         n = args.requests
-        status_reqs = [raw_request("session_status", status_args(i, heads)) for i in range(n)]
-        send_reqs = [raw_request("sessions_send", send_args(i)) for i in range(n)]
+        status_reqs = [raw_request("session_status", status_args(i, heads), port) for i in range(n)]
+        send_reqs = [raw_request("sessions_send", send_args(i), port) for i in range(n)]
         run_http(port, "warmup", status_reqs[: min(2000, n)], args.clients, args.connections)
         lines.append(run_http(port, "http_session_status_changes_since", status_reqs, args.clients,
                               args.connections, **extra))
