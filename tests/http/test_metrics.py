@@ -64,6 +64,16 @@ def test_a_scenario_counts_exactly(gateway_factory) -> None:
     assert value("sessionwatch_sse_subscribers") in (0, 1)  # the stream's teardown may trail the scrape
 
 
+def test_monitor_ticks_are_counted_and_timed(gateway_factory) -> None:
+    gp = gateway_factory().start()
+    with httpx.Client(base_url=gp.url, timeout=10) as http:
+        for _ in range(2):
+            assert http.post("/v1/upstream/tick", json={}).status_code == 200
+        m = scrape(http)
+    assert m[("sessionwatch_monitor_ticks_total", (("status", "ok"),))] == 2
+    assert m[("sessionwatch_monitor_tick_seconds_count", ())] == 2
+
+
 def test_metrics_need_an_admin_token(gateway_factory) -> None:
     admin = "metrics-admin-token-0123456789"
     gp = gateway_factory(token=admin).start()
