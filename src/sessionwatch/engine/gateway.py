@@ -19,7 +19,8 @@ from .. import kinds as K
 from .. import validation as v
 from ..clock import Clock, system_clock
 from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable
-from ..keys import (check_agent_id, infer_kind, is_agent_qualified, main_key, parse_key, SESSION_KINDS)
+from ..keys import (check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key, parse_key,
+                    SESSION_KINDS)
 from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
                        target_from_context_key)
 from ..settings import Settings
@@ -615,6 +616,8 @@ class Gateway:
         watcher ``key`` (a wake sent while it was away is not lost); None when nothing is pending.
         Blocking: one queue read."""
         watcher = parse_key(key, "sessionKey").raw
+        if is_subagent_key(watcher):
+            return None  # subagent watchers are never woken (their parent is)
         entries = self._host_read(lambda: self.store.peek(watcher, self._render, self.settings.queue_cap),
                                   "reading the system-event queue")
         targets = [e.target or target_from_context_key(e.context_key) for e in entries if not e.queue_only]

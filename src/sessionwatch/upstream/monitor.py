@@ -56,13 +56,16 @@ def _is_count(value: object) -> bool:
 class Monitor:
     def __init__(self, gateway: Any, provider_for: ProviderFor) -> None:
         self.gw = gateway
-        self.store = gateway.store
         self.provider_for = provider_for
         self.aborted = threading.Event()  # the current tick's; each tick starts with a fresh one
 
     def abort(self) -> None:
         """The tick in flight (if any) publishes nothing more."""
         self.aborted.set()
+
+    @property
+    def store(self) -> Any:
+        return self.gw.store  # read each time: a gateway may wrap its store later (metrics, traces)
 
     @property
     def settings(self) -> Any:
