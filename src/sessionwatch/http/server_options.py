@@ -27,7 +27,8 @@ CONN_HELP = (f"Open connections at most (default {DEFAULTS.max_connections}; low
              "limit). At the cap the oldest idle connection is closed, or the new one gets 503.")
 
 
-LOG_FORMAT_HELP = "Log lines as plain text or one JSON object per line (uvicorn's too). Env: SESSIONWATCH_LOG_FORMAT."
+LOG_FORMAT_HELP = ("Log lines as plain text or one JSON object per line (uvicorn's too). "
+                   "Env: SESSIONWATCH_LOG_FORMAT.")
 
 
 def _set_log_format(value: str | None) -> None:
