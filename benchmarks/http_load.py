@@ -155,6 +155,25 @@ def run_http(port: int, op: str, requests: list[bytes], clients: int, connection
     return percentiles(lat, seconds, op, errors=errors, clients=clients, connections=slots, **extra)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a process has used (Linux /proc); None elsewhere. Per request, this is
+    the server's own cost, far less disturbed by other work on a shared machine than throughput."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(pid: int, fn: Any, *args: Any, **kw: Any) -> dict[str, Any]:
+    before = cpu_seconds(pid)
+    line: dict[str, Any] = fn(*args, **kw)
+    after = cpu_seconds(pid)
+    if before is not None and after is not None and line["n"]:
+        line["server_cpu_us_per_req"] = round((after - before) / line["n"] * 1e6, 1)
+    return line
+
+
 # -- SSE subscribers (one child process) -----------------------------------------------------------
 async def _subscriber(port: int, key: str, ready: asyncio.Event, counter: list[int], total: int) -> None:
     reader, writer = await asyncio.open_connection(HOST, port)
@@ -220,9 +239,10 @@ def http_runs(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
         status_reqs = [raw_request("session_status", status_args(i, heads), port) for i in range(n)]
         send_reqs = [raw_request("sessions_send", send_args(i), port) for i in range(n)]
         run_http(port, "warmup", status_reqs[: min(2000, n)], args.clients, args.connections)
-        lines.append(run_http(port, "http_session_status_changes_since", status_reqs, args.clients,
+        lines.append(measured(server.pid, run_http, port, "http_session_status_changes_since", status_reqs,
+                              args.clients, args.connections, **extra))
+        lines.append(measured(server.pid, run_http, port, "http_sessions_send", send_reqs, args.clients,
                               args.connections, **extra))
-        lines.append(run_http(port, "http_sessions_send", send_reqs, args.clients, args.connections, **extra))
         lines[-1]["sse_subscribers_after"] = httpx.get(f"http://{HOST}:{port}/v1/health").json().get("streams")
     finally:
         if subs is not None:

@@ -32,6 +32,9 @@ GATEWAY_ONLY = {
     "readiness": "the engine's write probe; a client asks the gateway with health",
     "reconcile": "what a watcher's session_status read does to its cursor; remotely that tool call does it",
     "log_bounds": "the log stream's resume check; a client sees it as the stream's gap event",
+    "set_observer": "installs this process's metrics hooks (engine/observe.py)",
+    "pending_wake": "the wake a (re)connecting subscriber gets; a client gets it from stream_wakes",
+    "enable_tracing": "this process's OpenTelemetry spans (sessionwatch/tracing.py)",
 }
 # Parameters only the in-process engine takes: a client's credentials decide them on the server side.
 GATEWAY_ONLY_PARAMS = {

@@ -20,6 +20,8 @@ class SSEReader:
         self.subscribed = threading.Event()
         self.ended = threading.Event()
         self.status: int | None = None
+        self.ids: list[str] = []  # the id: of each event, in order
+        self.retry: int | None = None
         self._sock: socket.socket | None = None
         self._client = httpx.Client(base_url=base_url, timeout=httpx.Timeout(10, read=None))
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -44,6 +46,10 @@ class SSEReader:
                         if data:
                             self.events.put((time.monotonic(), event, json.loads("\n".join(data))))
                         event, data = "message", []
+                    elif line.startswith("id:"):
+                        self.ids.append(line[3:].strip())
+                    elif line.startswith("retry:"):
+                        self.retry = int(line[6:].strip())
                     elif line.startswith("event:"):
                         event = line[6:].strip()
                     elif line.startswith("data:"):

@@ -33,7 +33,8 @@ OWN_MAIN, OWN_KID, OTHER_MAIN = "agent:own:main", "agent:own:kid", "agent:oth:ma
 # session-scoped: the owner's token may use it, another agent's token is refused (403).
 ANY_TOKEN = {"openapi"}
 FILTERED = {"events_after", "cursors", "stream_log", "ui_overview", "ui_health"}  # answered, narrowed to the token's agents
-ADMIN_ONLY = {"prune", "sweep", "list_threads", "continue_thread", "upstream_tick", "upstream_results", "pair_node"}
+ADMIN_ONLY = {"prune", "sweep", "list_threads", "continue_thread", "upstream_tick", "upstream_results", "pair_node",
+              "metrics"}
 
 PATH_VALUES = {"key": OWN_MAIN, "name": "session_status", "runId": "run-m", "catalogId": "claude",
                "threadId": "nope", "nodeId": "n1"}

@@ -17,7 +17,7 @@ from .backend import Backend
 
 # The modules that register the group's commands, imported on first need (see Group.get_command); a
 # command listed in LAZY loads only its own module.
-COMMAND_MODULES = ("demo", "servers", "sessions", "settings_cmd", "tokens", "upstream", "hooks")
+COMMAND_MODULES = ("demo", "servers", "sessions", "settings_cmd", "tokens", "top", "upstream", "hooks")
 LAZY = {"hook": "hooks", "install": "hooks", "uninstall": "hooks"}
 
 

@@ -19,7 +19,8 @@ from .. import kinds as K
 from .. import validation as v
 from ..clock import Clock, system_clock
 from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable
-from ..keys import (check_agent_id, infer_kind, is_agent_qualified, main_key, parse_key, SESSION_KINDS)
+from ..keys import (check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key, parse_key,
+                    SESSION_KINDS)
 from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
                        target_from_context_key)
 from ..settings import Settings
@@ -30,7 +31,8 @@ from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, L
 from ..types import QueueEntry as QueueEntryJSON
 from . import data_settings
 from .drops import DropCounter
-from .wakes import Subscription, WakeCallback, WakeHub
+from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
+from .wakes import Subscription, Wake, WakeCallback, WakeHub
 
 log = logging.getLogger("sessionwatch.engine")
 
@@ -92,6 +94,8 @@ class Gateway:
             raise
         self._settings_checked_at = self.clock()
         self.drops = DropCounter()
+        self.observer: Observer = NULL  # metrics hooks (set_observer); the default does nothing
+        self.tracer: Tracer | None = None  # spans around tool calls and store operations (enable_tracing)
         self.sweep_error: str | None = None
         self.sweep_ran = False
         self._closed = False
@@ -110,6 +114,12 @@ class Gateway:
             self._restart_sweep()
             if prune_on_open:
                 self.prune(force=True)
+        if os.environ.get("SESSIONWATCH_OTEL", "").lower() in ("1", "true", "yes", "on"):
+            from ..tracing import otel_tracer
+
+            tracer = otel_tracer()  # None (logged) when OpenTelemetry is not installed
+            if tracer is not None:
+                self.enable_tracing(tracer)
         self.store.listen_wakes(lambda w: self.wakes.request([w]))
         self._timer_thread: threading.Thread | None = None
         if not read_only and (timers if timers is not None else not self._injected_clock):
@@ -124,6 +134,19 @@ class Gateway:
         ``read_only=True`` skips every write (sweep, prune, timers); see ``__init__``."""
         return cls(open_store(url or default_store_url()), clock=clock, settings=settings, timers=timers,
                    read_only=read_only, prune_on_open=prune_on_open)
+
+    def set_observer(self, observer: Observer) -> None:
+        """Report recordings, deliveries, wakes, monitor ticks (and, if it asks, store timings) to ``observer``."""
+        self.observer = observer
+        self.wakes.observer = observer
+        if observer.times_store:
+            inner = self.store.inner if isinstance(self.store, TimedStore) else self.store
+            self.store = TimedStore(inner, observer)  # type: ignore[assignment]
+
+    def enable_tracing(self, tracer: Tracer) -> None:
+        """Run tool calls and store operations inside spans of ``tracer`` (see sessionwatch/tracing.py)."""
+        self.tracer = tracer
+        self.store = SpanStore(self.store, tracer)  # type: ignore[assignment]
 
     def close(self) -> None:
         if self._closed:
@@ -259,15 +282,20 @@ class Gateway:
                 w for w in ev.watchers if w and w != ev.session_key and is_agent_qualified(w)))
         if not is_agent_qualified(ev.session_key):
             ev.watchers = ()  # a bare 'global' target holds no cursors: it gets the log only
+        obs = self.observer
         try:
             outcome = self.store.record(ev, self._render, now, self.settings.queue_cap,
-                                        self.wakes.has_subscribers())
+                                        obs.counts_notices or self.wakes.has_subscribers())
         except Exception as exc:
             cause = self.drops.count(exc)
+            obs.recording_dropped(cause)
             log.exception("recording %s for %s failed (%s; best-effort, counted; the action goes on)", ev.kind,
                           ev.session_key, cause)
             return None
         if outcome is not None and outcome.inserted:
+            obs.event_recorded(ev.kind)
+            if obs.counts_notices and outcome.wakes:
+                obs.notices_queued(len(outcome.wakes))
             if outcome.wakes:
                 self.wakes.request(outcome.wakes)
             if now >= self._next_prune_at:
@@ -506,6 +534,8 @@ class Gateway:
         except Exception:
             log.exception("acknowledge for %s failed", w)
             return 0
+        self.observer.notices_acknowledged(len(targets))
+        self.observer.notices_reopened(len(wakes))
         self.wakes.request(wakes)
         return len(targets)
 
@@ -534,6 +564,7 @@ class Gateway:
         except Exception as exc:  # the notices stay queued: an error, never an empty success
             log.exception("drain for %s failed", skey)
             raise StoreUnavailable(f"draining the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
+        self._delivered(entries, wakes)
         self.wakes.request(wakes)
         return [entry_json(e) for e in entries]
 
@@ -547,8 +578,18 @@ class Gateway:
             return {"acknowledged": 0}
         entries, wakes = self.store.acknowledge_entries(skey, wanted, target_from_context_key, self._render,
                                                         self.clock(), self.settings.queue_cap)
+        self._delivered(entries, wakes)
         self.wakes.request(wakes)
         return {"acknowledged": len(entries)}
+
+    def _delivered(self, entries: list[QueueEntry], wakes: list[Any]) -> None:
+        """Metrics: entries a client took off the queue, the stale notices among them, the reopens."""
+        obs = self.observer
+        if obs is NULL:
+            return
+        obs.notices_delivered(len(entries))
+        obs.notices_acknowledged(sum(1 for e in entries if target_from_context_key(e.context_key) is not None))
+        obs.notices_reopened(len(wakes))
 
     def reconcile(self, watcher: str, target: str, after: int, last: int) -> None:
         """``watcher`` read ``target``'s changes (after, last]: move its cursor and withdraw what the read
@@ -570,6 +611,22 @@ class Gateway:
         and thread-safe.
         """
         return self.wakes.subscribe(parse_key(key, "sessionKey").raw, callback)
+
+    def pending_wake(self, key: object) -> Wake | None:
+        """The wake a subscriber that (re)connects gets at once when a waking notice is already queued for
+        watcher ``key`` (a wake sent while it was away is not lost); None when nothing is pending.
+        Blocking: one queue read."""
+        watcher = parse_key(key, "sessionKey").raw
+        if is_subagent_key(watcher):
+            return None  # subagent watchers are never woken (their parent is)
+        entries = self._host_read(lambda: self.store.peek(watcher, self._render, self.settings.queue_cap),
+                                  "reading the system-event queue")
+        targets = [e.target or target_from_context_key(e.context_key) for e in entries if not e.queue_only]
+        pending = [t for t in targets if t]
+        if not pending:
+            return None
+        target = pending[-1]  # the newest
+        return Wake(watcher, target, f"session-state:{target}", self.clock())
 
     # -- reconciliation --------------------------------------------------------------------------
     def state_version(self, key: object, agent_id: object = None) -> int:
@@ -692,4 +749,7 @@ class Gateway:
         touches to those agents; None is unrestricted."""
         from .tools import run_tool
 
-        return run_tool(self, name, args if args is not None else {}, caller, agent_id, scope)
+        if self.tracer is None:
+            return run_tool(self, name, args if args is not None else {}, caller, agent_id, scope)
+        with self.tracer.span(f"sessionwatch.tool.{name}", {"sessionwatch.tool": name, "sessionwatch.caller": caller}):
+            return run_tool(self, name, args if args is not None else {}, caller, agent_id, scope)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..store.records import WakeRequest
+from .observe import NULL, Observer
 
 log = logging.getLogger("sessionwatch.wakes")
 
@@ -65,6 +66,7 @@ class WakeHub:
         self._subs: dict[str, list[Subscription]] = {}
         self._last: dict[str, int] = {}
         self._trailing: dict[str, tuple[int, str]] = {}
+        self.observer: Observer = NULL
 
     def subscribe(self, watcher: str, callback: WakeCallback) -> Subscription:
         sub = Subscription(self, watcher, callback)
@@ -134,6 +136,7 @@ class WakeHub:
     def _deliver(self, wake: Wake) -> None:
         with self._lock:
             subs = list(self._subs.get(wake.watcher, ()))
+        self.observer.wake_sent(wake.trailing, len(subs))
         for sub in subs:
             try:
                 sub.callback(wake)

@@ -13,6 +13,8 @@ from starlette.middleware import Middleware
 from ..engine import Gateway
 from . import (dashboard, health, log_stream, openapi, routes_log, routes_sessions, routes_tools, routes_ui,
                routes_upstream, sse)
+from .metrics import Metrics
+from .metrics import routes as metrics_routes
 from .auth import ANY_TOKEN, Authenticator
 from .endpoints import Call, Endpoint, make_routes
 from .errors import http_exception_handler, internal_error_handler
@@ -48,6 +50,9 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
     http/origin.py). ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on SIGTERM/SIGINT).
     """
     runtime = Runtime(gateway_factory_or_gateway, keepalive_s=keepalive_s, on_open_error=on_open_error)
+    metrics = runtime.metrics = Metrics(runtime)  # this app's own registry (GET /metrics)
+    if runtime.gateway is not None:
+        metrics.attach(runtime.gateway)
     cached: dict[str, Any] = {}
 
     def doc() -> dict[str, Any]:
@@ -57,7 +62,7 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
 
     endpoints: list[Endpoint] = [*_meta_routes(runtime, doc), *routes_tools.ROUTES, *sse.ROUTES,
                                  *routes_sessions.ROUTES, *routes_log.ROUTES, *routes_upstream.ROUTES,
-                                 *log_stream.ROUTES, *routes_ui.ROUTES]
+                                 *log_stream.ROUTES, *routes_ui.ROUTES, *metrics_routes(metrics)]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

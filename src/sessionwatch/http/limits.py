@@ -207,6 +207,10 @@ def uvicorn_config(app: Any, *, host: str, port: int, limits: Limits | None = No
 
     limits = limits or Limits()
     cap = descriptor_budget(limits.max_connections)
+    from ..logformat import uvicorn_log_config
+
+    if uvicorn_log_config() is not None:  # --log-format json: uvicorn's own lines are JSON too
+        kwargs["log_config"] = uvicorn_log_config()
     kwargs.setdefault("ws", "none")  # no WebSocket routes: an upgrade request stays plain HTTP, under our timers
     return uvicorn.Config(app, host=host, port=port, http=protocol_class(limits, cap),
                           timeout_keep_alive=limits.keep_alive_s, **kwargs)

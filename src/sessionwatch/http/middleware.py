@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import time
 from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidArgument, PayloadTooLarge, SessionwatchError
+from ..logformat import REQUEST_ID
 from .auth import PRINCIPAL, Authenticator
 from .dashboard import is_asset_path
 from .endpoints import SLASH_STAND_IN
@@ -21,6 +24,16 @@ from .jsonio import JSON_TYPE, dumps
 access_log = logging.getLogger("sessionwatch.http.access")
 
 OPEN_PATHS = frozenset({"/v1/health", "/v1/health/live", "/v1/health/ready"})
+_GIVEN_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")  # a caller's X-Request-Id is kept only when plain
+
+
+def request_id(scope: Scope) -> str:
+    """The caller's ``X-Request-Id`` when it is short and plain (a proxy's id ties the logs together),
+    else a new random one."""
+    for name, value in scope["headers"]:
+        if name == b"x-request-id" and _GIVEN_ID.match(value):
+            return value.decode("ascii")
+    return os.urandom(8).hex()  # 64 random bits; a quarter of uuid4's cost per request
 
 
 def _routing_path(raw_path: bytes) -> str:
@@ -63,11 +76,15 @@ class Guard:
             return
         started = time.perf_counter()
         status = 0
+        rid = request_id(scope)
+        rid_token = REQUEST_ID.set(rid)  # log records emitted while serving this request carry it
+        rid_header = (b"x-request-id", rid.encode())
 
         async def send_and_note(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message = dict(message, headers=[*message.get("headers", ()), rid_header])
             await send(message)
 
         raw_path = scope.get("raw_path")
@@ -90,15 +107,16 @@ class Guard:
             else:
                 status = problem.http_status
                 extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
-                await _send_error(send, status, problem.to_json(), extra)
+                await _send_error(send, status, problem.to_json(), [*extra, rid_header])
         except Exception:
             status = status or 500
             raise
         finally:
             if access_log.isEnabledFor(logging.INFO):
-                access_log.info(json.dumps({
-                    "method": scope["method"], "path": scope["path"], "status": status,
-                    "ms": round((time.perf_counter() - started) * 1000, 3)}, ensure_ascii=False))
+                fields = {"method": scope["method"], "path": scope["path"], "status": status,
+                          "ms": round((time.perf_counter() - started) * 1000, 3), "requestId": rid}
+                access_log.info(json.dumps(fields, ensure_ascii=False), extra={"fields": fields})
+            REQUEST_ID.reset(rid_token)
 
     async def _authenticate(self, scope: Scope) -> SessionwatchError | None:
         """Resolve the bearer token into ``scope[PRINCIPAL]``; the error to answer with when refused."""

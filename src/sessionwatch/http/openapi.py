@@ -105,6 +105,11 @@ def build(endpoints: list[Endpoint], *, token_required: bool) -> dict[str, Any]:
                             description=ep.description)
             op["responses"]["200"] = {"description": "An endless, resumable event stream of log events.",
                                       "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+        elif ep.op_id == "metrics":
+            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ANY_OBJECT,
+                            description=ep.description)
+            op["responses"]["200"] = {"description": "Prometheus text exposition format.",
+                                      "content": {"text/plain": {"schema": {"type": "string"}}}}
         elif ep.op_id in ("health", "health_ready", "health_live"):
             op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ref("Health"))
             op["responses"] = {"200": {"description": "Ready.", "content": _json(S.ref("Health"))},

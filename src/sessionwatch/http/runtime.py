@@ -59,6 +59,7 @@ class Runtime:
         self._on_open_error = on_open_error
         self._open_task: asyncio.Task[None] | None = None
         self.streams: set[asyncio.Queue[Any]] = set()
+        self.metrics: Any = None  # http/metrics.Metrics: attached to the Gateway once it is open
         # Waiting sessions_send calls get their own thread budget, so they never starve other work.
         self.wait_limiter = anyio.CapacityLimiter(64)
         self.slow_limiter = anyio.CapacityLimiter(8)
@@ -86,6 +87,8 @@ class Runtime:
         if self.state == "stopping":  # shut down while opening: close what we just opened
             await anyio.to_thread.run_sync(gw.close)
             return
+        if self.metrics is not None:
+            self.metrics.attach(gw)
         self.gateway, self.state = gw, "ok"
         log.info("gateway ready, store %s (%d notices re-materialized by the restart sweep)",
                  store_path(gw.store), gw.swept)

@@ -12,6 +12,7 @@ import uvicorn
 
 from ..engine import Gateway, default_store_url
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
+from ..logformat import formatter
 from ..settings import Settings
 from ..store import open_store
 from .app import DEFAULT_MAX_BODY, create_app
@@ -40,14 +41,14 @@ def _configure_logging(level: str, access_log: bool) -> None:
     root = logging.getLogger("sessionwatch")
     if not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(formatter("%(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
         root.propagate = False
     root.setLevel(level.upper())
     access = logging.getLogger("sessionwatch.http.access")
     if not access.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))  # one JSON object per line
+        handler.setFormatter(formatter("%(message)s"))  # one JSON object per line
         access.addHandler(handler)
         access.propagate = False
     access.setLevel(level.upper() if access_log else logging.CRITICAL + 1)

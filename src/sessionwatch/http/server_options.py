@@ -27,7 +27,28 @@ CONN_HELP = (f"Open connections at most (default {DEFAULTS.max_connections}; low
              "limit). At the cap the oldest idle connection is closed, or the new one gets 503.")
 
 
+LOG_FORMAT_HELP = ("Log lines as plain text or one JSON object per line (uvicorn's too). "
+                   "Env: SESSIONWATCH_LOG_FORMAT.")
+
+
+def _set_log_format(value: str | None) -> None:
+    from ..logformat import configure
+
+    configure(value)
+
+
+class _LogFormatAction(argparse.Action):
+    """Applies --log-format while parsing, so every server main gets it without new plumbing."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        _set_log_format(values)
+        setattr(namespace, self.dest, values)
+
+
 def add_argparse_options(p: argparse.ArgumentParser, *, token_file_env: str) -> None:
+    p.add_argument("--log-format", choices=["text", "json"], default=None, action=_LogFormatAction,
+                   help=LOG_FORMAT_HELP)
     p.add_argument("--token-file", default=None, metavar="PATH",
                    help=f"read the bearer token from the first line of PATH (default ${token_file_env}); "
                         "keeps it out of the process list")
@@ -64,6 +85,9 @@ def click_options(*, token_file_env: str, token_file_option: str = "--token-file
                          default=DEFAULTS.body_timeout_s, show_default=True, metavar="S", help=BODY_HELP),
             click.option("--max-connections", type=click.IntRange(min=1), default=DEFAULTS.max_connections,
                          show_default=True, metavar="N", help=CONN_HELP),
+            click.option("--log-format", type=click.Choice(["text", "json"]), default=None, expose_value=False,
+                         is_eager=True, callback=lambda ctx, param, value: _set_log_format(value),
+                         help=LOG_FORMAT_HELP),
         ]
         for option in reversed(options):
             fn = option(fn)

@@ -1,7 +1,11 @@
 """``GET /v1/stream?sessionKey=...``: wakes for one watcher as Server-Sent Events.
 
-Each wake is ``event: wake`` with JSON ``{watcher, target, reason, at, trailing}``; a comment line
-(``: keep-alive``) goes out every ``keepalive_s`` so proxies and clients see a live connection.
+Each wake is ``event: wake`` with JSON ``{watcher, target, reason, at, trailing}`` and an ``id:`` (a number
+that only grows within one gateway process); the stream opens with a ``retry:`` hint for reconnecting
+clients. Wakes are not stored, so nothing is replayed by ``Last-Event-ID``: instead, a client that
+connects or reconnects while a waking notice is already queued for its watcher gets one wake at once
+(a wake sent while it was away is not lost). A comment line (``: keep-alive``) goes out every
+``keepalive_s`` so proxies and clients see a live connection.
 The engine calls the wake callback on whichever thread committed the notice; the callback only hands
 the wake to this connection's queue on the event loop, so subscribers never slow recording.
 """
@@ -9,9 +13,12 @@ the wake to this connection's queue on the event loop, so subscribers never slow
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 from typing import Any
+
+import anyio.to_thread
 
 from starlette.types import Receive, Scope, Send
 
@@ -31,14 +38,19 @@ HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-cont
            (b"x-accel-buffering", b"no")]
 
 
+RETRY_MS = 2000  # the reconnect delay a client should use after a drop
+_ids = itertools.count(1)  # wake ids: unique within this process (next() is atomic under the GIL)
+
+
 def format_wake(wake: dict[str, Any]) -> bytes:
-    return b"event: wake\ndata: " + dumps(wake) + b"\n\n"
+    return b"id: %d\nevent: wake\ndata: " % next(_ids) + dumps(wake) + b"\n\n"
 
 
 class WakeStream:
     """An ASGI response that subscribes on creation and unsubscribes when the stream ends."""
 
     def __init__(self, gw: Gateway, runtime: Runtime, key: str) -> None:
+        self.gw = gw
         self.key = key
         self.runtime = runtime
         self.loop = asyncio.get_running_loop()
@@ -75,8 +87,9 @@ class WakeStream:
         watcher = asyncio.get_running_loop().create_task(self._watch_disconnect(receive))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
-            await send({"type": "http.response.body", "body": f": subscribed {self.key}\n\n".encode(),
-                        "more_body": True})
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": f"retry: {RETRY_MS}\n: subscribed {self.key}\n\n".encode()})
+            await self._pending_wake()
             while True:
                 try:
                     item = await asyncio.wait_for(self.queue.get(), self.runtime.keepalive_s)
@@ -93,6 +106,19 @@ class WakeStream:
         finally:
             self.close()
             watcher.cancel()
+
+    async def _pending_wake(self) -> None:
+        """A notice queued before this connection opened wakes it once, now (subscribed first, so a
+        notice committed meanwhile wakes it through the hub instead: then this one is skipped)."""
+        try:
+            wake = await anyio.to_thread.run_sync(self.gw.pending_wake, self.key,
+                                                  limiter=self.runtime.store_limiter)
+        except Exception as exc:  # noqa: BLE001 - the stream still works; the next notice wakes it
+            log.warning("checking %s for a pending notice failed: %s", self.key, exc)
+            return
+        if wake is not None and self.queue.empty():
+            self._put(wake.to_json())
+            self.gw.observer.wake_sent(False, 1)
 
     def close(self) -> None:
         self.sub.close()

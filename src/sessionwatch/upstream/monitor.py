@@ -56,13 +56,16 @@ def _is_count(value: object) -> bool:
 class Monitor:
     def __init__(self, gateway: Any, provider_for: ProviderFor) -> None:
         self.gw = gateway
-        self.store = gateway.store
         self.provider_for = provider_for
         self.aborted = threading.Event()  # the current tick's; each tick starts with a fresh one
 
     def abort(self) -> None:
         """The tick in flight (if any) publishes nothing more."""
         self.aborted.set()
+
+    @property
+    def store(self) -> Any:
+        return self.gw.store  # read each time: a gateway may wrap its store later (metrics, traces)
 
     @property
     def settings(self) -> Any:
@@ -72,6 +75,14 @@ class Monitor:
     def tick(self, only: tuple[str, str] | None = None) -> dict[str, Any]:
         """Check every watched link once; ``only`` (session key, agent id): just that link, through the
         very same scan, checks and dedupe (a hook's nudge), so the regular tick never records it twice."""
+        begun = time.perf_counter()
+        result = self._tick(only)
+        observer = getattr(self.gw, "observer", None)  # metrics: ticks, durations and outcomes by provider
+        if observer is not None:
+            observer.monitor_tick(result, time.perf_counter() - begun)
+        return result
+
+    def _tick(self, only: tuple[str, str] | None = None) -> dict[str, Any]:
         self.aborted = threading.Event()
         started = self.gw.clock()
         result: dict[str, Any] = {"status": "ok", "startedAt": started, "links": [], "providers": []}
