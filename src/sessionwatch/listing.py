@@ -91,7 +91,7 @@ def decode_cursor(cursor: object, agent_id: str | None, kinds: Sequence[str] | N
         raise InvalidArgument(bad)
     try:
         body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: deep nesting
         raise InvalidArgument(bad) from None
     if not isinstance(body, dict) or body.get("v") != CURSOR_VERSION or set(body) != {"v", "c", "k", "a", "f"}:
         raise InvalidArgument(bad)

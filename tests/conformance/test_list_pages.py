@@ -179,7 +179,7 @@ BAD_CURSORS = [
     _cursor({**GOOD, "c": 1.5}), _cursor({**GOOD, "c": 2**63}), _cursor({**GOOD, "k": "agent::x"}),
     _cursor({**GOOD, "k": 7}), _cursor({**GOOD, "a": "a:b"}), _cursor({**GOOD, "extra": 1}),
     _cursor({k: v for k, v in GOOD.items() if k != "f"}), _cursor({**GOOD, "f": [None, ["main"]]}),
-    _cursor({**GOOD, "f": ["a", None]}),
+    _cursor({**GOOD, "f": ["a", None]}), _cursor(b"[" * 5000),
 ]
 
 
