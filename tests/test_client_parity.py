@@ -22,6 +22,7 @@ GATEWAY_ONLY = {
     "resolve": "engine helper: parses a key and finds its agent",
     "session": "engine helper: returns a SessionRow",
     "list_sessions": "returns SessionRows; remotely use the sessions_list tool",
+    "list_sessions_page": "returns SessionRows and the next cursor; remotely use the sessions_list tool",
     "changes_since": "returns a ChangesPage; remotely use session_status with changesSince",
     "acknowledge": "acknowledges by target inside a drain; not a route",
     "subscribe_wakes": "takes a Python callback; a client streams wakes with stream_wakes",

@@ -34,3 +34,22 @@ def test_benchmark_quick_run_prints_the_peer_shape(tmp_path: Path) -> None:
     assert lines["ack_single_target"]["pending_after"] == 0
     assert lines["ack_batch_100_targets_one_call"]["pending_after"] == 0
     assert lines["prune_at_cap_nothing_to_delete"]["rows"] == 6000
+
+
+def test_list_growth_runs_and_its_bulk_path_matches_the_api(tmp_path: Path) -> None:
+    from contextlib import contextmanager
+
+    from sessionwatch.bench.list_growth import index_write_cost, list_growth, verify_bulk
+
+    lines: list[tuple[str, dict]] = []
+    verify_bulk(f"sqlite:///{tmp_path}/api.db", f"sqlite:///{tmp_path}/bulk.db", n=120)
+
+    @contextmanager
+    def store(label: str):  # type: ignore[no-untyped-def]
+        yield f"sqlite:///{tmp_path}/{label}.db"
+
+    figures = list_growth(store, lambda op, **kw: lines.append((op, kw)), sizes=(200, 2000), reps=3)
+    assert set(figures) == {200, 2000} and all(v > 0 for v in figures[2000].values())
+    assert [op for op, _ in lines] == ["sessions_list", "sessions_list", "sessions_list_growth"]
+    cost = index_write_cost(f"sqlite:///{tmp_path}/w.db", lambda op, **kw: None, n=500, writes=10)
+    assert cost["put_new_ratio"] > 0 and cost["set_goal_ratio"] > 0

@@ -92,8 +92,9 @@ class StatusResult(TypedDict):
 
 
 class ListResult(TypedDict):
-    sessions: list[ListedSession]
+    sessions: list[ListedSession]  # newest created first
     text: str
+    nextCursor: NotRequired[str]  # only when more sessions follow: the next call's cursor
 
 
 class HistoryResult(TypedDict):

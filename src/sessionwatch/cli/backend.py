@@ -83,13 +83,20 @@ class Backend:
         return out
 
     def list_sessions(self, *, limit: int = 200, agent_id: str | None = None) -> list[dict[str, Any]]:
+        return list(self.list_sessions_page(limit=limit, agent_id=agent_id)["sessions"])
+
+    def list_sessions_page(self, *, limit: int = 200, agent_id: str | None = None,
+                           cursor: str | None = None) -> dict[str, Any]:
+        """One page of the sessions_list tool: ``sessions`` and, when more follow, ``nextCursor``."""
         args: dict[str, Any] = {"limit": limit}
         if agent_id:
             args["agentId"] = agent_id
+        if cursor is not None:
+            args["cursor"] = cursor
         # With --agent the listing runs as that agent's main session (it need not exist), so a gateway
         # token scoped to that agent may list; the bare operator identity is of no token's agents.
         caller = f"agent:{agent_id}:main" if agent_id else OPERATOR
-        return list(self.tool("sessions_list", args, caller=caller)["sessions"])
+        return self.tool("sessions_list", args, caller=caller)
 
     def watch(self, watcher: str, target: str, agent_id: str | None = None) -> bool:
         self.target.get_session(target, agent_id)  # an unknown target is an error, not a silent no-op

@@ -20,22 +20,33 @@ AGENT = click.option("--agent", "agent_id", metavar="AGENT_ID",
 
 
 @command(cli, "sessions")
-@click.option("--limit", type=click.IntRange(1, 1000), default=200, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=200, show_default=True, help="Sessions per page.")
 @click.option("--agent", "agent_id", metavar="AGENT_ID", help="Only sessions of this agent.")
+@click.option("--cursor", metavar="CURSOR", help="Show the page after this one (the nextCursor a listing printed).")
+@click.option("--all", "walk_all", is_flag=True, help="Walk every page and show every session.")
 @pass_state
-def sessions_cmd(state: State, limit: int, agent_id: str | None) -> None:
-    """List sessions with kind, spawn parent, stateVersion and pending notices.
+def sessions_cmd(state: State, limit: int, agent_id: str | None, cursor: str | None, walk_all: bool) -> None:
+    """List sessions (newest created first) with kind, spawn parent, stateVersion and pending notices.
 
     Pending is the number of entries waiting in the session's system-event queue
-    (notices it has not consumed yet).
+    (notices it has not consumed yet). When more sessions follow, the listing ends
+    with the command that shows the next page (--json: the nextCursor field).
 
     \b
     Examples:
       sessionwatch sessions
       sessionwatch sessions --agent main --json
+      sessionwatch sessions --limit 50 --cursor <nextCursor of the previous page>
+      sessionwatch sessions --all --json
     """
     be = state.backend(read_only=True)
-    rows = be.list_sessions(limit=limit, agent_id=agent_id)
+    page = be.list_sessions_page(limit=limit, agent_id=agent_id, cursor=cursor)
+    rows = list(page["sessions"])
+    next_cursor = page.get("nextCursor")
+    while walk_all and next_cursor:
+        page = be.list_sessions_page(limit=limit, agent_id=agent_id, cursor=next_cursor)
+        rows += page["sessions"]
+        next_cursor = page.get("nextCursor")
     for r in rows:
         r.setdefault("stateVersion", 0)
         r["pending"] = len(be.peek_system_events(r["sessionKey"], agent_id=r.get("agentId")))
@@ -43,12 +54,18 @@ def sessions_cmd(state: State, limit: int, agent_id: str | None) -> None:
     def human(c: Console) -> None:
         if not rows:
             c.print("No sessions.")
-            return
-        c.print(table(f"Sessions ({be.where})", ["key", "kind", "parent", "stateVersion", "pending"],
-                      [[r["sessionKey"], r.get("kind"), r.get("spawnedBy"), r["stateVersion"], r["pending"]]
-                       for r in rows]))
+        else:
+            c.print(table(f"Sessions ({be.where})", ["key", "kind", "parent", "stateVersion", "pending"],
+                          [[r["sessionKey"], r.get("kind"), r.get("spawnedBy"), r["stateVersion"], r["pending"]]
+                           for r in rows]))
+        if next_cursor:
+            again = ["sessionwatch", "sessions", "--limit", str(limit)] + (["--agent", agent_id] if agent_id else [])
+            c.print(f"More sessions: {' '.join(again)} --cursor {next_cursor}", soft_wrap=True)
 
-    emit(state.json, {"sessions": rows}, human)
+    out: dict[str, Any] = {"sessions": rows}
+    if next_cursor:
+        out["nextCursor"] = next_cursor
+    emit(state.json, out, human)
 
 
 @command(cli, "status")

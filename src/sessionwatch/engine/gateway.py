@@ -21,6 +21,7 @@ from ..clock import Clock, system_clock
 from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable
 from ..keys import (check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key, parse_key,
                     SESSION_KINDS)
+from ..listing import ListPosition, SessionPage, decode_cursor, encode_cursor
 from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
                        target_from_context_key)
 from ..settings import Settings
@@ -345,12 +346,29 @@ class Gateway:
         return out
 
     def list_sessions(self, *, agent_id: str | None = None, kinds: list[str] | None = None,
-                      limit: int = 50, agents: frozenset[str] | None = None) -> list[SessionRow]:
-        """``agents`` given: only sessions of those agents (a scoped token's view)."""
-        if agents is None:
-            return self._host_read(lambda: self.store.list_sessions(agent_id, kinds, limit), "listing sessions")
-        return self._host_read(lambda: self.store.list_sessions(agent_id, kinds, limit, agents=sorted(agents)),
-                               "listing sessions")
+                      limit: int = 50, agents: frozenset[str] | None = None,
+                      cursor: str | None = None) -> list[SessionRow]:
+        """One page of sessions, newest created first (``list_sessions_page`` also gives the next cursor).
+        ``agents`` given: only sessions of those agents (a scoped token's view)."""
+        return self.list_sessions_page(agent_id=agent_id, kinds=kinds, limit=limit, agents=agents,
+                                       cursor=cursor).rows
+
+    def list_sessions_page(self, *, agent_id: str | None = None, kinds: list[str] | None = None,
+                           limit: int = 50, agents: frozenset[str] | None = None,
+                           cursor: str | None = None) -> SessionPage:
+        """A page of sessions after ``cursor`` (a ``next_cursor`` of a page with the same ``agent_id``
+        and ``kinds``; see ``listing.py`` for the order and what a walk guarantees). A malformed cursor,
+        or one of another filter, raises ``InvalidArgument`` before anything is read."""
+        after = None if cursor is None else decode_cursor(cursor, agent_id, kinds)
+        scope = None if agents is None else sorted(agents)
+        # One row more than asked tells whether a next page exists, so the last page has no cursor.
+        rows = self._host_read(lambda: self.store.list_sessions(agent_id, kinds, limit + 1, agents=scope,
+                                                                after=after), "listing sessions")
+        if len(rows) <= limit:
+            return SessionPage(rows, None)
+        last = rows[limit - 1]
+        position = ListPosition(last.created_at, last.session_key, last.agent_id)
+        return SessionPage(rows[:limit], encode_cursor(position, agent_id, kinds))
 
     def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)

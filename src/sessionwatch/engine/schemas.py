@@ -61,7 +61,10 @@ TOOL_RESULTS: dict[str, Schema] = {
                            "spawnedBy": STR, "activeRunId": STR, "goal": ANY_OBJECT, "stateChanges": STATE_CHANGES,
                            "text": STR},
                           ["sessionKey", "agentId", "sessionId", "kind", "stateVersion", "text"]),
-    "sessions_list": obj({"sessions": {"type": "array", "items": LISTED_SESSION}, "text": STR},
+    "sessions_list": obj({"sessions": {"type": "array", "items": LISTED_SESSION},
+                          "nextCursor": {"type": "string", "description": "Present when more sessions follow: "
+                                         "pass it as cursor, with the same agentId and kinds, for the next page."},
+                          "text": STR},
                          ["sessions", "text"]),
     "sessions_history": obj({"sessionKey": STR, "messages": {"type": "array", "items": MESSAGE}, "text": STR},
                             ["sessionKey", "messages", "text"]),

@@ -14,6 +14,7 @@ from .. import validation as v
 from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
+from ..listing import MAX_CURSOR_LENGTH
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EMPTY_PAGE, EventInput, MessageRow, SessionRow
 from ..types import HistoryResult, ListResult, ListedSession, SendResult, SpawnResult, StatusResult, UnwatchResult
@@ -248,7 +249,11 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
     kinds = v.string_list(args["kinds"], "kinds", SESSION_KINDS) if args.get("kinds") is not None else None
     if agent is not None:
         check_scope(caller.scope, agent, "the sessions")
-    rows = gw.list_sessions(agent_id=agent, kinds=kinds, limit=limit, agents=caller.scope)
+    cursor = args.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InvalidArgument("cursor must be a string (a nextCursor of sessions_list)")
+    page = gw.list_sessions_page(agent_id=agent, kinds=kinds, limit=limit, agents=caller.scope, cursor=cursor)
+    rows = page.rows
     notes: list[str] = []
     versions = _degraded(notes, "the stateVersions", lambda: gw._host_read(
         lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), "reading stateVersions"), {})
@@ -266,7 +271,12 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
         sessions.append(item)
         lines.append(f"- {r.session_key} [{r.kind}]" + (f" stateVersion {version}" if version else "")
                      + (f" spawnedBy {r.spawned_by}" if r.spawned_by else ""))
-    return _flag({"sessions": sessions, "text": "\n".join(lines) if lines else "No sessions."}, notes)
+    out: dict[str, Any] = {"sessions": sessions, "text": "\n".join(lines) if lines else "No sessions."}
+    if page.next_cursor is not None:
+        out["nextCursor"] = page.next_cursor
+        out["text"] += (f"\n\nMore sessions: call sessions_list again with cursor {page.next_cursor!r} "
+                        "(and the same agentId and kinds).")
+    return _flag(out, notes)
 
 
 # -- sessions_history ----------------------------------------------------------------------------
@@ -317,10 +327,14 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
                                                             "maximum": v.MAX_SEQUENCE}}),
          _status, READ_ONLY),
     Tool("sessions_list", "List sessions",
-         "List sessions with kind, spawn parent and stateVersion (when non-zero).",
+         "List sessions with kind, spawn parent and stateVersion (when non-zero), newest created first. "
+         "When more exist the result has nextCursor: pass it as cursor (with the same agentId and kinds) "
+         "for the next page.",
          _obj({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
                "agentId": {"type": "string", "maxLength": 200},
-               "kinds": {"type": "array", "items": {"type": "string", "enum": list(SESSION_KINDS)}}}),
+               "kinds": {"type": "array", "items": {"type": "string", "enum": list(SESSION_KINDS)}},
+               "cursor": {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR_LENGTH,
+                          "description": "The nextCursor of the previous page (opaque)."}}),
          _list, READ_ONLY),
     Tool("sessions_history", "Session transcript",
          "Recent messages of a session's transcript (not the signal log).",

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..listing import ListPosition
 from ..notices import NoticeTemplate
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, LogBounds, MessageRow, Node, PruneResult, QueueEntry,
                       RecordOutcome, SessionRow, TokenRow, WakeRequest)
@@ -140,8 +141,10 @@ class Store(ABC):
 
     @abstractmethod
     def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int,
-                      agents: Sequence[str] | None = None) -> list[SessionRow]:
-        """Newest first. ``agents`` given: only sessions of those agents (a scoped token's view)."""
+                      agents: Sequence[str] | None = None, after: ListPosition | None = None) -> list[SessionRow]:
+        """At most ``limit`` sessions in the listing order (newest created first, see ``listing.py``),
+        starting after ``after`` when given. ``agents`` given: only sessions of those agents (a scoped
+        token's view). Reads about ``limit`` rows per agent and kind asked for, never the whole table."""
 
     @abstractmethod
     def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:

@@ -7,9 +7,14 @@ from typing import Any
 
 import psycopg
 
+from ..listing import ListPosition, list_filter
 from .records import MessageRow, SessionRow, dumps
-from .rows import MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
+from .rows import LIST_ORDER, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
 
+
+SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
+LIST_ORDER_S = ", ".join(f"s.{c.strip()}" for c in LIST_ORDER.split(","))
+LIST_ORDER_W = ", ".join(f"w.{c.strip()}" for c in LIST_ORDER.split(","))
 
 
 class SessionsMixin:
@@ -37,24 +42,37 @@ class SessionsMixin:
         return None if row is None else session_from_row(row)
 
     def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int,
-                      agents: Sequence[str] | None = None) -> list[SessionRow]:
-        query = f"SELECT {SESSION_COLS} FROM sessions"
+                      agents: Sequence[str] | None = None, after: ListPosition | None = None) -> list[SessionRow]:
+        flt = list_filter(agent_id, kinds, agents)
+        if flt.empty:
+            return []
+        # A filter on one agent and one kind is an index prefix walked in the listing order. Several
+        # agents or kinds: one walk per (agent, kind) pair (LATERAL), each stopping after `limit` rows,
+        # merged; so the cost follows the page, not the table. One statement, one round trip either way.
         where: list[str] = []
         args: list[Any] = []
-        if agent_id is not None:
-            where.append("agent_id = %s")
-            args.append(agent_id)
-        if agents is not None:
-            where.append("agent_id = ANY (%s::text[])")
-            args.append(list(agents))
-        if kinds:
-            where.append("kind = ANY (%s::text[])")
-            args.append(list(kinds))
-        if where:
-            query += " WHERE " + " AND ".join(where)
-        query += " ORDER BY updated_at DESC, session_key LIMIT %s"
-        args.append(limit)
-        return [session_from_row(r) for r in self._all(query, args)]
+        sources: list[str] = []
+        for column, values in (("agent_id", flt.agents), ("kind", flt.kinds)):
+            if values is None:
+                continue
+            if len(values) == 1:
+                where.append(f"s.{column} = %s")
+                args.append(values[0])
+            else:
+                sources.append(f"unnest(%s::text[]) AS {column}_f(v)")
+                where.append(f"s.{column} = {column}_f.v")
+        if after is not None:
+            # The first term bounds the index range; the second skips the rows of that millisecond already shown.
+            where.append("s.created_at <= %s AND (s.created_at < %s OR (s.session_key, s.agent_id) > (%s, %s))")
+            args += [after.created_at, after.created_at, after.session_key, after.agent_id]
+        walk = (f"SELECT {SESSION_COLS_S} FROM sessions s" + (" WHERE " + " AND ".join(where) if where else "")
+                + f" ORDER BY {LIST_ORDER_S} LIMIT %s")
+        if not sources:
+            return [session_from_row(r) for r in self._all(walk, [*args, limit])]
+        unnested = [list(v) for v in (flt.agents, flt.kinds) if v is not None and len(v) > 1]
+        query = (f"SELECT w.* FROM {' CROSS JOIN '.join(sources)} CROSS JOIN LATERAL ({walk}) w"
+                 f" ORDER BY {LIST_ORDER_W} LIMIT %s")
+        return [session_from_row(r) for r in self._all(query, [*unnested, *args, limit, limit])]
 
     _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
                   "spawned_by": "spawned_by"}

@@ -14,6 +14,10 @@ CURSOR_COLS = "watcher, target, last_seen, notified, material, provenance, updat
 SESSION_COLS = ("session_key, agent_id, session_id, kind, spawned_by, label, active_run_id, goal_json,"
                 " created_at, updated_at")
 MESSAGE_COLS = "id, session_key, agent_id, role, text, created_at, provenance, source_session_key, channel, imported"
+# The sessions_list order (listing.py); migrations 0005 index it for each filter shape.
+LIST_ORDER = "created_at DESC, session_key, agent_id"
+# Beyond this many (agent, kind) pairs a listing is one filtered walk instead of a merge of walks.
+MAX_LIST_BRANCHES = 64
 LINK_COLS = ("session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json,"
              " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at")
 

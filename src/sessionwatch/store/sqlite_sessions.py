@@ -6,12 +6,14 @@ import json
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from itertools import product
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ..listing import ListPosition, list_filter
 from . import sqlite_queue as sq
 from .records import MessageRow, SessionRow, dumps
-from .rows import MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
+from .rows import LIST_ORDER, MAX_LIST_BRANCHES, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
 
 
 class SessionsMixin:
@@ -47,25 +49,53 @@ class SessionsMixin:
         return None if row is None else session_from_row(row)
 
     def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int,
-                      agents: Sequence[str] | None = None) -> list[SessionRow]:
-        sql = f"SELECT {SESSION_COLS} FROM sessions"
-        where: list[str] = []
-        args: list[Any] = []
-        if agent_id is not None:
-            where.append("agent_id = ?")
-            args.append(agent_id)
-        if agents is not None:
-            where.append("agent_id IN (SELECT value FROM json_each(?))")
-            args.append(json.dumps(list(agents)))
-        if kinds:
-            where.append(f"kind IN ({','.join('?' * len(kinds))})")
-            args.extend(kinds)
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, session_key LIMIT ?"
-        args.append(limit)
+                      agents: Sequence[str] | None = None, after: ListPosition | None = None) -> list[SessionRow]:
+        flt = list_filter(agent_id, kinds, agents)
+        if flt.empty:
+            return []
+        # One ordered index walk per (agent, kind) pair of the filter, each stopping after `limit` rows;
+        # several walks are merged by a UNION ALL of at most len(agents) x len(kinds) x limit rows, so the
+        # cost follows the page, not the table. Past MAX_LIST_BRANCHES pairs one filtered walk is used.
+        pairs = list(product(flt.agents or (None,), flt.kinds or (None,)))
+        if len(pairs) > MAX_LIST_BRANCHES:
+            sql, args = self._list_walk(flt.agents, flt.kinds, after, limit)
+        elif len(pairs) == 1:
+            agent, kind = pairs[0]
+            sql, args = self._list_walk(None if agent is None else (agent,), None if kind is None else (kind,),
+                                        after, limit)
+        else:
+            parts, args = [], []
+            for agent, kind in pairs:
+                part, part_args = self._list_walk(None if agent is None else (agent,),
+                                                  None if kind is None else (kind,), after, limit)
+                parts.append(f"SELECT * FROM ({part})")
+                args += part_args
+            sql = " UNION ALL ".join(parts) + f" ORDER BY {LIST_ORDER} LIMIT ?"
+            args.append(limit)
         with self._lock:
             return [session_from_row(r) for r in self._conn.execute(sql, args)]
+
+    @staticmethod
+    def _list_walk(agents: Sequence[str] | None, kinds: Sequence[str] | None, after: ListPosition | None,
+                   limit: int) -> tuple[str, list[Any]]:
+        """One walk of the listing order from ``after`` on; one agent and one kind use an index prefix."""
+        where: list[str] = []
+        args: list[Any] = []
+        for column, values in (("agent_id", agents), ("kind", kinds)):
+            if values is None:
+                continue
+            if len(values) == 1:
+                where.append(f"{column} = ?")
+                args.append(values[0])
+            else:
+                where.append(f"{column} IN (SELECT value FROM json_each(?))")
+                args.append(json.dumps(list(values)))
+        if after is not None:
+            # The first term bounds the index range; the second skips the rows of that millisecond already shown.
+            where.append("created_at <= ? AND (created_at < ? OR (session_key, agent_id) > (?, ?))")
+            args += [after.created_at, after.created_at, after.session_key, after.agent_id]
+        sql = f"SELECT {SESSION_COLS} FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
+        return sql + f" ORDER BY {LIST_ORDER} LIMIT ?", [*args, limit]
 
     _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
                   "spawned_by": "spawned_by"}
