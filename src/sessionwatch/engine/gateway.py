@@ -97,6 +97,8 @@ class Gateway:
         self._closed = False
         self._prune_lock = threading.Lock()
         self._next_prune_at = 0
+        self._prune_requested = False  # a recording found the hourly prune due (see _prune_soon)
+        self._timer_thread: threading.Thread | None = None
         self._reply_cv = threading.Condition()
         self._periodic: list[Periodic] = []
         self._timer_event = threading.Event()
@@ -110,7 +112,6 @@ class Gateway:
             if prune_on_open:
                 self.prune(force=True)
         self.store.listen_wakes(lambda w: self.wakes.request([w]))
-        self._timer_thread: threading.Thread | None = None
         if not read_only and (timers if timers is not None else not self._injected_clock):
             self._timer_thread = threading.Thread(target=self._timer_loop, name="sessionwatch-timers", daemon=True)
             self._timer_thread.start()
@@ -133,7 +134,8 @@ class Gateway:
         self._timer_event.set()
         if self._timer_thread is not None:
             self._timer_thread.join(timeout=5)
-        self.store.close()
+        with self._prune_lock:  # a background prune in flight finishes its batch first
+            self.store.close()
 
     def __enter__(self) -> Gateway:
         return self
@@ -150,6 +152,7 @@ class Gateway:
         """Run trailing wakes and periodic work that is due (tests with an injected clock call this)."""
         now = self.clock() if now is None else now
         self.wakes.run_due(now)
+        self._run_requested_prune(now)
         for task in list(self._periodic):
             due = task.due_at()
             if due is not None and due <= now:
@@ -270,8 +273,25 @@ class Gateway:
             if outcome.wakes:
                 self.wakes.request(outcome.wakes)
             if now >= self._next_prune_at:
-                self._maybe_prune(now)
+                self._prune_soon(now)
         return outcome
+
+    def _prune_soon(self, now: int) -> None:
+        """The hourly prune is due: run it off the recording path, which never waits for it.
+
+        The timer thread runs it (``run_due``); a process without one starts a one-off thread; with an
+        injected clock nothing runs in the background, so it waits for the next ``run_due``."""
+        self._prune_requested = True
+        if self._timer_thread is not None:
+            self._timer_event.set()
+        elif not self._injected_clock and not self._prune_lock.locked():
+            threading.Thread(target=self._run_requested_prune, args=(now,), name="sessionwatch-prune",
+                             daemon=True).start()
+
+    def _run_requested_prune(self, now: int) -> None:
+        if self._prune_requested and not self._closed:
+            self._prune_requested = False
+            self._maybe_prune(now)
 
     def _maybe_prune(self, now: int) -> None:
         if self.read_only:
