@@ -109,8 +109,8 @@ class Gateway:
         self.swept = 0
         if sweep and not read_only:
             self._restart_sweep()
-            if prune_on_open:
-                self.prune(force=True)
+            if prune_on_open:  # events only: the stale-cursor slices are the hourly prune's
+                self._prune(force=True, expire_cursors=False)
         self.store.listen_wakes(lambda w: self.wakes.request([w]))
         if not read_only and (timers if timers is not None else not self._injected_clock):
             self._timer_thread = threading.Thread(target=self._timer_loop, name="sessionwatch-timers", daemon=True)
@@ -654,13 +654,16 @@ class Gateway:
         return out
 
     def prune(self, *, force: bool = True) -> PruneResult:
+        return self._prune(force=force)
+
+    def _prune(self, *, force: bool, expire_cursors: bool = True) -> PruneResult:
         now = self.clock()
         with self._prune_lock:
             self._next_prune_at = now + self.settings.prune_interval_ms
             try:
                 return self.store.prune(now, self.settings.retention_ms, self.settings.max_events, force=force,
                                         interval_ms=self.settings.prune_interval_ms,
-                                        queue_cap=self.settings.queue_cap)
+                                        queue_cap=self.settings.queue_cap, expire_cursors=expire_cursors)
             except Exception:
                 log.exception("prune failed")
                 return PruneResult(skipped=True)

@@ -477,7 +477,8 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         return {p: found[p] for p in pairs if p in found}
 
     def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int,
-              queue_cap: int = 20) -> PruneResult:
+              queue_cap: int = 20,
+              expire_cursors: bool = True) -> PruneResult:
         """The claim (sw_prune), then bounded steps (sw_prune_step), each its own short transaction so
         recordings never wait long for the writer lock: events in batches of PRUNE_BATCH, then one slice
         of the stale-cursor cleanup."""
@@ -490,7 +491,7 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
             return result
         step = ("SELECT * FROM sw_prune_step(%s::bigint, %s::bigint, %s::bigint, %s::bigint, %s::integer,"
                 " %s::integer, %s::integer)")
-        for slice_rows in (0, CURSOR_SLICE):
+        for slice_rows in (0, CURSOR_SLICE) if expire_cursors else (0,):
             more = True
             while more:
                 rows, cursors, stamped, more = self._one(step, (self._prune_key, self._writer, now - retention_ms,

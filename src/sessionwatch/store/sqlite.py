@@ -323,7 +323,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
         return {p: out[p] for p in pairs if p in out}
 
     def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int,
-              queue_cap: int = 20) -> PruneResult:
+              queue_cap: int = 20,
+              expire_cursors: bool = True) -> PruneResult:
         """Age, then cap, then a slice of the stale-cursor cleanup; each delete is its own short
         transaction of at most PRUNE_BATCH rows, so a recording never waits long for the writer lock."""
         result = PruneResult()
@@ -365,6 +366,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                 up.forget_rows(conn, seqs)
         # Stale cursors: a bounded slice per prune, resuming where the last one stopped (an index on
         # updated_at would cost a write on every fan-out and ack).
+        if not expire_cursors:
+            return result
         with self._tx() as conn:
             expired = up.expire_cursors(conn, cutoff, CURSOR_SLICE)
             result.cursors_deleted = len(expired)
