@@ -54,7 +54,7 @@ log = logging.getLogger("sessionwatch.store.postgres")
 
 T = TypeVar("T")
 OWN_PARAMS = ("pool_size", "pool_min")
-PRUNE_BATCH = 2_000  # events deleted per prune transaction (sqlite.PRUNE_BATCH)
+PRUNE_BATCH = 1_000  # events deleted per prune transaction (sqlite.PRUNE_BATCH)
 CURSOR_SLICE = 5_000  # cursor rows the stale-cursor cleanup examines per prune
 SEEN_WAKES = 10_000  # remembered deliveries per kind (NOTIFY, poll, own commits)
 
