@@ -79,16 +79,11 @@ _MATERIAL_UPSERT = (
     + " THEN -1 ELSE queued_idx END")
 # Material update for every registered watcher of the target except the actor (self-suppression).
 # material < ?1 skips rows the producer upsert above already moved to this sequence.
-# queued_idx is not in its SET list: an UPDATE naming an indexed column rewrites that index entry for
-# every row it touches, so the rows whose notice must be queued are marked by _MARK_NOTICES instead.
 _MATERIAL_UPDATE = (
     "UPDATE cursors SET notified = CASE WHEN notified = last_seen THEN ?1 ELSE notified END,"
-    " material = ?1, updated_at = ?2"
+    " material = ?1, updated_at = ?2,"
+    " queued_idx = CASE WHEN provenance = 'explicit' AND NOT " + _NOTICE_QUEUED + " THEN -1 ELSE queued_idx END"
     " WHERE target = ?3 AND material < ?1 AND watcher IS NOT ?4")
-# ?1 target, ?2 the new sequence (exactly the rows moved by the two statements above), ?3 queue cap.
-_MARK_NOTICES = (
-    "UPDATE cursors SET queued_idx = -1 WHERE target = ?1 AND material = ?2 AND provenance = 'explicit'"
-    " AND queued_idx <> -1 AND NOT " + _NOTICE_QUEUED.replace("?5", "?3"))
 # Append the marked notices: next index per watcher queue, then stamp the slots.
 _BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1"
                " WHERE session_key IN (SELECT watcher FROM cursors WHERE target = ?1 AND queued_idx = -1)")
@@ -264,9 +259,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                         sq.ensure_head(conn, w)
                         conn.execute(_MATERIAL_UPSERT, (w, key, seq, now, None, queue_cap))
                         moved += 1
-                    moved += conn.execute(_MATERIAL_UPDATE, (seq, now, key, ev.actor_id)).rowcount
+                    moved += conn.execute(_MATERIAL_UPDATE, (seq, now, key, ev.actor_id, queue_cap)).rowcount
                     if moved:
-                        conn.execute(_MARK_NOTICES, (key, seq, queue_cap))
                         if conn.execute(_BUMP_HEADS, (key,)).rowcount:
                             conn.execute(_FILL_SLOTS, (key, now))
                         ctx = None
