@@ -19,12 +19,10 @@ from .records import QueueEntry
 
 LIVE = "idx > h.drained AND h.appended - idx < ?"
 
-# The head first, then the index range (watcher, queued_idx above the live floor): at most the queue cap
-# rows are visited, however many targets the watcher has (CROSS JOIN keeps that join order).
 _LIVE_SLOTS = (
-    "SELECT c.queued_idx, c.target, c.queued_ls, c.queued_ts, c.queued_quiet, c.queued_id FROM queue_heads h"
-    " CROSS JOIN cursors c WHERE h.session_key = ?1 AND c.watcher = ?1"
-    " AND c.queued_idx > max(h.drained, h.appended - ?2)")
+    "SELECT c.queued_idx, c.target, c.queued_ls, c.queued_ts, c.queued_quiet, c.queued_id FROM cursors c"
+    " JOIN queue_heads h ON h.session_key = c.watcher WHERE c.watcher = ?1 AND c.queued_idx > h.drained"
+    " AND h.appended - c.queued_idx < ?2")
 _LIVE_GENERIC = (
     "SELECT e.idx, e.context_key, e.text, e.ts, e.eid FROM system_events e JOIN queue_heads h"
     " ON h.session_key = e.session_key WHERE e.session_key = ?1 AND e.idx > h.drained AND h.appended - e.idx < ?2")
