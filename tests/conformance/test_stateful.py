@@ -150,8 +150,8 @@ class Model:
                     moved.append(w)
             for w in moved:
                 self.append_notice(w, key, self.cursors[(w, key)].last_seen)
-        if now >= self.next_prune_at:  # the throttled prune after an insert
-            self.prune(now)
+        # (the hourly prune a recording finds due runs on the timer, off the recording path: this
+        # machine's injected clock never runs it)
         return seq
 
     @staticmethod
@@ -219,9 +219,9 @@ class Model:
             c.updated_at = now
         for w, t in rows:
             self.append_notice(w, t, self.cursors[(w, t)].last_seen)
-        self.prune(now)
+        self.prune(now, cursors=False)  # the open-time prune leaves stale cursors to the hourly one
 
-    def prune(self, now: int) -> None:
+    def prune(self, now: int, *, cursors: bool = True) -> None:
         self.next_prune_at = now + HOUR
         cutoff = now - RETENTION
         gone = [e for e in self.events if e[3] < cutoff]
@@ -232,7 +232,7 @@ class Model:
         for seq, key, _, _ in gone:
             self.pruned[key] = max(self.pruned.get(key, 0), seq)
         self.events = kept
-        for p in [p for p, c in self.cursors.items() if c.updated_at < cutoff]:
+        for p in [p for p, c in self.cursors.items() if cursors and c.updated_at < cutoff]:
             self.drop_cursor(p)
 
 

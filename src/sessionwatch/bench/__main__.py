@@ -72,6 +72,10 @@ def main(argv: list[str] | None = None) -> None:
                                    "(a fresh database per scenario)")
     p.add_argument("--tmp", default=None, help="folder for the SQLite files (default: system temp)")
     p.add_argument("--no-all", action="store_true", help="skip the fan-out-to-every-session append runs")
+    p.add_argument("--growth", action="store_true", help="the growth benchmark (bench/growth.py) instead")
+    p.add_argument("--small", action="store_true", help="with --growth: sizes / 10")
+    p.add_argument("--growth-limit", type=float, default=None,
+                   help="with --growth: exit 1 when an operation grows more than this per 10x")
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     p.add_argument("--args", help=argparse.SUPPRESS)
@@ -79,6 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     if a.phase:
         _phase_main(a.phase, a.url, json.loads(a.args))
         return
+    if a.growth:
+        from .growth import main as growth_main
+
+        raise SystemExit(growth_main(_emit, small=a.small, tmp=a.tmp, only=a.only, limit=a.growth_limit))
     scale = (lambda n: max(1, n // 10)) if a.quick else (lambda n: n)
     only = set(a.only.split(",")) if a.only else None
     want = lambda name: only is None or name in only  # noqa: E731

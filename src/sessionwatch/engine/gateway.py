@@ -102,6 +102,8 @@ class Gateway:
         self._closed = False
         self._prune_lock = threading.Lock()
         self._next_prune_at = 0
+        self._prune_requested = False  # a recording found the hourly prune due (see _prune_soon)
+        self._timer_thread: threading.Thread | None = None
         self._reply_cv = threading.Condition()
         self._periodic: list[Periodic] = []
         self._timer_event = threading.Event()
@@ -113,8 +115,8 @@ class Gateway:
         self.swept_at: int | None = None  # when this process's restart sweep last ran (the dashboard shows it)
         if sweep and not read_only:
             self._restart_sweep()
-            if prune_on_open:
-                self.prune(force=True)
+            if prune_on_open:  # events only: the stale-cursor slices are the hourly prune's
+                self._prune(force=True, expire_cursors=False)
         if os.environ.get("SESSIONWATCH_OTEL", "").lower() in ("1", "true", "yes", "on"):
             from ..tracing import otel_tracer
 
@@ -122,7 +124,6 @@ class Gateway:
             if tracer is not None:
                 self.enable_tracing(tracer)
         self.store.listen_wakes(lambda w: self.wakes.request([w]))
-        self._timer_thread: threading.Thread | None = None
         if not read_only and (timers if timers is not None else not self._injected_clock):
             self._timer_thread = threading.Thread(target=self._timer_loop, name="sessionwatch-timers", daemon=True)
             self._timer_thread.start()
@@ -158,7 +159,8 @@ class Gateway:
         self._timer_event.set()
         if self._timer_thread is not None:
             self._timer_thread.join(timeout=5)
-        self.store.close()
+        with self._prune_lock:  # a background prune in flight finishes its batch first
+            self.store.close()
 
     def __enter__(self) -> Gateway:
         return self
@@ -175,6 +177,7 @@ class Gateway:
         """Run trailing wakes and periodic work that is due (tests with an injected clock call this)."""
         now = self.clock() if now is None else now
         self.wakes.run_due(now)
+        self._run_requested_prune(now)
         for task in list(self._periodic):
             due = task.due_at()
             if due is not None and due <= now:
@@ -300,8 +303,25 @@ class Gateway:
             if outcome.wakes:
                 self.wakes.request(outcome.wakes)
             if now >= self._next_prune_at:
-                self._maybe_prune(now)
+                self._prune_soon(now)
         return outcome
+
+    def _prune_soon(self, now: int) -> None:
+        """The hourly prune is due: run it off the recording path, which never waits for it.
+
+        The timer thread runs it (``run_due``); a process without one starts a one-off thread; with an
+        injected clock nothing runs in the background, so it waits for the next ``run_due``."""
+        self._prune_requested = True
+        if self._timer_thread is not None:
+            self._timer_event.set()
+        elif not self._injected_clock and not self._prune_lock.locked():
+            threading.Thread(target=self._run_requested_prune, args=(now,), name="sessionwatch-prune",
+                             daemon=True).start()
+
+    def _run_requested_prune(self, now: int) -> None:
+        if self._prune_requested and not self._closed:
+            self._prune_requested = False
+            self._maybe_prune(now)
 
     def _maybe_prune(self, now: int) -> None:
         if self.read_only:
@@ -717,13 +737,16 @@ class Gateway:
         return out
 
     def prune(self, *, force: bool = True) -> PruneResult:
+        return self._prune(force=force)
+
+    def _prune(self, *, force: bool, expire_cursors: bool = True) -> PruneResult:
         now = self.clock()
         with self._prune_lock:
             self._next_prune_at = now + self.settings.prune_interval_ms
             try:
                 return self.store.prune(now, self.settings.retention_ms, self.settings.max_events, force=force,
                                         interval_ms=self.settings.prune_interval_ms,
-                                        queue_cap=self.settings.queue_cap)
+                                        queue_cap=self.settings.queue_cap, expire_cursors=expire_cursors)
             except Exception:
                 log.exception("prune failed")
                 return PruneResult(skipped=True)

@@ -72,9 +72,10 @@ class Store(ABC):
 
     @abstractmethod
     def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool,
-              interval_ms: int, queue_cap: int = 20) -> PruneResult:
+              interval_ms: int, queue_cap: int = 20, expire_cursors: bool = True) -> PruneResult:
         """Retention prune. Unless ``force``, skipped when one ran within ``interval_ms`` (shared).
-        Expired cursors take their queued notices with them."""
+        Deletes in bounded batches, each its own transaction. With ``expire_cursors``, also examines
+        the next bounded slice of cursors: expired ones take their queued notices with them."""
 
     # -- cursors and the notice queue ------------------------------------------------------------
     @abstractmethod

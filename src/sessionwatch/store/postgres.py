@@ -54,6 +54,8 @@ log = logging.getLogger("sessionwatch.store.postgres")
 
 T = TypeVar("T")
 OWN_PARAMS = ("pool_size", "pool_min")
+PRUNE_BATCH = 1_000  # events deleted per prune transaction (sqlite.PRUNE_BATCH)
+CURSOR_SLICE = 5_000  # cursor rows the stale-cursor cleanup examines per prune
 SEEN_WAKES = 10_000  # remembered deliveries per kind (NOTIFY, poll, own commits)
 
 
@@ -492,12 +494,29 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         return {p: found[p] for p in pairs if p in found}
 
     def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int,
-              queue_cap: int = 20) -> PruneResult:
+              queue_cap: int = 20,
+              expire_cursors: bool = True) -> PruneResult:
+        """The claim (sw_prune), then bounded steps (sw_prune_step), each its own short transaction so
+        recordings never wait long for the writer lock: events in batches of PRUNE_BATCH, then one slice
+        of the stale-cursor cleanup."""
         skipped, rows, cursors, stamped = self._one(
             "SELECT * FROM sw_prune(%s::bigint, %s::bigint, %s::bigint, %s::bigint, %s::bigint, %s, %s::bigint,"
             " %s::integer)",
             (self._prune_key, self._writer, now, now - retention_ms, max_rows, force, interval_ms, queue_cap))
-        return PruneResult(rows_deleted=rows, cursors_deleted=cursors, heads_stamped=stamped, skipped=skipped)
+        result = PruneResult(rows_deleted=rows, cursors_deleted=cursors, heads_stamped=stamped, skipped=skipped)
+        if skipped:
+            return result
+        step = ("SELECT * FROM sw_prune_step(%s::bigint, %s::bigint, %s::bigint, %s::bigint, %s::integer,"
+                " %s::integer, %s::integer)")
+        for slice_rows in (0, CURSOR_SLICE) if expire_cursors else (0,):
+            more = True
+            while more:
+                rows, cursors, stamped, more = self._one(step, (self._prune_key, self._writer, now - retention_ms,
+                                                                max_rows, PRUNE_BATCH, slice_rows, queue_cap))
+                result.rows_deleted += rows
+                result.cursors_deleted += cursors
+                result.heads_stamped += stamped
+        return result
 
     # -- cursors and the queue -------------------------------------------------------------------
     def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str, now: int) -> bool:

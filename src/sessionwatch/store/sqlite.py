@@ -19,6 +19,7 @@ from ..errors import InvalidArgument
 from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
 from . import sqlite_queue as sq
+from . import sqlite_upkeep as up
 from .base import Render, Store
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, LogBounds, PruneResult, QueueEntry, RecordOutcome,
                       WakeRequest, loads)
@@ -30,6 +31,9 @@ from .sqlite_sessions import SessionsMixin
 from .sqlite_tokens import TokensMixin
 
 log = logging.getLogger("sessionwatch.store.sqlite")
+
+PRUNE_BATCH = 1_000  # events deleted per prune transaction: about 30 ms at 5M rows, under the 50 ms budget
+CURSOR_SLICE = 5_000  # cursor rows the stale-cursor cleanup examines per prune
 
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -344,7 +348,10 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
         return {p: out[p] for p in pairs if p in out}
 
     def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int,
-              queue_cap: int = 20) -> PruneResult:
+              queue_cap: int = 20,
+              expire_cursors: bool = True) -> PruneResult:
+        """Age, then cap, then a slice of the stale-cursor cleanup; each delete is its own short
+        transaction of at most PRUNE_BATCH rows, so a recording never waits long for the writer lock."""
         result = PruneResult()
         cutoff = now - retention_ms
         with self._tx() as conn:
@@ -355,32 +362,51 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                     return result
             conn.execute("INSERT INTO meta (key, value) VALUES ('last_prune_at', ?)"
                          " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(now),))
-            # Age: stamp the pruned watermarks first, then delete (index probe when nothing is old).
-            if conn.execute("SELECT 1 FROM events WHERE occurred_at < ? LIMIT 1", (cutoff,)).fetchone():
-                result.heads_stamped += self._stamp(conn, "occurred_at < ?", cutoff)
-                result.rows_deleted += conn.execute("DELETE FROM events WHERE occurred_at < ?", (cutoff,)).rowcount
-            # Cap: sequences are dense except for holes, so max - min + 1 bounds the row count cheaply.
-            # (two subqueries: SQLite answers a lone min() or max() from the index end, not both at once)
-            lo, hi = conn.execute("SELECT (SELECT min(sequence) FROM events), (SELECT max(sequence) FROM events)"
-                                  ).fetchone()
-            if lo is not None and hi - lo + 1 > max_rows:
-                boundary = conn.execute("SELECT sequence FROM events ORDER BY sequence DESC LIMIT 1 OFFSET ?",
-                                        (max_rows,)).fetchone()
-                if boundary is not None:
-                    result.heads_stamped += self._stamp(conn, "sequence <= ?", boundary[0])
-                    result.rows_deleted += conn.execute("DELETE FROM events WHERE sequence <= ?",
-                                                        (boundary[0],)).rowcount
-            expired = conn.execute("DELETE FROM cursors WHERE updated_at < ? RETURNING watcher", (cutoff,)).fetchall()
+        # Age: the time index finds the old rows (an index probe when nothing is old).
+        while True:
+            with self._tx() as conn:
+                seqs = [s for (s,) in conn.execute("SELECT sequence FROM events WHERE occurred_at < ? LIMIT ?",
+                                                   (cutoff, PRUNE_BATCH))]
+                if not seqs:
+                    break
+                listed = json.dumps(seqs)
+                result.heads_stamped += self._stamp(conn, "sequence IN (SELECT value FROM json_each(?))", listed)
+                conn.execute("DELETE FROM events WHERE sequence IN (SELECT value FROM json_each(?))", (listed,))
+                result.rows_deleted += len(seqs)
+                up.forget_rows(conn, seqs)
+            if len(seqs) < PRUNE_BATCH:
+                break
+        # Cap: the row count is kept (sq.event_rows), the boundary found by walking from the old end.
+        while True:
+            with self._tx() as conn:
+                over = up.event_rows(conn) - max_rows
+                if over <= 0:
+                    break
+                boundary = conn.execute("SELECT sequence FROM events ORDER BY sequence LIMIT 1 OFFSET ?",
+                                        (min(over, PRUNE_BATCH) - 1,)).fetchone()[0]
+                result.heads_stamped += self._stamp(conn, "sequence <= ?", boundary)
+                seqs = [s for (s,) in conn.execute("DELETE FROM events WHERE sequence <= ? RETURNING sequence",
+                                                   (boundary,))]
+                result.rows_deleted += len(seqs)
+                up.forget_rows(conn, seqs)
+        # Stale cursors: a bounded slice per prune, resuming where the last one stopped (an index on
+        # updated_at would cost a write on every fan-out and ack).
+        if not expire_cursors:
+            return result
+        with self._tx() as conn:
+            expired = up.expire_cursors(conn, cutoff, CURSOR_SLICE)
             result.cursors_deleted = len(expired)
             if expired:
-                sq.after_removal(conn, {w for (w,) in expired}, queue_cap)
+                sq.after_removal(conn, set(expired), queue_cap)
         return result
 
     @staticmethod
-    def _stamp(conn: sqlite3.Connection, where: str, arg: int) -> int:
+    def _stamp(conn: sqlite3.Connection, where: str, arg: int | str) -> int:
+        # NOT INDEXED: the rows come by sequence (the rowid); grouping through events_by_session instead
+        # would walk the whole log.
         return conn.execute(
             "UPDATE heads SET pruned_max_sequence = m.mx FROM (SELECT session_key, agent_id, max(sequence) AS mx"
-            f" FROM events WHERE {where} GROUP BY session_key, agent_id) AS m"
+            f" FROM events NOT INDEXED WHERE {where} GROUP BY session_key, agent_id) AS m"
             " WHERE heads.session_key = m.session_key AND heads.agent_id = m.agent_id"
             " AND m.mx > heads.pruned_max_sequence", (arg,)).rowcount
 

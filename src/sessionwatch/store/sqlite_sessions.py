@@ -12,6 +12,7 @@ from typing import Any
 
 from ..listing import ListPosition, list_filter
 from . import sqlite_queue as sq
+from . import sqlite_upkeep as up
 from .records import MessageRow, SessionRow, dumps
 from .rows import LIST_ORDER, MAX_LIST_BRANCHES, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
 
@@ -133,7 +134,8 @@ class SessionsMixin:
             found = conn.execute("DELETE FROM sessions WHERE session_key = ? AND agent_id = ?",
                                  (session_key, agent_id)).rowcount > 0
             conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            conn.execute("DELETE FROM events WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            up.forget_rows(conn, [s for (s,) in conn.execute(
+                "DELETE FROM events WHERE session_key = ? AND agent_id = ? RETURNING sequence", (session_key, agent_id))])
             conn.execute("DELETE FROM heads WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
             conn.execute("DELETE FROM messages WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
             touched = {w for (w,) in conn.execute("DELETE FROM cursors WHERE target = ? RETURNING watcher",
