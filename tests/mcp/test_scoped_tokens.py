@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -16,11 +14,8 @@ from sessionwatch import Gateway
 from sessionwatch.store import open_store
 from sessionwatch.tokens import create_token
 
-from .helpers import MANAGER, structured
-from tests.support.commands import SESSIONWATCH
+from .helpers import MANAGER, mcp_http_server, structured
 
-from .test_transports import _free_port
-from tests.support.procs import stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -37,24 +32,8 @@ def served(sqlite_url: str) -> Iterator[tuple[str, dict[str, str]]]:
     own, _ = create_token(store, agents=["main"])
     other, _ = create_token(store, agents=["oth"])
     store.close()
-    port = _free_port()
-    proc = subprocess.Popen([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
-                             "--port", str(port), "--http-token", ADMIN], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "MCP HTTP server did not start"
-                time.sleep(0.05)
+    with mcp_http_server(sqlite_url, "--http-token", ADMIN) as (url, _):
         yield url, {"own": own, "other": other}
-    finally:
-        stop(proc)
 
 
 async def test_scoped_tokens_on_the_mcp_http_transport(served: tuple[str, dict[str, str]]) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import httpx2
@@ -17,9 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sessionwatch import Gateway
 
-from .helpers import MANAGER, assert_published_tools, run_every_tool, run_notice_scenario
+from .helpers import MANAGER, assert_published_tools, mcp_http_server, run_every_tool, run_notice_scenario
 from tests.support.commands import SESSIONWATCH
-from tests.support.procs import stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -56,27 +54,11 @@ def _free_port() -> int:
 
 @pytest.fixture
 def http_mcp(sqlite_url: str) -> Iterator[tuple[str, str]]:
-    port = _free_port()
     token = "mcp-test-token"
-    proc = subprocess.Popen([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
-                             "--port", str(port), "--http-token", token],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "MCP HTTP server did not start"
-                time.sleep(0.05)
+    with mcp_http_server(sqlite_url, "--http-token", token) as (url, proc):
         yield url, token
-    finally:
-        stop(proc)
-        # Nothing but the protocol (here: nothing at all) may reach stdout; logs belong on stderr.
-        assert proc.stdout is not None and proc.stdout.read() == b""
+    # Nothing but the protocol (here: nothing at all) may reach stdout; logs belong on stderr.
+    assert proc.stdout is not None and proc.stdout.read() == b""
 
 
 async def test_streamable_http_with_a_bearer_token(http_mcp: tuple[str, str], sqlite_url: str, mode: str) -> None:
@@ -117,23 +99,8 @@ def test_streamable_http_token_rules(tmp_path: Path, sqlite_url: str) -> None:
     assert weak.returncode == 4 and "weak token" in weak.stderr, weak.stderr
     secret = tmp_path / "mcp-token"
     secret.write_text("mcp-token-from-a-file-0123456789\n")
-    port = _free_port()
-    proc = subprocess.Popen([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
-                             "--port", str(port), "--http-token-file", str(secret)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                first = httpx.post(url, json=INIT, headers=STREAM_ACCEPT, timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.05)
-        assert first.status_code == 401
+    with mcp_http_server(sqlite_url, "--http-token-file", str(secret)) as (url, _):
+        assert httpx.post(url, json=INIT, headers=STREAM_ACCEPT, timeout=5).status_code == 401
         res = httpx.post(url, json=INIT, headers={**STREAM_ACCEPT,
                                                   "Authorization": "Bearer mcp-token-from-a-file-0123456789"})
         assert res.status_code == 200, res.text
-    finally:
-        stop(proc)
