@@ -8,7 +8,7 @@ import pytest
 
 from sessionwatch import Gateway, Settings
 from sessionwatch.store import postgres as pg_store
-from sessionwatch.store import sqlite as sqlite_store
+from sessionwatch.store.sqlite import log as sqlite_store
 
 from ._helpers import DAY
 

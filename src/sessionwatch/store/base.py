@@ -1,15 +1,30 @@
-"""The one narrow interface every storage backend implements.
+"""The storage interface, split by role like an event store's recorders.
+
+Six small role interfaces, each an ABC a backend implements in a module named for it
+(``store/sqlite/log.py``, ``store/sqlite/queue.py``, ...):
+
+- :class:`SignalLog`: record events, read them (pages, the whole log, bounds, heads), prune.
+- :class:`CursorQueue`: watch cursors and the durable notice queue (watch, ack, peek/drain, sweep).
+- :class:`Sessions`: sessions and their transcripts.
+- :class:`UpstreamLinks`: adopted upstream sessions and paired nodes.
+- :class:`Tokens`: hashed bearer tokens.
+- :class:`DataSettings`: the settings stored with the data.
+
+:class:`Store` is their composite plus the lifecycle (open/close, cross-process wakes, the readiness
+probe, single-runner locks); the engine depends on it where it needs several roles, and code that
+needs one role can type against that role alone.
 
 Each write method is one transaction. Methods that queue notices take a ``render`` callable
 (target key -> NoticeTemplate) so the notice format stays in the engine while the store writes the
 queue rows in the same transaction as the change that causes them. Backends pass the shared
-conformance suite in ``tests/conformance``.
+conformance suite, ``sessionwatch.testing.StoreConformance``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from ..listing import ListPosition
@@ -21,24 +36,9 @@ Render = Callable[[str], NoticeTemplate]
 WakeListener = Callable[[WakeRequest], None]
 
 
-class Store(ABC):
-    """Storage backend. ``url`` names it; ``multi_process`` says whether other processes share it."""
+class SignalLog(ABC):
+    """The append-only signal log: events with global sequences, per-session heads, retention."""
 
-    url: str
-    multi_process: bool = False
-
-    # -- lifecycle -------------------------------------------------------------------------------
-    @abstractmethod
-    def close(self) -> None: ...
-
-    def listen_wakes(self, listener: WakeListener) -> None:
-        """Deliver wake requests committed by *other* processes (no-op for single-process stores)."""
-
-    def poll_wakes(self, watchers: Iterable[str]) -> list[WakeRequest]:
-        """Fallback for missed cross-process wake notifications (empty for single-process stores)."""
-        return []
-
-    # -- signal log ------------------------------------------------------------------------------
     @abstractmethod
     def record(self, ev: EventInput, render: Render, now: int, queue_cap: int,
                want_wakes: bool) -> RecordOutcome | None:
@@ -77,7 +77,10 @@ class Store(ABC):
         Deletes in bounded batches, each its own transaction. With ``expire_cursors``, also examines
         the next bounded slice of cursors: expired ones take their queued notices with them."""
 
-    # -- cursors and the notice queue ------------------------------------------------------------
+
+class CursorQueue(ABC):
+    """Watch cursors (lastSeen/notified/material per watcher and target) and the notice queue."""
+
     @abstractmethod
     def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str,
                        now: int) -> bool:
@@ -132,7 +135,10 @@ class Store(ABC):
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
         """Re-materialize every unacknowledged notice whose watcher session exists."""
 
-    # -- sessions and transcripts ----------------------------------------------------------------
+
+class Sessions(ABC):
+    """Sessions (one row per session key and agent) and their transcripts."""
+
     @abstractmethod
     def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
         """Create, or update kind/spawned_by/label of, a session. Returns (row, created)."""
@@ -176,7 +182,10 @@ class Store(ABC):
     def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
         """The newest user-role, non-imported message texts, newest first."""
 
-    # -- upstream links and paired nodes ---------------------------------------------------------
+
+class UpstreamLinks(ABC):
+    """Links from sessions to the upstream threads they were adopted from, and paired nodes."""
+
     @abstractmethod
     def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
         """Insert, keep progress on the same source, or rebase. Returns (link, 'created'|'same'|'rebased')."""
@@ -211,7 +220,10 @@ class Store(ABC):
     @abstractmethod
     def nodes(self) -> list[Node]: ...
 
-    # -- bearer tokens (hashed; see sessionwatch.tokens) ------------------------------------------
+
+class Tokens(ABC):
+    """Bearer tokens, stored hashed (see ``sessionwatch.tokens``)."""
+
     @abstractmethod
     def create_token(self, token: TokenRow) -> TokenRow: ...
 
@@ -225,7 +237,11 @@ class Store(ABC):
     @abstractmethod
     def revoke_token(self, token_id: str, now: int) -> bool:
         """Stamp ``revoked_at``; False when there is no such token or it was already revoked."""
-    # -- data settings and readiness (store/data_settings.py) ------------------------------------
+
+
+class DataSettings(ABC):
+    """The settings stored with the data (queue cap, row cap, retention, ...; engine/data_settings.py)."""
+
     @abstractmethod
     def data_settings(self) -> dict[str, int]:
         """The stored data settings (empty until the first process stored them)."""
@@ -238,19 +254,29 @@ class Store(ABC):
     def set_data_settings(self, changes: Mapping[str, int], now: int) -> tuple[dict[str, int], dict[str, int]]:
         """Change stored values in one transaction; returns (old, new)."""
 
+
+class Store(SignalLog, CursorQueue, Sessions, UpstreamLinks, Tokens, DataSettings):
+    """Storage backend: every role plus the lifecycle. ``url`` names it; ``multi_process`` says whether
+    other processes share it. Opening (and applying migrations) is the backend's constructor."""
+
+    url: str
+    multi_process: bool = False
+
+    @abstractmethod
+    def close(self) -> None: ...
+
     @abstractmethod
     def probe_write(self, now: int) -> None:
         """One small write transaction (readiness); raises when the store does not accept writes."""
 
-    # -- maintenance -----------------------------------------------------------------------------
-    def try_lock(self, name: str) -> Any:
+
+    def listen_wakes(self, listener: WakeListener) -> None:
+        """Deliver wake requests committed by *other* processes (no-op for single-process stores)."""
+
+    def poll_wakes(self, watchers: Iterable[str]) -> list[WakeRequest]:
+        """Fallback for missed cross-process wake notifications (empty for single-process stores)."""
+        return []
+
+    def try_lock(self, name: str) -> AbstractContextManager[object] | None:
         """A cross-process lock for single-runner work (monitor ticks); None when not taken."""
-        return _NullLock()
-
-
-class _NullLock:
-    def __enter__(self) -> _NullLock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+        return nullcontext(self)

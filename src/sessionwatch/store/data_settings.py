@@ -1,6 +1,5 @@
-"""The stored data settings (migration 0003) and the readiness write probe, for both backends.
-
-Mixins of ``SQLiteStore`` and ``PostgresStore``: the first process that opens a store fills in the
+"""PostgreSQL: the stored data settings (migration 0003) and the readiness write probe (a mixin of
+``PostgresStore``; the SQLite twin is ``store/sqlite/settings.py``). The first process that opens a store fills in the
 values it was given (or the defaults); from then on every process reads them, and only an explicit
 ``set_data_settings`` (``sessionwatch settings set``) changes them.
 """
@@ -9,38 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-
-class SQLiteDataSettings:
-    _lock: Any
-    _conn: Any
-
-    def data_settings(self) -> dict[str, int]:
-        with self._lock:
-            return {n: int(v) for n, v in self._conn.execute("SELECT name, value FROM data_settings")}
-
-    def init_data_settings(self, values: Mapping[str, int], now: int) -> dict[str, int]:
-        """Store the values not stored yet (concurrent openers: the first wins); returns what is stored."""
-        with self._tx() as conn:  # type: ignore[attr-defined]
-            conn.executemany("INSERT INTO data_settings (name, value, updated_at) VALUES (?, ?, ?)"
-                             " ON CONFLICT (name) DO NOTHING", [(n, int(v), now) for n, v in values.items()])
-            return {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings")}
-
-    def set_data_settings(self, changes: Mapping[str, int], now: int) -> tuple[dict[str, int], dict[str, int]]:
-        """Change stored values in one transaction; returns (old, new)."""
-        with self._tx() as conn:  # type: ignore[attr-defined]
-            old = {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings")}
-            conn.executemany("INSERT INTO data_settings (name, value, updated_at) VALUES (?, ?, ?)"
-                             " ON CONFLICT (name) DO UPDATE SET value = excluded.value,"
-                             " updated_at = excluded.updated_at", [(n, int(v), now) for n, v in changes.items()])
-            new = {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings")}
-        return old, new
-
-    def probe_write(self, now: int) -> None:
-        """One small write transaction: raises when the store no longer accepts writes."""
-        with self._tx() as conn:  # type: ignore[attr-defined]
-            conn.execute("INSERT INTO meta (key, value) VALUES ('health_probe_at', ?)"
-                         " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(now),))
 
 
 class PostgresDataSettings:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .records import TokenRow, dumps
-from .sqlite_tokens import TOKEN_COLS, token_from_row
+from .rows import TOKEN_COLS, token_from_row
 
 
 class TokensMixin:

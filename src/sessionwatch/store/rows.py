@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .records import EventInput, EventRecord, Link, MessageRow, SessionRow, dumps, loads, loads_or_none
+from .records import EventInput, EventRecord, Link, MessageRow, SessionRow, TokenRow, dumps, loads, loads_or_none
 
 EVENT_COLS = ("sequence, session_key, agent_id, kind, actor_type, occurred_at, summary, actor_id,"
               " session_id, run_id, dedupe_key, body")
@@ -20,6 +20,7 @@ LIST_ORDER = "created_at DESC, session_key, agent_id"
 MAX_LIST_BRANCHES = 64
 LINK_COLS = ("session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json,"
              " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at")
+TOKEN_COLS = "token_id, token_hash, name, agents, admin, created_at, revoked_at"
 
 
 def cursor_query(watcher: str | None, target: str | None, placeholder: str) -> tuple[str, list[str]]:
@@ -69,3 +70,7 @@ def link_from_row(row: Sequence[Any]) -> Link:
                 upstream_kind=row[5], upstream_ref=json.loads(row[6]), marker=json.loads(row[7]),
                 created_at=row[8], updated_at=row[9], last_scanned_at=row[10], miss_count=row[11],
                 miss_link_updated_at=row[12])
+
+
+def token_from_row(row: Any) -> TokenRow:
+    return TokenRow(row[0], row[1], row[2], tuple(loads(row[3])), bool(row[4]), row[5], row[6])

@@ -1,26 +1,14 @@
-"""SQLite: bearer tokens scoped to agents (a mixin of SQLiteStore)."""
+"""SQLite: bearer tokens scoped to agents (the ``Tokens`` role)."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import Any
-
-from .records import TokenRow, dumps, loads
-
-TOKEN_COLS = "token_id, token_hash, name, agents, admin, created_at, revoked_at"
+from ..base import Tokens
+from ..records import TokenRow, dumps
+from ..rows import TOKEN_COLS, token_from_row
+from .connection import SQLiteConnection
 
 
-def token_from_row(row: Any) -> TokenRow:
-    return TokenRow(row[0], row[1], row[2], tuple(loads(row[3])), bool(row[4]), row[5], row[6])
-
-
-class TokensMixin:
-    _lock: Any
-    _conn: sqlite3.Connection
-    _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
-
+class SQLiteTokens(SQLiteConnection, Tokens):
     def create_token(self, token: TokenRow) -> TokenRow:
         with self._tx() as conn:
             conn.execute(f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (?,?,?,?,?,?,?)",

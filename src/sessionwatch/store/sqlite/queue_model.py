@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from .base import Render
-from .records import QueueEntry
+from ..base import Render
+from ..records import QueueEntry
 
 LIVE = "idx > h.drained AND h.appended - idx < ?"
 

@@ -1,27 +1,22 @@
-"""SQLite: sessions and their transcripts (a mixin of SQLiteStore)."""
+"""SQLite: sessions and their transcripts (the ``Sessions`` role)."""
 
 from __future__ import annotations
 
 import json
-
-import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import product
-from contextlib import AbstractContextManager
 from typing import Any
 
-from ..listing import ListPosition, list_filter
-from . import sqlite_queue as sq
-from . import sqlite_upkeep as up
-from .records import MessageRow, SessionRow, dumps
-from .rows import LIST_ORDER, MAX_LIST_BRANCHES, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
+from ...listing import ListPosition, list_filter
+from ..base import Sessions
+from ..records import MessageRow, SessionRow, dumps
+from ..rows import LIST_ORDER, MAX_LIST_BRANCHES, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
+
+from . import queue_model, upkeep
+from .connection import SQLiteConnection
 
 
-class SessionsMixin:
-    _lock: Any
-    _conn: sqlite3.Connection
-    _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
-
+class SQLiteSessions(SQLiteConnection, Sessions):
     def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
         with self._tx() as conn:
             existing = conn.execute(f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
@@ -126,7 +121,7 @@ class SessionsMixin:
                 conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
                 conn.execute("DELETE FROM system_events WHERE session_key = ? AND context_key LIKE ?",
                              (session_key, context_prefix + "%"))
-                sq.after_removal(conn, {session_key}, queue_cap)
+                queue_model.after_removal(conn, {session_key}, queue_cap)
             return found
 
     def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
@@ -134,7 +129,7 @@ class SessionsMixin:
             found = conn.execute("DELETE FROM sessions WHERE session_key = ? AND agent_id = ?",
                                  (session_key, agent_id)).rowcount > 0
             conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            up.forget_rows(conn, [s for (s,) in conn.execute(
+            upkeep.forget_rows(conn, [s for (s,) in conn.execute(
                 "DELETE FROM events WHERE session_key = ? AND agent_id = ? RETURNING sequence", (session_key, agent_id))])
             conn.execute("DELETE FROM heads WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
             conn.execute("DELETE FROM messages WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
@@ -148,7 +143,7 @@ class SessionsMixin:
             # The head stays (emptied): its append counter keeps entry ids unique if the key comes back.
             conn.execute("UPDATE queue_heads SET drained = appended WHERE session_key = ?", (session_key,))
             touched.discard(session_key)
-            sq.after_removal(conn, touched, queue_cap)
+            queue_model.after_removal(conn, touched, queue_cap)
             return found
 
     def append_message(self, msg: MessageRow) -> MessageRow:

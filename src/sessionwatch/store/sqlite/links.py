@@ -1,20 +1,16 @@
-"""SQLite: adopted catalog links and paired nodes (a mixin of SQLiteStore)."""
+"""SQLite: adopted catalog links and paired nodes (the ``UpstreamLinks`` role)."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
-from .records import Link, Node, dumps
-from .rows import LINK_COLS, link_from_row
+from ..base import UpstreamLinks
+from ..records import Link, Node, dumps
+from ..rows import LINK_COLS, link_from_row
+from .connection import SQLiteConnection
 
-class LinksMixin:
-    _lock: Any
-    _conn: sqlite3.Connection
-    _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
 
+class SQLiteLinks(SQLiteConnection, UpstreamLinks):
     def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
         with self._tx() as conn:
             row = conn.execute(f"SELECT {LINK_COLS} FROM upstream_links WHERE session_key = ? AND agent_id = ?",
