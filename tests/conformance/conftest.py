@@ -1,4 +1,4 @@
-"""Fixtures shared by the conformance tests (on top of tests/conftest.py's gw/store_url/clock)."""
+"""Fixtures of the backend-specific conformance tests (read failures, upgrades) on top of tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from sessionwatch import Gateway
 
-from ._helpers import MAIN, spawn
+from sessionwatch.testing.helpers import MAIN, spawn
 
 
 @pytest.fixture

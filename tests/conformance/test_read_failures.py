@@ -12,7 +12,7 @@ import pytest
 
 from sessionwatch import Gateway, Unavailable
 
-from ._helpers import CHILD, MAIN, ok
+from sessionwatch.testing.helpers import CHILD, MAIN, ok
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 from tests.support import pg
 
-from ._helpers import notice
+from sessionwatch.testing.helpers import notice
 
 MAIN, KID = "agent:a:main", "agent:a:subagent:kid"
 

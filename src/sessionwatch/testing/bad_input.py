@@ -9,28 +9,13 @@ import pytest
 
 from sessionwatch import Gateway, SessionwatchError
 
-from ._helpers import CHILD, MAIN, human, send, snapshot, spawn
+from .helpers import CHILD, MAIN, human, send, snapshot, spawn
 
 PEER = "agent:a:peer"
 GROUP = "agent:a:telegram:group:g1"
 KEYS = [MAIN, CHILD, PEER, GROUP, "agent:a:ghost"]
 BIG = "x" * (1024 * 1024 + 1)  # one byte over 1 MiB
 LONG = "n" * 201
-
-
-@pytest.fixture
-def busy(gw: Gateway) -> Gateway:
-    """A store with a bit of everything: sessions, events, cursors, pending notices, transcripts."""
-    gw.put_session(MAIN)
-    gw.put_session(PEER)
-    gw.put_session(GROUP)
-    spawn(gw, MAIN, "kid", run_id="run-1", task="t")
-    send(gw, PEER, CHILD, watch=True)
-    human(gw, CHILD)
-    human(gw, GROUP)
-    gw.set_goal(CHILD, "create", objective="o")
-    gw.enqueue_system_event(PEER, "cron: x", context_key="cron:x")
-    return gw
 
 
 TOOL_CASES: list[tuple[str, Any, str, str]] = [
@@ -114,28 +99,6 @@ TOOL_CASES: list[tuple[str, Any, str, str]] = [
     ("session_unwatch", {"sessionKey": CHILD}, "agent:a:ghost", "not_found"),
     ("session_unwatch", {"sessionKey": CHILD, "all": True}, MAIN, "invalid_argument"),
 ]
-
-
-def test_bad_tool_calls_fail_cleanly_and_change_nothing(busy: Gateway, subtests: pytest.Subtests) -> None:
-    """One store for the whole table (a fresh one per case is slow on PostgreSQL): every case is checked
-    against the same snapshot, so the first case that changes anything is the one reported."""
-    before = snapshot(busy, KEYS)
-    for i, (tool, args, caller, code) in enumerate(TOOL_CASES):
-        with subtests.test(msg=f"{i}: {tool} {str(args)[:60]} as {caller}"):
-            out = busy.call_tool(tool, args, caller=caller)
-            assert set(out) == {"error"}, out
-            assert out["error"]["code"] == code, out
-            assert isinstance(out["error"]["message"], str) and len(out["error"]["message"]) > 10
-            assert snapshot(busy, KEYS) == before
-
-
-def test_a_caller_agent_mismatch_is_refused(busy: Gateway) -> None:
-    before = snapshot(busy, KEYS)
-    out = busy.call_tool("session_status", {}, caller=MAIN, agent_id="b")
-    assert out["error"]["code"] == "invalid_argument"
-    out = busy.call_tool("session_status", {}, caller="global", agent_id="a:b")
-    assert out["error"]["code"] == "invalid_argument"
-    assert snapshot(busy, KEYS) == before
 
 
 HOST_CASES: list[tuple[str, Callable[[Gateway], Any], str]] = [
@@ -226,23 +189,59 @@ HOST_CASES: list[tuple[str, Callable[[Gateway], Any], str]] = [
 ]
 
 
-def test_bad_host_operations_raise_a_coded_error_and_change_nothing(busy: Gateway, subtests: pytest.Subtests) -> None:
-    before = snapshot(busy, KEYS)
-    for name, op, code in HOST_CASES:
-        with subtests.test(msg=name):
-            with pytest.raises(SessionwatchError) as info:
-                op(busy)
-            assert info.value.code == code, (name, info.value)
-            assert info.value.message
-            assert snapshot(busy, KEYS) == before
+class BadInputTests:
+    """Bad input to every tool and host operation: a clear error with a stable code, and nothing changes."""
 
+    @pytest.fixture
+    def busy(self, gw: Gateway) -> Gateway:
+        """A store with a bit of everything: sessions, events, cursors, pending notices, transcripts."""
+        gw.put_session(MAIN)
+        gw.put_session(PEER)
+        gw.put_session(GROUP)
+        spawn(gw, MAIN, "kid", run_id="run-1", task="t")
+        send(gw, PEER, CHILD, watch=True)
+        human(gw, CHILD)
+        human(gw, GROUP)
+        gw.set_goal(CHILD, "create", objective="o")
+        gw.enqueue_system_event(PEER, "cron: x", context_key="cron:x")
+        return gw
 
-def test_limits_are_inclusive(busy: Gateway) -> None:
-    """Exactly at the limits is fine: 1 MiB of text, 200-character names, a 512-character key."""
-    gw = busy
-    mib = "y" * (1024 * 1024)
-    assert gw.inbound(CHILD, mib, channel="c" * 200, run_id="r" * 200)["messageId"] > 0
-    key = "agent:a:" + "k" * (512 - len("agent:a:"))
-    gw.put_session(key, label="l" * 200)
-    assert gw.get_session(key)["label"] == "l" * 200
-    assert gw.call_tool("sessions_send", {"sessionKey": CHILD, "message": mib}, caller=MAIN)["status"] == "accepted"
+    def test_bad_tool_calls_fail_cleanly_and_change_nothing(self, busy: Gateway, subtests: pytest.Subtests) -> None:
+        """One store for the whole table (a fresh one per case is slow on PostgreSQL): every case is checked
+        against the same snapshot, so the first case that changes anything is the one reported."""
+        before = snapshot(busy, KEYS)
+        for i, (tool, args, caller, code) in enumerate(TOOL_CASES):
+            with subtests.test(msg=f"{i}: {tool} {str(args)[:60]} as {caller}"):
+                out = busy.call_tool(tool, args, caller=caller)
+                assert set(out) == {"error"}, out
+                assert out["error"]["code"] == code, out
+                assert isinstance(out["error"]["message"], str) and len(out["error"]["message"]) > 10
+                assert snapshot(busy, KEYS) == before
+
+    def test_a_caller_agent_mismatch_is_refused(self, busy: Gateway) -> None:
+        before = snapshot(busy, KEYS)
+        out = busy.call_tool("session_status", {}, caller=MAIN, agent_id="b")
+        assert out["error"]["code"] == "invalid_argument"
+        out = busy.call_tool("session_status", {}, caller="global", agent_id="a:b")
+        assert out["error"]["code"] == "invalid_argument"
+        assert snapshot(busy, KEYS) == before
+
+    def test_bad_host_operations_raise_a_coded_error_and_change_nothing(self, busy: Gateway, subtests: pytest.Subtests) -> None:
+        before = snapshot(busy, KEYS)
+        for name, op, code in HOST_CASES:
+            with subtests.test(msg=name):
+                with pytest.raises(SessionwatchError) as info:
+                    op(busy)
+                assert info.value.code == code, (name, info.value)
+                assert info.value.message
+                assert snapshot(busy, KEYS) == before
+
+    def test_limits_are_inclusive(self, busy: Gateway) -> None:
+        """Exactly at the limits is fine: 1 MiB of text, 200-character names, a 512-character key."""
+        gw = busy
+        mib = "y" * (1024 * 1024)
+        assert gw.inbound(CHILD, mib, channel="c" * 200, run_id="r" * 200)["messageId"] > 0
+        key = "agent:a:" + "k" * (512 - len("agent:a:"))
+        gw.put_session(key, label="l" * 200)
+        assert gw.get_session(key)["label"] == "l" * 200
+        assert gw.call_tool("sessions_send", {"sessionKey": CHILD, "message": mib}, caller=MAIN)["status"] == "accepted"

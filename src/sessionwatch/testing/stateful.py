@@ -12,10 +12,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
@@ -24,7 +22,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from sessionwatch import Gateway, SessionwatchError, Settings
 from sessionwatch.clock import ManualClock
 
-from ._helpers import DAY, HOUR, MAIN, SECOND, ctx, notice
+if TYPE_CHECKING:
+    from .conformance import StoreConformance
+
+from .helpers import DAY, HOUR, MAIN, SECOND, ctx, notice
+from .stores import Stores
 
 CAP = 20
 MAX_EVENTS = 12  # small, so the row cap and its history gaps come into play
@@ -237,15 +239,15 @@ class Model:
 
 
 class WatchMachine(RuleBasedStateMachine):
-    backend = "sqlite"
+    suite: StoreConformance  # set by the test: whose stores the machine runs on
 
     def __init__(self) -> None:
         super().__init__()
         self.stack = contextlib.ExitStack()
-        self.url = self._fresh_url()
+        self.stores = Stores(self.suite, self.stack)  # a new, empty store per run
         self.clock = ManualClock()
         self.settings = Settings(max_events=MAX_EVENTS)
-        self.gw = Gateway.open(self.url, clock=self.clock, settings=self.settings)
+        self.gw = Gateway(self.stores.open(), clock=self.clock, settings=self.settings)
         self.model = Model()
         self.model.next_prune_at = self.clock() + HOUR  # the open-time prune
         self.seen = 0  # highest sequence already matched
@@ -257,15 +259,6 @@ class WatchMachine(RuleBasedStateMachine):
         for key in FIXED:
             self.gw.put_session(key)
             self.model.sessions[key] = Sess(None, "group" if key == GROUP else "other")
-
-    def _fresh_url(self) -> str:
-        if self.backend == "sqlite":
-            folder = tempfile.mkdtemp(prefix="sw-stateful-")
-            self.stack.callback(shutil.rmtree, folder, True)
-            return f"sqlite:///{folder}/state.db"
-        from tests.support import pg
-
-        return self.stack.enter_context(pg.fresh_database())
 
     def teardown(self) -> None:
         self.gw.close()
@@ -492,7 +485,7 @@ class WatchMachine(RuleBasedStateMachine):
     @rule()
     def restart(self) -> None:
         self.gw.close()
-        self.gw = Gateway.open(self.url, clock=self.clock, settings=self.settings)
+        self.gw = Gateway(self.stores.open(), clock=self.clock, settings=self.settings)
         self.model.sweep(self.clock())
 
     @rule()
@@ -553,10 +546,13 @@ class WatchMachine(RuleBasedStateMachine):
                              (c["lastSeen"], c["notified"], c["material"]) for c in cursors}
 
 
-def test_watch_machine_matches_the_model(store_url: str) -> None:
-    backend = "sqlite" if store_url.startswith("sqlite") else "postgresql"
-    machine = type(f"WatchMachine_{backend}", (WatchMachine,), {"backend": backend})
-    examples = int(os.environ.get("SESSIONWATCH_STATEFUL_EXAMPLES", "100" if backend == "sqlite" else "25"))
-    run_state_machine_as_test(machine, settings=settings(
-        max_examples=examples, stateful_step_count=50, deadline=None, database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+class StatefulTests:
+    stateful_examples: int
+    """A random-walk check of the watch machinery against a small reference model."""
+
+    def test_watch_machine_matches_the_model(self) -> None:
+        machine = type(f"WatchMachine_{type(self).__name__}", (WatchMachine,), {"suite": self})
+        examples = int(os.environ.get("SESSIONWATCH_STATEFUL_EXAMPLES", str(self.stateful_examples)))
+        run_state_machine_as_test(machine, settings=settings(
+            max_examples=examples, stateful_step_count=50, deadline=None, database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))

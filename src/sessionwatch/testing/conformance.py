@@ -1,0 +1,92 @@
+"""The store conformance suite as one base class: subclass it, say how to make your store, run pytest.
+
+The tests go through the public ``Gateway`` API only, so they hold every backend to the same
+user-visible behaviour: the signal log, watchers and the notice queue, delivery and reconciliation,
+sweep and prune, wakes, bad input, tokens, data settings, listing pages, flat costs and a hypothesis
+state machine against a reference model.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+from sessionwatch import Gateway
+from sessionwatch.clock import ManualClock
+from sessionwatch.store.base import Store
+
+from .bad_input import BadInputTests
+from .data_settings import DataSettingsTests
+from .delivery import DeliveryTests
+from .edge_input import EdgeInputTests
+from .flat_costs import FlatCostTests
+from .helpers import MAIN, spawn
+from .list_pages import ListPageTests
+from .queue import QueueTests
+from .reconciliation import ReconciliationTests
+from .signal_log import SignalLogTests
+from .stateful import StatefulTests
+from .stores import Stores
+from .sweep_prune import SweepPruneTests
+from .tokens import TokenTests
+from .wakes import WakeTests
+from .watchers import WatcherTests
+
+
+class StoreConformance(
+        SignalLogTests, WatcherTests, QueueTests, DeliveryTests, ReconciliationTests, SweepPruneTests, WakeTests,
+        BadInputTests, EdgeInputTests, TokenTests, DataSettingsTests, ListPageTests, FlatCostTests, StatefulTests,
+        ABC):
+    """Subclass as ``Test<YourStore>`` in a test module and implement :meth:`make_store`; pytest collects
+    every inherited test for your store (this base class itself is not collected: its name does not start
+    with ``Test``). Needs the ``testing`` extra: ``pip install 'sessionwatch[testing]'``."""
+
+    #: examples of the hypothesis state machine (``$SESSIONWATCH_STATEFUL_EXAMPLES`` overrides it)
+    stateful_examples = 100
+
+    @abstractmethod
+    def make_store(self, cleanup: ExitStack) -> Store:
+        """A new, empty store of your backend. Register on ``cleanup`` whatever removes it after the test
+        (a temporary folder, a database); the suite closes its stores before ``cleanup`` runs."""
+
+    def reopen_store(self, store: Store) -> Store:
+        """Another store object on the same data as ``store`` (a restart, or a second process). The
+        default opens ``type(store)(store.url)``; override it when your constructor differs."""
+        return type(store)(store.url)  # type: ignore[call-arg]
+
+    def lower_batches(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Optional: lower your prune's batch size to 3 and its stale-cursor slice to 2 (``monkeypatch``),
+        so the flat-cost tests cross batch boundaries on a small store. Without it they still check the
+        results, within one batch."""
+
+    # -- fixtures the tests use ---------------------------------------------------------------------
+    @pytest.fixture(autouse=True)
+    def _conformance_stores(self) -> Iterator[None]:
+        with ExitStack() as cleanup:
+            self._stores = Stores(self, cleanup)
+            yield
+
+    def open_gateway(self, **kwargs: Any) -> Gateway:
+        """A gateway on this test's store (the first call makes it; later calls reopen it)."""
+        return Gateway(self._stores.open(), **kwargs)
+
+    @pytest.fixture
+    def clock(self) -> ManualClock:
+        return ManualClock()
+
+    @pytest.fixture
+    def gw(self, clock: ManualClock) -> Iterator[Gateway]:
+        gateway = self.open_gateway(clock=clock)
+        yield gateway
+        gateway.close()
+
+    @pytest.fixture
+    def family(self, gw: Gateway) -> Gateway:
+        """main spawned agent:a:subagent:kid (run-1) and watches it."""
+        gw.put_session(MAIN)
+        spawn(gw, MAIN, "kid", run_id="run-1")
+        return gw

@@ -1,0 +1,150 @@
+"""The durable system-event queue: cap, dedupe, durability, drain lines and what a drain acknowledges."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessionwatch import Gateway
+from sessionwatch.clock import ManualClock
+
+from .helpers import CHILD, MAIN, ctx, human, marks, notice, spawn, texts
+
+
+class QueueTests:
+    """The durable system-event queue: cap, dedupe, durability, drain lines and what a drain acknowledges."""
+
+    def test_queue_is_capped_at_20_and_evicts_the_oldest(self, gw: Gateway) -> None:
+        gw.put_session(MAIN)
+        for i in range(25):
+            assert gw.enqueue_system_event(MAIN, f"event {i}")["queued"] is True
+        assert texts(gw, MAIN) == [f"event {i}" for i in range(5, 25)]
+        ids = [e["id"] for e in gw.peek_system_events(MAIN)]
+        assert ids == sorted(ids) and len(set(ids)) == 20
+
+    def test_notices_count_against_the_cap(self, family: Gateway) -> None:
+        gw = family
+        for i in range(19):
+            gw.enqueue_system_event(MAIN, f"event {i}")
+        spawned = gw.state_version(CHILD)
+        human(gw, CHILD)
+        assert len(texts(gw, MAIN)) == 20 and texts(gw, MAIN)[-1] == notice(CHILD, spawned)
+        gw.enqueue_system_event(MAIN, "event 19")
+        assert texts(gw, MAIN)[0] == "event 1" and texts(gw, MAIN)[-2:] == [notice(CHILD, spawned), "event 19"]
+
+    def test_dedupe_is_by_context_key_and_exact_text(self, gw: Gateway) -> None:
+        gw.put_session(MAIN)
+        assert gw.enqueue_system_event(MAIN, "tick", context_key="cron:a")["queued"] is True
+        assert gw.enqueue_system_event(MAIN, "tick", context_key="cron:a") == {"queued": False, "entry": None}
+        assert gw.enqueue_system_event(MAIN, "tick", context_key="CRON:A")["queued"] is False  # keys are lower-cased
+        assert gw.enqueue_system_event(MAIN, "tick", context_key="cron:b")["queued"] is True
+        assert gw.enqueue_system_event(MAIN, "tick ", context_key="cron:a")["queued"] is True
+        assert gw.enqueue_system_event(MAIN, "tick")["queued"] is True
+        assert gw.enqueue_system_event(MAIN, "tick")["queued"] is False
+        assert [(e["text"], e["contextKey"]) for e in gw.peek_system_events(MAIN)] == [
+            ("tick", "cron:a"), ("tick", "cron:b"), ("tick ", "cron:a"), ("tick", None)]
+
+    def test_a_hand_queued_copy_of_a_pending_notice_is_deduped(self, family: Gateway) -> None:
+        gw = family
+        spawned = gw.state_version(CHILD)
+        human(gw, CHILD)
+        out = gw.enqueue_system_event(MAIN, notice(CHILD, spawned), context_key=ctx(CHILD))
+        assert out["queued"] is False
+        assert texts(gw, MAIN) == [notice(CHILD, spawned)]
+
+    def test_entries_are_per_session(self, gw: Gateway) -> None:
+        gw.put_session(MAIN)
+        gw.put_session("agent:a:other")
+        gw.enqueue_system_event(MAIN, "for main")
+        assert texts(gw, "agent:a:other") == []
+        assert gw.drain_system_events("agent:a:other") == []
+        assert texts(gw, MAIN) == ["for main"]
+
+    def test_a_notice_survives_a_restart_exactly_once(self, clock: ManualClock) -> None:
+        with self.open_gateway(clock=clock) as gw:
+            gw.put_session(MAIN)
+            spawned = spawn(gw, MAIN, "kid")["stateVersion"]
+            human(gw, CHILD)
+            gw.enqueue_system_event(MAIN, "cron: backup done", context_key="cron:backup")
+            before = gw.peek_system_events(MAIN)
+        with self.open_gateway(clock=clock) as gw:
+            assert gw.peek_system_events(MAIN) == before
+            assert texts(gw, MAIN) == [notice(CHILD, spawned), "cron: backup done"]
+        with self.open_gateway(clock=clock) as gw:
+            assert texts(gw, MAIN) == [notice(CHILD, spawned), "cron: backup done"]
+            drained = gw.drain_system_events(MAIN)
+            assert len(drained) == 2
+
+    def test_drain_returns_system_lines_and_empties_the_queue(self, family: Gateway, clock: ManualClock) -> None:
+        gw = family
+        clock.now = 1_800_000_000_123
+        spawned = gw.state_version(CHILD)
+        human(gw, CHILD)
+        clock.advance(1000)
+        gw.enqueue_system_event(MAIN, "line one\nline two", context_key="exec:1")
+        peeked = gw.peek_system_events(MAIN)
+        drained = gw.drain_system_events(MAIN)
+        assert drained == peeked
+        assert [set(e) for e in drained] == [{"id", "text", "ts", "contextKey", "line"}] * 2
+        assert drained[0]["ts"] == 1_800_000_000_123 and drained[0]["contextKey"] == ctx(CHILD)
+        assert drained[0]["line"] == f"System: [2027-01-15T08:00:00.123Z] {notice(CHILD, spawned)}"
+        assert drained[1]["line"] == "System: [2027-01-15T08:00:01.123Z] line one\nSystem: line two"
+        assert gw.peek_system_events(MAIN) == [] and gw.drain_system_events(MAIN) == []
+
+    def test_peek_acknowledges_nothing(self, family: Gateway) -> None:
+        gw = family
+        human(gw, CHILD)
+        before = marks(gw, MAIN, CHILD)
+        gw.peek_system_events(MAIN)
+        gw.peek_system_events(MAIN)
+        assert marks(gw, MAIN, CHILD) == before
+
+    @pytest.mark.parametrize("entry", [("cron: nightly", "cron:nightly"), ("odd", "session-state:zz"),
+                                       ("odd", "session-state:abc"), ("odd", "session-state:ff"),
+                                       ("no key", None)])
+    def test_only_valid_session_state_keys_acknowledge(self, family: Gateway, entry: tuple[str, str | None]) -> None:
+        gw = family
+        human(gw, CHILD)
+        for i in range(20):  # evict the real notice; the cursor stays lagging
+            gw.enqueue_system_event(MAIN, f"filler {i}", context_key="filler")
+        lagging = marks(gw, MAIN, CHILD)
+        assert lagging is not None and lagging[0] != lagging[1]
+        gw.drain_system_events(MAIN)
+        gw.enqueue_system_event(MAIN, entry[0], context_key=entry[1])
+        drained = gw.drain_system_events(MAIN)
+        assert [e["text"] for e in drained] == [entry[0]]
+        assert marks(gw, MAIN, CHILD) == lagging
+        assert texts(gw, MAIN) == []
+
+    def test_a_valid_session_state_key_acknowledges_its_target(self, family: Gateway) -> None:
+        gw = family
+        seq = human(gw, CHILD)["event"]["sequence"]
+        for i in range(20):
+            gw.enqueue_system_event(MAIN, f"filler {i}", context_key="filler")
+        gw.drain_system_events(MAIN)
+        gw.enqueue_system_event(MAIN, "hand-made", context_key=ctx(CHILD).upper())
+        gw.drain_system_events(MAIN)
+        assert marks(gw, MAIN, CHILD) == (seq, seq, seq)
+
+    def test_a_replaced_notice_does_not_evict_an_older_entry(self, family: Gateway) -> None:
+        """One entry per pair: a notice quoting a newer last_seen replaces the pair's old entry in place of
+        appending a second one, and the queue keeps every other entry."""
+        gw = family
+        gw.enqueue_system_event(MAIN, "g0")
+        human(gw, CHILD)
+        for i in range(2, 20):
+            gw.enqueue_system_event(MAIN, f"g{i}")
+        assert len(texts(gw, MAIN)) == 20
+        reseeded = spawn(gw, MAIN, "kid", run_id="run-2")["stateVersion"]  # the old notice stays queued
+        human(gw, CHILD)
+        assert texts(gw, MAIN) == ["g0"] + [f"g{i}" for i in range(2, 20)] + [notice(CHILD, reseeded)]
+
+    def test_acknowledge_without_consuming_then_new_material(self, family: Gateway) -> None:
+        gw = family
+        gw.enqueue_system_event(MAIN, "g0")
+        seq = human(gw, CHILD)["event"]["sequence"]
+        for i in range(2, 20):
+            gw.enqueue_system_event(MAIN, f"g{i}")
+        gw.acknowledge(MAIN, [CHILD])  # nothing newer: no reopen, the old entry is still queued
+        assert marks(gw, MAIN, CHILD) == (seq, seq, seq)
+        human(gw, CHILD)
+        assert texts(gw, MAIN) == ["g0"] + [f"g{i}" for i in range(2, 20)] + [notice(CHILD, seq)]
