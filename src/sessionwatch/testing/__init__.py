@@ -15,6 +15,7 @@ See docs/python.md, "Proving a third-party store".
 
 from __future__ import annotations
 
-from .conformance import StoreConformance, Stores
+from .conformance import StoreConformance
+from .suite import Stores, SuiteBase
 
-__all__ = ["StoreConformance", "Stores"]
+__all__ = ["StoreConformance", "Stores", "SuiteBase"]

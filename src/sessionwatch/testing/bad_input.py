@@ -10,6 +10,7 @@ import pytest
 from sessionwatch import Gateway, SessionwatchError
 
 from .helpers import CHILD, MAIN, human, send, snapshot, spawn
+from .suite import SuiteBase
 
 PEER = "agent:a:peer"
 GROUP = "agent:a:telegram:group:g1"
@@ -18,7 +19,7 @@ BIG = "x" * (1024 * 1024 + 1)  # one byte over 1 MiB
 LONG = "n" * 201
 
 
-TOOL_CASES: list[tuple[str, Any, str, str]] = [
+TOOL_CASES: list[tuple[str | None, Any, str | None, str]] = [
     # (tool, args, caller, code)
     ("nope", {}, MAIN, "unknown_tool"),
     ("", {}, MAIN, "unknown_tool"),
@@ -189,7 +190,7 @@ HOST_CASES: list[tuple[str, Callable[[Gateway], Any], str]] = [
 ]
 
 
-class BadInputTests:
+class BadInputTests(SuiteBase):
     """Bad input to every tool and host operation: a clear error with a stable code, and nothing changes."""
 
     @pytest.fixture

@@ -8,16 +8,13 @@ state machine against a reference model.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import Any
 
 import pytest
 
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
-from sessionwatch.store.base import Store
 
 from .bad_input import BadInputTests
 from .data_settings import DataSettingsTests
@@ -30,7 +27,7 @@ from .queue import QueueTests
 from .reconciliation import ReconciliationTests
 from .signal_log import SignalLogTests
 from .stateful import StatefulTests
-from .stores import Stores
+from .suite import Stores
 from .sweep_prune import SweepPruneTests
 from .tokens import TokenTests
 from .wakes import WakeTests
@@ -39,29 +36,11 @@ from .watchers import WatcherTests
 
 class StoreConformance(
         SignalLogTests, WatcherTests, QueueTests, DeliveryTests, ReconciliationTests, SweepPruneTests, WakeTests,
-        BadInputTests, EdgeInputTests, TokenTests, DataSettingsTests, ListPageTests, FlatCostTests, StatefulTests,
-        ABC):
+        BadInputTests, EdgeInputTests, TokenTests, DataSettingsTests, ListPageTests, FlatCostTests, StatefulTests):
     """Subclass as ``Test<YourStore>`` in a test module and implement :meth:`make_store`; pytest collects
     every inherited test for your store (this base class itself is not collected: its name does not start
-    with ``Test``). Needs the ``testing`` extra: ``pip install 'sessionwatch[testing]'``."""
-
-    #: examples of the hypothesis state machine (``$SESSIONWATCH_STATEFUL_EXAMPLES`` overrides it)
-    stateful_examples = 100
-
-    @abstractmethod
-    def make_store(self, cleanup: ExitStack) -> Store:
-        """A new, empty store of your backend. Register on ``cleanup`` whatever removes it after the test
-        (a temporary folder, a database); the suite closes its stores before ``cleanup`` runs."""
-
-    def reopen_store(self, store: Store) -> Store:
-        """Another store object on the same data as ``store`` (a restart, or a second process). The
-        default opens ``type(store)(store.url)``; override it when your constructor differs."""
-        return type(store)(store.url)  # type: ignore[call-arg]
-
-    def lower_batches(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Optional: lower your prune's batch size to 3 and its stale-cursor slice to 2 (``monkeypatch``),
-        so the flat-cost tests cross batch boundaries on a small store. Without it they still check the
-        results, within one batch."""
+    with ``Test``). The hooks are ``SuiteBase``'s (suite.py). Needs the ``testing`` extra:
+    ``pip install 'sessionwatch[testing]'``."""
 
     # -- fixtures the tests use ---------------------------------------------------------------------
     @pytest.fixture(autouse=True)
@@ -69,10 +48,6 @@ class StoreConformance(
         with ExitStack() as cleanup:
             self._stores = Stores(self, cleanup)
             yield
-
-    def open_gateway(self, **kwargs: Any) -> Gateway:
-        """A gateway on this test's store (the first call makes it; later calls reopen it)."""
-        return Gateway(self._stores.open(), **kwargs)
 
     @pytest.fixture
     def clock(self) -> ManualClock:

@@ -9,9 +9,10 @@ from sessionwatch.clock import ManualClock
 from sessionwatch.settings import settings_from_env
 
 from .helpers import MAIN
+from .suite import SuiteBase
 
 
-class DataSettingsTests:
+class DataSettingsTests(SuiteBase):
     """Data settings stored with the store (issue 8 item 4), on both backends."""
 
     def test_the_first_opener_stores_its_values_and_later_ones_use_them(self, clock: ManualClock) -> None:

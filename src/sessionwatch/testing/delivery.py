@@ -9,6 +9,7 @@ from sessionwatch import Gateway, SessionwatchError, Settings
 from sessionwatch.clock import ManualClock
 
 from .helpers import CHILD, MAIN, ctx, human, marks, notice, snapshot, spawn, status, texts
+from .suite import SuiteBase
 
 GROUP = "agent:a:telegram:group:g"
 
@@ -17,7 +18,7 @@ def ids(gw: Gateway, key: str) -> list[int]:
     return [e["id"] for e in gw.peek_system_events(key)]
 
 
-class DeliveryTests:
+class DeliveryTests(SuiteBase):
     """At-least-once delivery (peek with stable ids, acknowledge by id) and reconciling reads that"""
 
     # -- stable ids ------------------------------------------------------------------------------------

@@ -9,11 +9,12 @@ import pytest
 from sessionwatch import Gateway, InvalidArgument
 
 from .helpers import CHILD, MAIN, err, log, ok, status
+from .suite import SuiteBase
 
 MAX = 2**63 - 1
 
 
-class EdgeInputTests:
+class EdgeInputTests(SuiteBase):
     """Numbers at the edge of 64 bits and blank channels, on every backend (issue 8, items 7 and 8)."""
 
     @pytest.mark.parametrize("since", [2**63, 2**64 + 5, 10**30])

@@ -10,6 +10,7 @@ import pytest
 from sessionwatch import Gateway, Settings
 
 from .helpers import DAY
+from .suite import SuiteBase
 
 from sessionwatch.clock import ManualClock
 
@@ -18,14 +19,12 @@ def _log(gw: Gateway) -> list[int]:
     return [e["sequence"] for e in gw.events_after(0, 1000)]
 
 
-class FlatCostTests:
+class FlatCostTests(SuiteBase):
     """Prune and restart cost what they do, not the size of the store (issue 11); both backends."""
 
     @pytest.fixture
     def small_batches(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.lower_batches(monkeypatch)
-
-    def lower_batches(self, monkeypatch: pytest.MonkeyPatch) -> None: ...  # StoreConformance's hook
 
     def test_the_cap_keeps_exactly_the_newest_rows_across_batches_and_deletes(
             self,

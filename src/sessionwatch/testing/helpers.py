@@ -37,7 +37,8 @@ def err(result: dict[str, Any], code: str) -> str:
     assert "error" in result, result
     assert result["error"]["code"] == code, result
     assert result["error"]["message"], result
-    return result["error"]["message"]
+    message: str = result["error"]["message"]
+    return message
 
 
 def spawn(gw: Gateway, parent: str, label: str, run_id: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -59,7 +60,8 @@ def status(gw: Gateway, caller: str, target: str, since: int | None = None) -> d
 
 
 def human(gw: Gateway, key: str, channel: str = "telegram", **extra: Any) -> dict[str, Any]:
-    return gw.inbound(key, "a person typed this", channel=channel, **extra)
+    out: dict[str, Any] = gw.inbound(key, "a person typed this", channel=channel, **extra)
+    return out
 
 
 def log(gw: Gateway, key: str | None = None, agent: str | None = None) -> list[dict[str, Any]]:

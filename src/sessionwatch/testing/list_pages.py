@@ -25,6 +25,7 @@ from sessionwatch.errors import InvalidArgument
 from .helpers import MAIN, err, ok
 
 Key = tuple[str, str]  # (sessionKey, agentId)
+from .suite import SuiteBase
 
 
 def walk(gw: Gateway, args: dict[str, Any], limit: int, *, scope: frozenset[str] | None = None, caller: str = MAIN,
@@ -114,7 +115,7 @@ _op = st.one_of(
 )
 
 
-class ListPageTests:
+class ListPageTests(SuiteBase):
     """sessions_list pages (keyset, ``cursor`` in, ``nextCursor`` out) on every backend."""
 
     @pytest.mark.parametrize(("args", "scope"), FILTERS)

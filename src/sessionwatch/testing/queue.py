@@ -8,9 +8,10 @@ from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 
 from .helpers import CHILD, MAIN, ctx, human, marks, notice, spawn, texts
+from .suite import SuiteBase
 
 
-class QueueTests:
+class QueueTests(SuiteBase):
     """The durable system-event queue: cap, dedupe, durability, drain lines and what a drain acknowledges."""
 
     def test_queue_is_capped_at_20_and_evicts_the_oldest(self, gw: Gateway) -> None:

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.store.records import EventInput
 
 from .helpers import CHILD, AGENT, DAY, MAIN, human, notice, ok, send, spawn, status, texts
+from .suite import SuiteBase
 
 
-def _fenced_json(text: str) -> dict:
+def _fenced_json(text: str) -> dict[str, Any]:
     head, block = text.split("\nSession state changes:\n```json\n")
     assert block.endswith("\n```")
-    return json.loads(block[: -len("\n```")])
+    parsed: dict[str, Any] = json.loads(block[: -len("\n```")])
+    return parsed
 
 
 def _reads_change_nothing(gw: Gateway) -> None:
@@ -31,7 +34,7 @@ def _reads_change_nothing(gw: Gateway) -> None:
     assert texts(gw, MAIN) == [notice(CHILD, spawned)]
 
 
-class ReconciliationTests:
+class ReconciliationTests(SuiteBase):
     """Reconciliation and the read tools, all through Gateway.call_tool."""
 
     def test_status_without_changes_since_has_version_only(self, gw: Gateway) -> None:
@@ -128,7 +131,7 @@ class ReconciliationTests:
 
     def test_payload_projection_keeps_only_outcome_channel_and_turns(self, gw: Gateway) -> None:
         gw.put_session("agent:a:x")
-        payloads = [
+        payloads: list[dict[str, Any]] = [
             {"outcome": "error", "channel": "claude", "turns": 3, "catalogId": "c", "text": "secret"},
             {"outcome": "ok", "channel": "", "turns": 0},
             {"turns": True},

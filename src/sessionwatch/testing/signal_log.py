@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import pytest
 
@@ -12,9 +13,10 @@ from sessionwatch.clock import ManualClock
 from sessionwatch.store.records import EventInput
 
 from .helpers import CHILD, AGENT, DAY, HOUR, MAIN, cursor, human, log, marks, notice, ok, spawn, status, texts
+from .suite import SuiteBase
 
 
-class SignalLogTests:
+class SignalLogTests(SuiteBase):
     """The signal log: sequences, heads, dedupe, clamping, summaries, every kind, and its producers."""
 
     # -- sequences and heads ---------------------------------------------------------------------------------
@@ -238,7 +240,7 @@ class SignalLogTests:
         {"provenance": "internal_system"},
         {"lane": "subagent"},
     ])
-    def test_non_human_turns_are_never_human_messages(self, family: Gateway, how: dict) -> None:
+    def test_non_human_turns_are_never_human_messages(self, family: Gateway, how: dict[str, Any]) -> None:
         gw = family
         before = (log(gw), gw.cursors())
         out = gw.inbound(CHILD, "x", channel="internal", **how)
@@ -329,7 +331,7 @@ class SignalLogTests:
         ("timeout", "run_failed", {"outcome": "timeout"}),
         ("cancelled", "run_failed", {"outcome": "cancelled"}),
     ])
-    def test_child_run_outcomes_are_log_only(self, family: Gateway, status_: str, kind: str, payload: dict | None) -> None:
+    def test_child_run_outcomes_are_log_only(self, family: Gateway, status_: str, kind: str, payload: dict[str, Any] | None) -> None:
         gw = family
         before = marks(gw, MAIN, CHILD)
         out = gw.end_run(CHILD, "run-1", status_)

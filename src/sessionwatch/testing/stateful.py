@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
@@ -22,11 +22,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from sessionwatch import Gateway, SessionwatchError, Settings
 from sessionwatch.clock import ManualClock
 
-if TYPE_CHECKING:
-    from .conformance import StoreConformance
 
 from .helpers import DAY, HOUR, MAIN, SECOND, ctx, notice
-from .stores import Stores
+from .suite import Stores, SuiteBase
 
 CAP = 20
 MAX_EVENTS = 12  # small, so the row cap and its history gaps come into play
@@ -122,7 +120,7 @@ class Model:
         assert self.fresh, f"expected a {kind} event for {key}, the log has none"
         ev = self.fresh.pop(0)
         assert (ev["sessionKey"], ev["kind"]) == (key, kind), (ev, key, kind)
-        seq = ev["sequence"]
+        seq: int = ev["sequence"]
         self.events.append((seq, key, kind, now))
         self.heads[key] = seq
         watchers = [w for w in dict.fromkeys(producers) if w and w != key]
@@ -239,7 +237,7 @@ class Model:
 
 
 class WatchMachine(RuleBasedStateMachine):
-    suite: StoreConformance  # set by the test: whose stores the machine runs on
+    suite: SuiteBase  # set by the test: whose stores the machine runs on
 
     def __init__(self) -> None:
         super().__init__()
@@ -252,7 +250,7 @@ class WatchMachine(RuleBasedStateMachine):
         self.model.next_prune_at = self.clock() + HOUR  # the open-time prune
         self.seen = 0  # highest sequence already matched
         self.runs = itertools.count(1)
-        self.noise = itertools.count(1)
+        self.noise_ids = itertools.count(1)
         self.prev_heads: dict[str, int] = {}
         self.prev_cursors: dict[tuple[str, str, int], tuple[int, int, int]] = {}
         self.peeked: tuple[str, list[tuple[int, Ent]]] | None = None  # a client's earlier peek
@@ -452,7 +450,7 @@ class WatchMachine(RuleBasedStateMachine):
     def noise(self, key: str, count: int) -> None:
         """Other system events (cron and the like) filling the queue, so the 20-entry cap bites."""
         for _ in range(count):
-            text = f"cron tick {next(self.noise)}"
+            text = f"cron tick {next(self.noise_ids)}"
             self.gw.enqueue_system_event(key, text, context_key="cron:tick")
             self.model.append_generic(key, text)
 
@@ -546,8 +544,7 @@ class WatchMachine(RuleBasedStateMachine):
                              (c["lastSeen"], c["notified"], c["material"]) for c in cursors}
 
 
-class StatefulTests:
-    stateful_examples: int
+class StatefulTests(SuiteBase):
     """A random-walk check of the watch machinery against a small reference model."""
 
     def test_watch_machine_matches_the_model(self) -> None:

@@ -6,6 +6,7 @@ from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
 
 from .helpers import CHILD, DAY, MAIN, MINUTE, cursor, human, log, marks, notice, send, spawn, texts
+from .suite import SuiteBase
 
 PEER = "agent:a:peer"
 
@@ -13,7 +14,8 @@ PEER = "agent:a:peer"
 def _family(gw: Gateway) -> int:
     gw.put_session(MAIN)
     gw.put_session(PEER)
-    return spawn(gw, MAIN, "kid", run_id="run-1")["stateVersion"]
+    version: int = spawn(gw, MAIN, "kid", run_id="run-1")["stateVersion"]
+    return version
 
 
 def _evict(gw: Gateway, key: str) -> None:
@@ -21,7 +23,7 @@ def _evict(gw: Gateway, key: str) -> None:
         gw.enqueue_system_event(key, f"filler {i}", context_key="filler")
 
 
-class SweepPruneTests:
+class SweepPruneTests(SuiteBase):
     """The restart sweep and retention pruning (age, row cap, exact historyGap, cursor expiry, throttling)."""
 
     # -- the restart sweep -----------------------------------------------------------------------------------

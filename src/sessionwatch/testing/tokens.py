@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
 
@@ -11,9 +12,10 @@ from sessionwatch.errors import InvalidArgument, NotFound
 from sessionwatch.tokens import create_token, revoke_token, token_id_of, verify
 
 from .helpers import err, ok
+from .suite import SuiteBase
 
 
-class TokenTests:
+class TokenTests(SuiteBase):
     """Bearer tokens and agent-scoped reads: the token table and the scope the tool layer enforces, on every backend."""
 
     def test_a_token_is_stored_hashed_and_verifies_until_revoked(self, gw: Gateway) -> None:
@@ -47,7 +49,7 @@ class TokenTests:
 
     @pytest.mark.parametrize("kwargs", [{}, {"agents": ["ops"], "admin": True}, {"agents": ["a:b"]},
                                         {"agents": [""]}, {"agents": ["ops"], "name": " "}])
-    def test_bad_token_requests_change_nothing(self, gw: Gateway, kwargs: dict) -> None:
+    def test_bad_token_requests_change_nothing(self, gw: Gateway, kwargs: dict[str, Any]) -> None:
         with pytest.raises(InvalidArgument):
             create_token(gw.store, **kwargs)
         assert gw.store.tokens() == []

@@ -7,11 +7,12 @@ from sessionwatch import Gateway, Wake
 from sessionwatch.clock import ManualClock
 
 from .helpers import CHILD, MAIN, SECOND, human, notice, send, spawn, texts
+from .suite import SuiteBase
 
 REASON = f"session-state:{CHILD}"
 
 
-class WakeTests:
+class WakeTests(SuiteBase):
     """Wakes: immediate first wake, 20 s coalescing into one trailing wake, and who is never woken."""
 
     def test_first_wake_is_delivered_at_once_after_the_commit(self, family: Gateway, clock: ManualClock) -> None:

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import pytest
 
+from typing import Any
+
 from sessionwatch import Gateway, Wake
+from sessionwatch.clock import ManualClock
 
 from .helpers import (CHILD, MAIN, cursor, err, human, log, marks, notice, ok, send, spawn, status, texts)
+from .suite import SuiteBase
 
 PEER = "agent:a:peer"
 GROUP = "agent:a:telegram:group:g1"
 
 
-class WatcherTests:
+class WatcherTests(SuiteBase):
     """Watchers: seeding, explicit and ambient watches, the frozen watermark, self-suppression,"""
 
     @pytest.fixture
@@ -37,7 +41,7 @@ class WatcherTests:
         assert texts(gw, PEER) == [notice(CHILD, head)]  # earlier history never produces a notice
 
     @pytest.mark.parametrize("extra", [{}, {"watch": False}])
-    def test_watched_is_present_only_when_watch_true_was_passed(self, peer_family: Gateway, extra: dict) -> None:
+    def test_watched_is_present_only_when_watch_true_was_passed(self, peer_family: Gateway, extra: dict[str, Any]) -> None:
         out = send(peer_family, PEER, CHILD, **extra)
         assert "watched" not in out
         assert cursor(peer_family, PEER, CHILD) is None
@@ -200,7 +204,7 @@ class WatcherTests:
         assert out["recorded"] is False
         assert gw.cursors() == []
 
-    def test_ambient_registration_does_not_touch_an_existing_row(self, peer_family: Gateway, clock) -> None:
+    def test_ambient_registration_does_not_touch_an_existing_row(self, peer_family: Gateway, clock: ManualClock) -> None:
         gw = peer_family
         gw.put_session(GROUP)
         gw.inbound(GROUP, "x", channel="telegram")

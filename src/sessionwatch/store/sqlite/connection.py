@@ -64,12 +64,12 @@ def apply_migrations(conn: sqlite3.Connection) -> int:
 
         folder = resources.files("sessionwatch.store").joinpath("migrations/sqlite")
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
-    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if files and current >= int(files[-1].name.split("_", 1)[0]):
         return current  # up to date: no write lock (short-lived clients such as a hook open stores often)
     conn.execute("BEGIN IMMEDIATE")  # serializes concurrent starts; the version is re-read under the lock
     try:
-        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        current = int(conn.execute("PRAGMA user_version").fetchone()[0])
         for f in files:
             version = int(f.name.split("_", 1)[0])
             if version > current:

@@ -97,7 +97,8 @@ class SQLiteSessions(SQLiteConnection, Sessions):
                   "spawned_by": "spawned_by"}
 
     def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
-        sets, args = ["updated_at = ?"], [now]
+        sets: list[str] = ["updated_at = ?"]
+        args: list[Any] = [now]
         for name, value in fields.items():
             sets.append(f"{self._UPDATABLE[name]} = ?")
             args.append(dumps(value) if name == "goal" and value is not None else value)

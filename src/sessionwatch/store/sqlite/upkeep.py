@@ -31,10 +31,10 @@ def event_rows(conn: sqlite3.Connection) -> int:
     hi = conn.execute("SELECT max(sequence) FROM events").fetchone()[0] or 0
     kept, upto = _meta(conn, "event_rows"), _meta(conn, "event_rows_upto")
     if kept is None or upto is None:  # first prune on this store: count once
-        total = conn.execute("SELECT count(*) FROM events WHERE sequence <= ?", (hi,)).fetchone()[0]
+        total = int(conn.execute("SELECT count(*) FROM events WHERE sequence <= ?", (hi,)).fetchone()[0])
     elif hi > int(upto):
-        total = int(kept) + conn.execute("SELECT count(*) FROM events WHERE sequence > ? AND sequence <= ?",
-                                         (int(upto), hi)).fetchone()[0]
+        total = int(kept) + int(conn.execute("SELECT count(*) FROM events WHERE sequence > ? AND sequence <= ?",
+                                             (int(upto), hi)).fetchone()[0])
     else:
         total = int(kept)
     if kept is None or upto is None or hi > int(upto) or total != int(kept):
