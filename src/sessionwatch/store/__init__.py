@@ -1,4 +1,5 @@
-"""Storage backends behind one interface (:class:`Store`), chosen by URL."""
+"""Storage backends behind one interface (:class:`Store`, the composite of the role interfaces in
+``base.py``), chosen by URL."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import os
 import re
 from pathlib import Path
 
-from .base import Store
+from .base import CursorQueue, DataSettings, Sessions, SignalLog, Store, Tokens, UpstreamLinks
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
                       QueueEntry, RecordOutcome, SessionRow, WakeRequest)
 
-__all__ = ["Store", "open_store", "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput",
-           "EventRecord", "Link", "MessageRow", "Node", "PruneResult", "QueueEntry", "RecordOutcome", "SessionRow",
+__all__ = ["Store", "SignalLog", "CursorQueue", "Sessions", "UpstreamLinks", "Tokens", "DataSettings", "open_store",
+           "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput", "EventRecord", "Link", "MessageRow", "Node", "PruneResult", "QueueEntry", "RecordOutcome", "SessionRow",
            "WakeRequest"]
 
 
