@@ -11,9 +11,10 @@ from .base import CursorQueue, DataSettings, Sessions, SignalLog, Store, Tokens,
 from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
                       QueueEntry, RecordOutcome, SessionRow, WakeRequest)
 
-__all__ = ["Store", "SignalLog", "CursorQueue", "Sessions", "UpstreamLinks", "Tokens", "DataSettings", "open_store",
-           "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput", "EventRecord", "Link", "MessageRow", "Node", "PruneResult", "QueueEntry", "RecordOutcome", "SessionRow",
-           "WakeRequest"]
+__all__ = ["Store", "SignalLog", "CursorQueue", "Sessions", "UpstreamLinks", "Tokens", "DataSettings",
+           "open_store", "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput",
+           "EventRecord", "Link", "MessageRow", "Node", "PruneResult", "QueueEntry", "RecordOutcome",
+           "SessionRow", "WakeRequest"]
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
