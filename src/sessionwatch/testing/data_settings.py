@@ -1,4 +1,4 @@
-"""Data settings stored with the store (issue 8 item 4), on both backends."""
+"""Data settings stored with the store (issue 8 item 4)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .suite import SuiteBase
 
 
 class DataSettingsTests(SuiteBase):
-    """Data settings stored with the store (issue 8 item 4), on both backends."""
+    """Data settings stored with the store (issue 8 item 4)."""
 
     def test_the_first_opener_stores_its_values_and_later_ones_use_them(self, clock: ManualClock) -> None:
         with self.open_gateway(clock=clock, settings=Settings(queue_cap=4, max_events=900)) as gw:

@@ -19,7 +19,7 @@ def ids(gw: Gateway, key: str) -> list[int]:
 
 
 class DeliveryTests(SuiteBase):
-    """At-least-once delivery (peek with stable ids, acknowledge by id) and reconciling reads that"""
+    """At-least-once delivery (peek with stable ids, acknowledge by id) and reconciling reads."""
 
     # -- stable ids ------------------------------------------------------------------------------------
     def test_ids_stay_put_when_the_queue_is_renumbered(self, family: Gateway) -> None:

@@ -20,7 +20,7 @@ def _log(gw: Gateway) -> list[int]:
 
 
 class FlatCostTests(SuiteBase):
-    """Prune and restart cost what they do, not the size of the store (issue 11); both backends."""
+    """Prune and restart cost what they do, not the size of the store (issue 11)."""
 
     @pytest.fixture
     def small_batches(self, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Bearer tokens and agent-scoped reads: the token table and the scope the tool layer enforces, on every backend."""
+"""Bearer tokens and agent-scoped reads: the token table and the scope the tool layer enforces."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .suite import SuiteBase
 
 
 class TokenTests(SuiteBase):
-    """Bearer tokens and agent-scoped reads: the token table and the scope the tool layer enforces, on every backend."""
+    """Bearer tokens and agent-scoped reads: the token table and the scope the tool layer enforces."""
 
     def test_a_token_is_stored_hashed_and_verifies_until_revoked(self, gw: Gateway) -> None:
         text, row = create_token(gw.store, agents=["ops", "dev", "ops"], name="team", now=1000)

@@ -18,7 +18,7 @@ GROUP = "agent:a:telegram:group:g1"
 
 
 class WatcherTests(SuiteBase):
-    """Watchers: seeding, explicit and ambient watches, the frozen watermark, self-suppression,"""
+    """Watchers: seeding, explicit and ambient watches, the frozen watermark, self-suppression, cleanup."""
 
     @pytest.fixture
     def peer_family(self, gw: Gateway) -> Gateway:
