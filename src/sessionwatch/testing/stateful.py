@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
@@ -547,6 +548,7 @@ class WatchMachine(RuleBasedStateMachine):
 class StatefulTests(SuiteBase):
     """A random-walk check of the watch machinery against a small reference model."""
 
+    @pytest.mark.slow
     def test_watch_machine_matches_the_model(self) -> None:
         machine = type(f"WatchMachine_{type(self).__name__}", (WatchMachine,), {"suite": self})
         examples = int(os.environ.get("SESSIONWATCH_STATEFUL_EXAMPLES", str(self.stateful_examples)))
