@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "Gateway": "engine", "Subscription": "engine", "TOOLS": "engine", "Wake": "engine",
