@@ -17,9 +17,12 @@ NOT_DATA = {".py", ".pyc"}
 
 
 def _data_files() -> set[Path]:
-    """Every file of the package's source tree that is not Python (caches and egg-info excluded)."""
-    return {path for path in PACKAGE.rglob("*")
-            if path.is_file() and path.suffix not in NOT_DATA and "__pycache__" not in path.parts}
+    """Every file of the package's source tree that is not Python (bytecode caches excluded)."""
+    return {
+        path
+        for path in PACKAGE.rglob("*")
+        if path.is_file() and path.suffix not in NOT_DATA and "__pycache__" not in path.parts
+    }
 
 
 def test_every_data_file_is_declared_as_package_data() -> None:
