@@ -17,9 +17,9 @@ from ..settings import Settings
 from ..store import open_store
 from .app import DEFAULT_MAX_BODY, create_app
 from .config import settings_from_env
-from .exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
-from .limits import Limits, uvicorn_config
-from .origin import RequestPolicy
+from ..serving.exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
+from ..serving.limits import Limits, uvicorn_config
+from ..serving.origin import RequestPolicy
 from .runtime import Runtime, redact_url, store_path
 
 log = logging.getLogger("sessionwatch.http")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .jsonio import JSON_TYPE, dumps
+from .wire import JSON_TYPE, dumps
 
 ENV_HOSTS = "SESSIONWATCH_ALLOWED_HOSTS"
 ENV_ORIGINS = "SESSIONWATCH_ALLOWED_ORIGINS"

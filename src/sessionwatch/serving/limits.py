@@ -31,7 +31,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from starlette.types import Receive as ASGIReceiveCallable, Scope, Send as ASGISendCallable
 
-from .jsonio import dumps
+from .wire import dumps
 
 log = logging.getLogger("sessionwatch.http")
 
