@@ -31,7 +31,7 @@ from ..errors import Forbidden, InvalidArgument
 from ..keys import agent_of, parse_key
 from ..kinds import ALL_KINDS
 from ..validation import MAX_SEQUENCE
-from . import schemas as S
+from . import schemas
 from .auth import OWN_VIEW
 from .endpoints import Call, Endpoint
 from .jsonio import dumps
@@ -282,7 +282,7 @@ ROUTES: list[Endpoint] = [
              "Server-Sent Events: the signal log as it is recorded, resumable with Last-Event-ID.", _open,
              tag="log",
              query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE},
-                    "session": S.KEY, "agent": S.AGENT_ID,
+                    "session": schemas.KEY, "agent": schemas.AGENT_ID,
                     "kind": {"type": "string", "minLength": 1, "maxLength": 400}},
              touches=OWN_VIEW,
              description="Each event is `id: <sequence>`, `event: log`, `data: <event JSON>` (as GET /v1/events). "

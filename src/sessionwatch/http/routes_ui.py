@@ -15,7 +15,7 @@ from ..errors import SessionwatchError
 from ..notices import context_key_for
 from ..settings import MAX_LIST_LIMIT
 from ..validation import MAX_SEQUENCE
-from . import schemas as S
+from . import schemas
 from .auth import OWN_VIEW, sessions
 from .endpoints import Call, Endpoint
 from .runtime import redact_url
@@ -152,6 +152,6 @@ ROUTES: list[Endpoint] = [
              "changesSince N returns (read without acknowledging anything), its watchers and cursors, and its "
              "queue (peeked).", _inspect, tag="dashboard", thread=True,
              query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE, "default": 0},
-                    "agentId": S.AGENT_ID},
+                    "agentId": schemas.AGENT_ID},
              touches=sessions("path:key")),
 ]

@@ -25,7 +25,7 @@ from starlette.types import Receive, Scope, Send
 from ..engine import Gateway, Wake
 from ..errors import InvalidArgument
 from ..keys import parse_key
-from . import schemas as S
+from . import schemas
 from .auth import sessions
 from .endpoints import Call, Endpoint
 from .jsonio import dumps
@@ -138,6 +138,6 @@ async def _open_stream(c: Call) -> WakeStream:
 
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/v1/stream", "stream_wakes", "Server-Sent Events: wakes for one watcher session.",
-             _open_stream, tag="wakes", query={"sessionKey": S.KEY}, required_query=("sessionKey",),
+             _open_stream, tag="wakes", query={"sessionKey": schemas.KEY}, required_query=("sessionKey",),
              touches=sessions("query:sessionKey")),
 ]

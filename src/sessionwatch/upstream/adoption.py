@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .. import kinds as K
+from .. import kinds
 from ..errors import InvalidArgument, NotFound
 from ..keys import check_agent_id
 from ..store.records import EventInput, Link, Node
@@ -68,7 +68,7 @@ class Adopter:
         link, status = self.gw.store.upsert_link(
             Link(key, agent, catalog, host, tid, kind, ref, marker, now, now), now)
         session = self.gw.store.get_session(key, agent)
-        self.gw.record(EventInput(key, agent, K.ADOPTED, "human", K.adopted_summary(catalog), now,
+        self.gw.record(EventInput(key, agent, kinds.ADOPTED, "human", kinds.adopted_summary(catalog), now,
                                   session_id=session.session_id if session else None, dedupe_key=f"adopted:{key}",
                                   payload={"catalogId": catalog, "hostId": host}))
         out: dict[str, Any] = {"sessionKey": key, "agentId": agent, "linked": True, "link": link_json(link),

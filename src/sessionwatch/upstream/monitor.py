@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
-from .. import kinds as K
+from .. import kinds
 from ..store.records import EventInput, Link, SessionRow
 from .links import expected, link_source_key
 from .probes import MISSING, Outcome, Probe
@@ -244,7 +244,7 @@ class Monitor:
             return
         sk = probe.source_key
         rec = self.gw.record(EventInput(
-            key, agent, K.UPSTREAM_MISSING, "system", K.upstream_missing_summary(link.catalog_id), self.gw.clock(),
+            key, agent, kinds.UPSTREAM_MISSING, "system", kinds.upstream_missing_summary(link.catalog_id), self.gw.clock(),
             session_id=session.session_id, dedupe_key=f"upstream-missing:{key}:{sk}:{link.updated_at}",
             payload={"channel": link.catalog_id}, watchers=(session.spawned_by,) if session.spawned_by else (),
             only_if_watched=not session.spawned_by, expected_link=expected(link)))
@@ -283,7 +283,7 @@ class Monitor:
             return
         occurred = outcome.occurred_at if outcome.occurred_at is not None else now
         rec = self.gw.record(EventInput(
-            key, agent, K.HUMAN_DIRECT_MESSAGE, "human", K.human_message_summary(link.catalog_id), occurred,
+            key, agent, kinds.HUMAN_DIRECT_MESSAGE, "human", kinds.human_message_summary(link.catalog_id), occurred,
             session_id=session.session_id, dedupe_key=f"upstream:{key}:{probe.source_key}:{outcome.dedupe_id}",
             payload={"turns": turns} if turns > 1 else None,
             watchers=(session.spawned_by,) if session.spawned_by else (), only_if_watched=not session.spawned_by,
