@@ -16,9 +16,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "Gateway": "engine", "Subscription": "engine", "TOOLS": "engine", "Wake": "engine",
     "Settings": "settings", "notice_text": "notices",
-    **{name: "errors" for name in ("SessionwatchError", "InvalidArgument", "NotFound", "UnknownTool", "Forbidden",
-                                   "Unauthorized", "PayloadTooLarge", "Conflict", "StoreUnavailable",
-                                   "Unavailable")},
+    **dict.fromkeys(("SessionwatchError", "InvalidArgument", "NotFound", "UnknownTool", "Forbidden", "Unauthorized",
+                     "PayloadTooLarge", "Conflict", "StoreUnavailable", "Unavailable"), "errors"),
 }
 
 __all__ = ["Gateway", "Subscription", "TOOLS", "Wake", "Settings", "notice_text", "SessionwatchError",

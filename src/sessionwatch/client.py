@@ -28,8 +28,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, error_from_json
 from . import log_follow
+from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, error_from_json
 from .headers import encode_header_value
 from .store.records import PruneResult
 from .types import QueueEntry

@@ -39,7 +39,8 @@ def settings_group() -> None:
 
 def _open_store(state: State) -> Any:
     if state.gateway:
-        raise InvalidArgument("the data settings live with the store: run 'settings' with a local --store, not --gateway")
+        raise InvalidArgument("the data settings live with the store: "
+                              "run 'settings' with a local --store, not --gateway")
     from ..engine import default_store_url
     from ..store import open_store
 

@@ -35,7 +35,7 @@ def resolve(store: Store, settings: Settings, now: int, *, read_only: bool = Fal
     if missing and not read_only:
         try:
             stored = store.init_data_settings(missing, now)
-        except Exception as exc:  # an unwritable store still opens (health says it is not ready)
+        except Exception as exc:  # noqa: BLE001 - an unwritable store still opens (health says it is not ready)
             log.warning("could not store the data settings (%s: %s); using %s for now",
                         exc.__class__.__name__, exc, missing)
     conflicts = []

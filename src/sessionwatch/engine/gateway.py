@@ -15,20 +15,33 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from .. import kinds
-from .. import validation
+from .. import kinds, validation
 from ..clock import Clock, system_clock
 from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable
-from ..keys import (check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key, parse_key,
-                    SESSION_KINDS)
+from ..keys import SESSION_KINDS, check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key, parse_key
 from ..listing import ListPosition, SessionPage, decode_cursor, encode_cursor
-from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
-                       target_from_context_key)
+from ..notices import (
+    CONTEXT_PREFIX,
+    context_key_for,
+    format_line,
+    notice_template,
+    parse_notice,
+    target_from_context_key,
+)
 from ..settings import Settings
 from ..store import default_sqlite_path, open_store
 from ..store.base import Store
-from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, LogBounds, MessageRow, PruneResult, QueueEntry,
-                             RecordOutcome, SessionRow)
+from ..store.records import (
+    ChangesPage,
+    EventInput,
+    EventRecord,
+    LogBounds,
+    MessageRow,
+    PruneResult,
+    QueueEntry,
+    RecordOutcome,
+    SessionRow,
+)
 from ..types import QueueEntry as QueueEntryJSON
 from . import data_settings
 from .drops import DropCounter
@@ -352,8 +365,8 @@ class Gateway:
             session_key=skey, agent_id=agent, session_id=uuid.uuid4().hex, kind=kind or infer_kind(parse_key(skey)),
             created_at=now, updated_at=now, spawned_by=spawned_by, label=label))
         if created and creator is not None:
-            self.record(EventInput(skey, agent, kinds.CREATED, creator[0], kinds.CREATED_SUMMARY, now, actor_id=creator[1],
-                                   session_id=row.session_id,
+            self.record(EventInput(skey, agent, kinds.CREATED, creator[0], kinds.CREATED_SUMMARY, now,
+                                   actor_id=creator[1], session_id=row.session_id,
                                    dedupe_key=f"created:{agent}:{skey}:{row.session_id}"))
         out = row.to_json()
         out["created"] = created
@@ -393,7 +406,8 @@ class Gateway:
     def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
         new_id = uuid.uuid4().hex
-        self.store.reset_session(row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX, self.settings.queue_cap)
+        self.store.reset_session(row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX,
+                                 self.settings.queue_cap)
         return self.get_session(row.session_key, row.agent_id)
 
     def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
@@ -501,8 +515,9 @@ class Gateway:
     def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
         op = validation.name(operation_id, "operationId")
-        outcome = self.record(EventInput(row.session_key, row.agent_id, kinds.COMPACTED, "system", kinds.COMPACTED_SUMMARY,
-                                         self.clock(), session_id=row.session_id, dedupe_key=f"compacted:{op}"))
+        outcome = self.record(EventInput(row.session_key, row.agent_id, kinds.COMPACTED, "system",
+                                         kinds.COMPACTED_SUMMARY, self.clock(), session_id=row.session_id,
+                                         dedupe_key=f"compacted:{op}"))
         return {"recorded": bool(outcome and outcome.inserted),
                 "event": outcome.event.to_json() if outcome and outcome.event else None}
 
@@ -725,7 +740,7 @@ class Gateway:
         try:
             self.store.probe_write(self.clock())
             out["writable"] = True
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure is an answer: not writable, and why
             out["message"] = f"the store does not accept writes: {exc.__class__.__name__}: {exc}"[:400]
         if out["writable"] and not self.sweep_ran and not self.read_only:
             self._restart_sweep()

@@ -9,15 +9,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import kinds
-from .. import validation
+from .. import kinds, validation
 from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
 from ..listing import MAX_CURSOR_LENGTH
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EMPTY_PAGE, EventInput, MessageRow, SessionRow
-from ..types import HistoryResult, ListResult, ListedSession, SendResult, SpawnResult, StatusResult, UnwatchResult
+from ..types import HistoryResult, ListedSession, ListResult, SendResult, SpawnResult, StatusResult, UnwatchResult
 from .schemas import TOOL_RESULTS, result_or_error
 
 if TYPE_CHECKING:
@@ -244,9 +243,13 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
 
 # -- sessions_list -------------------------------------------------------------------------------
 def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
-    limit = validation.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT) if args.get("limit") is not None else 50
+    limit = 50
+    if args.get("limit") is not None:
+        limit = validation.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT)
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else None
-    wanted_kinds = validation.string_list(args["kinds"], "kinds", SESSION_KINDS) if args.get("kinds") is not None else None
+    wanted_kinds: list[str] | None = None
+    if args.get("kinds") is not None:
+        wanted_kinds = validation.string_list(args["kinds"], "kinds", SESSION_KINDS)
     if agent is not None:
         check_scope(caller.scope, agent, "the sessions")
     cursor = args.get("cursor")

@@ -30,6 +30,7 @@ import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def is_our_hook(command: object, host: str) -> bool:
         tokens = shlex.split(command)
     except ValueError:
         return False
-    pairs = any(a == "hook" and b == host for a, b in zip(tokens, tokens[1:]))
+    pairs = any(a == "hook" and b == host for a, b in pairwise(tokens))
     return pairs and _is_sessionwatch(tokens)
 
 
@@ -310,7 +311,7 @@ def _toml_server(path: Path, server: dict[str, Any] | None) -> Change:
     existed = path.exists()
     try:
         doc = tomlkit.parse(path.read_text(encoding="utf-8")) if existed else tomlkit.document()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - tomlkit raises several types; each means the file is not TOML
         raise InvalidArgument(f"{path} is not valid TOML ({exc}); nothing was changed") from None
     servers = doc.get("mcp_servers")
     current = servers.get(SERVER_NAME) if servers is not None else None

@@ -83,7 +83,7 @@ class Authenticator:
             row = await anyio.to_thread.run_sync(store.get_token, token_id)
         except SessionwatchError:
             raise
-        except Exception as exc:  # a failed read refuses the request; it never lets it through
+        except Exception as exc:  # noqa: BLE001 - a failed read refuses the request; it never lets it through
             log.warning("reading token %s failed: %s", token_id, exc)
             raise StoreUnavailable(f"checking the bearer token failed: {exc.__class__.__name__}") from None
         if len(self._cache) >= _CACHE_MAX:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 

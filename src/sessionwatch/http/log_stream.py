@@ -88,7 +88,7 @@ class LogFeed:
         i = bisect.bisect_right(self.seqs, seq)
         if flt.everything:
             return b"".join(self.frames[i:])
-        return b"".join(f for e, f in zip(self.events[i:], self.frames[i:]) if flt.wants(e))
+        return b"".join(f for e, f in zip(self.events[i:], self.frames[i:], strict=True) if flt.wants(e))
 
     async def _run(self) -> None:
         while self.subscribers:
@@ -224,7 +224,7 @@ class LogStream:
                     continue
                 try:
                     item = await asyncio.wait_for(self.queue.get(), self.runtime.keepalive_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     # The id (no data: nothing is dispatched) moves a filtered client's resume point past
                     # what it was not sent, so a reconnect does not rescan it.
                     await send({"type": "http.response.body", "body": b": keep-alive\nid: %d\n\n" % self.scanned,
@@ -236,7 +236,7 @@ class LogStream:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:  # the client went away mid-write
             pass
-        except Exception:  # noqa: BLE001 - the response has started: end the stream, the client resumes
+        except Exception:  # the response has started: end the stream, the client resumes
             log.exception("the log stream failed; the client will resume from its last id")
         finally:
             self.feed.subscribers.discard(self.queue)

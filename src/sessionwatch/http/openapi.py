@@ -21,8 +21,8 @@ ERROR_STATUSES = {
     "503": "The store or the upstream service is unavailable, or the gateway is starting (unavailable).",
 }
 _PARAM = re.compile(r"{(\w+)}")
-PATH_PARAMS: dict[str, schemas.Schema] = {"key": schemas.KEY, "runId": schemas.NAME, "catalogId": schemas.NAME, "threadId": schemas.NAME,
-                                    "nodeId": schemas.NAME, "name": schemas.NAME}
+PATH_PARAMS: dict[str, schemas.Schema] = {"key": schemas.KEY, "runId": schemas.NAME, "catalogId": schemas.NAME,
+                                          "threadId": schemas.NAME, "nodeId": schemas.NAME, "name": schemas.NAME}
 
 
 def _json(schema: schemas.Schema) -> dict[str, Any]:

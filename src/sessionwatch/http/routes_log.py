@@ -40,7 +40,8 @@ def _sweep(c: Call) -> Any:
 
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/v1/cursors", "cursors", "Watch cursors (who watches whom), filtered by watcher and/or "
-             "target.", _cursors, tag="log", query={"watcher": schemas.KEY, "target": schemas.KEY}, result=schemas.R_CURSORS, touches=OWN_VIEW),
+             "target.", _cursors, tag="log", query={"watcher": schemas.KEY, "target": schemas.KEY},
+             result=schemas.R_CURSORS, touches=OWN_VIEW),
     Endpoint("GET", "/v1/events", "events_after", "The signal log of every session after a sequence, ascending "
              "(for tailing).", _events, tag="log",
              query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE, "default": 0},

@@ -110,7 +110,8 @@ ROUTES: list[Endpoint] = [
              "unchanged. Each entry has a stable id: acknowledge what you received with system-events/ack.",
              _peek, query=AGENT_QUERY, result=schemas.R_ENTRIES),
     Endpoint("POST", f"{BASE}/system-events", "enqueue_system_event", "Queue a system event (deduplicated by "
-             "context key + exact text; at most 20 per session).", _enqueue, body=schemas.ENQUEUE, result=schemas.R_ENQUEUED),
+             "context key + exact text; at most 20 per session).", _enqueue, body=schemas.ENQUEUE,
+             result=schemas.R_ENQUEUED),
     Endpoint("POST", f"{BASE}/system-events/drain", "drain_system_events", "The watcher's turn consumes its "
              "queue: returns the entries and acknowledges the stale-state notices among them.", _drain,
              body=schemas.AGENT_ONLY, result=schemas.R_ENTRIES,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import sys
 from typing import Any
@@ -13,13 +12,13 @@ import uvicorn
 from ..engine import Gateway, default_store_url
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
 from ..logformat import formatter
+from ..serving.exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
+from ..serving.limits import Limits, uvicorn_config
+from ..serving.origin import RequestPolicy
 from ..settings import Settings
 from ..store import open_store
 from .app import DEFAULT_MAX_BODY, create_app
 from .config import settings_from_env
-from ..serving.exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
-from ..serving.limits import Limits, uvicorn_config
-from ..serving.origin import RequestPolicy
 from .runtime import Runtime, redact_url, store_path
 
 log = logging.getLogger("sessionwatch.http")

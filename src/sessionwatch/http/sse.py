@@ -19,7 +19,6 @@ import threading
 from typing import Any
 
 import anyio.to_thread
-
 from starlette.types import Receive, Scope, Send
 
 from ..engine import Gateway, Wake
@@ -93,7 +92,7 @@ class WakeStream:
             while True:
                 try:
                     item = await asyncio.wait_for(self.queue.get(), self.runtime.keepalive_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     await send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
                     continue
                 if item is CLOSE or watcher.done():

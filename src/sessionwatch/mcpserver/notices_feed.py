@@ -26,11 +26,12 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio
-from mcp import types
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+
+from mcp import types
 
 from .binding import SessionBinding
 
@@ -162,7 +163,7 @@ class NoticeFeed:
                     backoff = 1.0
                     if self._stop.is_set():
                         return
-            except Exception as exc:  # reconnect: the poll covers the gap
+            except Exception as exc:  # noqa: BLE001 - reconnect: the poll covers the gap
                 log.debug("wake stream of %s ended: %s", self.binding.session_key, exc)
             self._stop.wait(backoff)
             backoff = min(backoff * 2, 30.0)
@@ -193,7 +194,7 @@ class NoticeFeed:
         for session in list(self._legacy):
             try:
                 await session.send_resource_updated(self.uri)
-            except Exception:  # the client went away: forget its subscription
+            except Exception:  # noqa: BLE001 - the client went away: forget its subscription
                 self._legacy.discard(session)
 
     def close(self) -> None:
@@ -202,7 +203,7 @@ class NoticeFeed:
         if self._unsubscribe is not None:
             try:
                 self._unsubscribe()
-            except Exception:
+            except Exception:  # noqa: BLE001 - closing is best-effort
                 pass
             self._unsubscribe = None
 

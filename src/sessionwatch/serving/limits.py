@@ -28,8 +28,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from starlette.types import Receive as ASGIReceiveCallable, Scope, Send as ASGISendCallable
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .wire import dumps
 

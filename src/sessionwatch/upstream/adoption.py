@@ -1,8 +1,9 @@
 """Adoption ("continue"): link a catalog thread to a session with a baseline marker (reference §5.1).
 
 Local Claude and Codex files: the ref is ``{filePath}``, the baseline ``{offset, file}`` just past the
-last complete row (a row still being written is classified when it completes), with the file's identity. Paired nodes: the ref is
-``{nodeId, threadId}``, the baseline ``{id}`` of the newest item (null for an empty thread).
+last complete row (a row still being written is classified when it completes), with the file's identity.
+Paired nodes: the ref is ``{nodeId, threadId}``, the baseline ``{id}`` of the newest item (null for an
+empty thread).
 
 The same source keeps its scan progress (and restarts any miss streak); a different source rebases.
 ``adopted`` is recorded once per session key. When the upstream cannot be read for a baseline, the
@@ -137,7 +138,7 @@ def check_pairing(node_id: object, url: object, token: object) -> tuple[str, str
 
     try:
         parsed = httpx.URL(url)
-    except Exception:
+    except Exception:  # noqa: BLE001 - httpx raises several types for a malformed URL
         raise InvalidArgument(f"url {url!r} is not a valid URL") from None
     if not parsed.host:
         raise InvalidArgument(f"url {url!r} has no host")

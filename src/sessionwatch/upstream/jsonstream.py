@@ -180,7 +180,7 @@ class JsonStream:
             elif c == 0x2D or 0x30 <= c <= 0x39 or c in (0x74, 0x66, 0x6E):  # number, true, false, null
                 if exp not in "VA":
                     raise _Invalid
-                number = not (c in (0x74, 0x66, 0x6E))
+                number = c not in (0x74, 0x66, 0x6E)
                 end = (_NUM_CHARS if number else _ALPHA).match(b, i).end()
                 if end >= n and not final:
                     if end - i > MAX_TOKEN:
@@ -260,9 +260,9 @@ def _complete_prefix(b: bytes, i: int, n: int) -> int:
     """The end of the longest prefix of string content ``b[i:n]`` that decodes on its own."""
     k = n
     j = b.rfind(b"\\", max(i, k - 6), k)
-    if j >= 0 and _backslashes(b, i, j + 1) % 2 == 1:  # an escape starts at j: is it complete?
-        if j + 1 >= k or (b[j + 1] == 0x75 and j + 6 > k):
-            k = j
+    # an escape starts at j: is it complete?
+    if j >= 0 and _backslashes(b, i, j + 1) % 2 == 1 and (j + 1 >= k or (b[j + 1] == 0x75 and j + 6 > k)):
+        k = j
     if k - i >= 6 and _HIGH_ESC.fullmatch(b, k - 6, k) and _backslashes(b, i, k - 5) % 2 == 1:
         k -= 6  # a high surrogate: its low half may be in the next chunk
     if k == n:

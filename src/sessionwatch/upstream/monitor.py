@@ -15,8 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
 from .. import kinds
@@ -173,7 +172,8 @@ class Monitor:
                     continue
                 info["status"] = "ok"
                 info["waitedMs"] = int((time.monotonic() - begun) * 1000)
-                for (probe, entry), outcome in zip(members, outcomes):
+                # one outcome per probe; a short answer leaves the rest unscanned rather than failing the tick
+                for (probe, entry), outcome in zip(members, outcomes, strict=False):
                     if self.aborted.is_set():
                         entry.update(status="aborted", reason="the monitor was stopped during the tick")
                         continue
@@ -244,8 +244,8 @@ class Monitor:
             return
         sk = probe.source_key
         rec = self.gw.record(EventInput(
-            key, agent, kinds.UPSTREAM_MISSING, "system", kinds.upstream_missing_summary(link.catalog_id), self.gw.clock(),
-            session_id=session.session_id, dedupe_key=f"upstream-missing:{key}:{sk}:{link.updated_at}",
+            key, agent, kinds.UPSTREAM_MISSING, "system", kinds.upstream_missing_summary(link.catalog_id),
+            self.gw.clock(), session_id=session.session_id, dedupe_key=f"upstream-missing:{key}:{sk}:{link.updated_at}",
             payload={"channel": link.catalog_id}, watchers=(session.spawned_by,) if session.spawned_by else (),
             only_if_watched=not session.spawned_by, expected_link=expected(link)))
         if rec is not None and rec.event is not None:

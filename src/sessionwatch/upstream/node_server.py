@@ -34,8 +34,8 @@ from starlette.routing import Route
 from ..errors import InvalidArgument, NotFound, SessionwatchError
 from ..serving.exposure import check_exposure, resolve_token
 from ..serving.limits import Limits, uvicorn_config
-from ..serving.origin import BrowserGuard, RequestPolicy
 from ..serving.options import add_argparse_options, limits_of
+from ..serving.origin import BrowserGuard, RequestPolicy
 from .catalogs import CATALOG_IDS, LocalCatalog, check_thread_id
 from .node_items import check_before, check_limit, items_page
 
