@@ -177,7 +177,7 @@ def verify_bulk(tmp: str) -> dict[str, int]:
         a, b = _rows(paths[0]), _rows(paths[1])
         for table in _COMPARED:
             if a[table] != b[table]:
-                diff = next((x, y) for x, y in zip(a[table] + [None], b[table] + [None], strict=False) if x != y)  # type: ignore[operator]
+                diff = next((x, y) for x, y in zip(a[table] + [None], b[table] + [None], strict=False) if x != y)
                 raise SystemExit(f"bulk build differs from the API build in {name}/{table}: {diff}")
             checked[f"{name}.{table}"] = len(a[table])
     return checked

@@ -17,7 +17,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from itertools import pairwise
 from typing import Any
@@ -189,14 +189,14 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     tmp = tempfile.gettempdir()
 
-    def store(label: str) -> Iterator[str]:
-        return _store(a.store, tmp, label)  # type: ignore[return-value]
+    def store(label: str) -> AbstractContextManager[str]:
+        return _store(a.store, tmp, label)
 
     with store("verify-api") as api_url, store("verify-bulk") as bulk_url:
         verify_bulk(api_url, bulk_url)
     _emit("bulk_verified", rows=300)
     sizes = (100, 1_000, 10_000) if a.quick else (1_000, 10_000, 100_000)
-    list_growth(store, _emit, sizes)  # type: ignore[arg-type]
+    list_growth(store, _emit, sizes)
     with store("write-cost") as url:
         index_write_cost(url, _emit, n=sizes[1])
 

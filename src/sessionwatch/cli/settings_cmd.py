@@ -147,12 +147,12 @@ def set_cmd(state: State, queue_cap: int | None, retention_days: int | None, ret
     finally:
         store.close()
     rows = {n: {"old": old.get(n), "new": new.get(n)} for n in DATA_SETTINGS}
-    out = {"store": state.store, "settings": rows, "changed": sorted(n for n in changes if old.get(n) != new.get(n)),
-           "note": REFRESH_NOTE}
+    changed = sorted(n for n in changes if old.get(n) != new.get(n))
+    out = {"store": state.store, "settings": rows, "changed": changed, "note": REFRESH_NOTE}
 
     def human(c: Console) -> None:
         c.print(table("Data settings", ["setting", "old", "new", ""],
-                      [[n, _shown(n, r["old"]), _shown(n, r["new"]), "changed" if n in out["changed"] else ""]
+                      [[n, _shown(n, r["old"]), _shown(n, r["new"]), "changed" if n in changed else ""]
                        for n, r in rows.items()]))
         c.print(REFRESH_NOTE, markup=False)
 

@@ -13,7 +13,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import kinds, validation
 from ..clock import Clock, system_clock
@@ -41,12 +41,18 @@ from ..store.records import (
     QueueEntry,
     RecordOutcome,
     SessionRow,
+    WakeRequest,
 )
 from ..types import QueueEntry as QueueEntryJSON
 from . import data_settings
 from .drops import DropCounter
 from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
 from .wakes import Subscription, Wake, WakeCallback, WakeHub
+
+if TYPE_CHECKING:  # imported on first use at run time (see Gateway.upstream)
+    from ..upstream.service import UpstreamService
+
+T = TypeVar("T")
 
 log = logging.getLogger("sessionwatch.engine")
 
@@ -123,7 +129,7 @@ class Gateway:
         self.wakes = WakeHub(self.clock, self.settings.wake_coalesce_ms, self._still_pending,
                              on_schedule=self._timer_event.set)
         self._render = notice_template
-        self._upstream: Any = None
+        self._upstream: UpstreamService | None = None
         self.swept = 0
         self.swept_at: int | None = None  # when this process's restart sweep last ran (the dashboard shows it)
         if sweep and not read_only:
@@ -198,7 +204,8 @@ class Gateway:
                     task.run_due(now)
                 except Exception:
                     log.exception("periodic task failed")
-        for req in self._safe(lambda: self.store.poll_wakes(self.wakes.watchers()), []):
+        polled: list[WakeRequest] = self._safe(lambda: self.store.poll_wakes(self.wakes.watchers()), [])
+        for req in polled:
             self.wakes.request([req])
         if now - self._settings_checked_at >= SETTINGS_REFRESH_MS:
             self._refresh_data_settings(now)
@@ -206,8 +213,9 @@ class Gateway:
     def _refresh_data_settings(self, now: int) -> None:
         """Adopt values changed by `sessionwatch settings set` while this process runs."""
         self._settings_checked_at = now
-        stored = self._safe(self.store.data_settings, {})
-        changes = {n: v for n, v in stored.items() if getattr(self.settings, n, v) != v}
+        stored: dict[str, int] = self._safe(self.store.data_settings, {})
+        # field name -> value, for dataclasses.replace (every data setting is an int field)
+        changes: dict[str, Any] = {n: v for n, v in stored.items() if getattr(self.settings, n, v) != v}
         if not changes:
             return
         log.warning("the store's data settings changed: %s", changes)
@@ -229,7 +237,7 @@ class Gateway:
                 log.exception("timer tick failed")
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _host_read(self, fn: Callable[[], Any], what: str) -> Any:
+    def _host_read(self, fn: Callable[[], T], what: str) -> T:
         """A host read that failed is an error (``unavailable``), never an empty success."""
         try:
             return fn()
@@ -244,7 +252,7 @@ class Gateway:
         """Recordings the store refused since this process started: ``{total, byCause}``."""
         return self.drops.to_json()
 
-    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
+    def _safe(self, fn: Callable[[], T], default: T) -> T:
         """Internal reads (wake bookkeeping) degrade to a default; host reads use ``_host_read``."""
         try:
             return fn()
@@ -432,8 +440,7 @@ class Gateway:
         lane = validation.optional_name(lane, "lane")
         run = validation.optional_name(run_id, "runId")
         dedupe = validation.optional_name(dedupe_key, "dedupeKey")
-        if occurred_at is not None:
-            validation.number(occurred_at, "occurredAt", minimum=-math.inf)
+        claimed = None if occurred_at is None else validation.number(occurred_at, "occurredAt", minimum=-math.inf)
         # Actor classification (reference §2.5): only a person's turn can become human_direct_message.
         if provenance == "inter_session":
             actor_type = "agent"
@@ -459,7 +466,7 @@ class Gateway:
                     self._register(main, row.session_key, row.agent_id, "ambient-group")
             outcome = self.record(EventInput(
                 row.session_key, row.agent_id, kinds.HUMAN_DIRECT_MESSAGE, "human", kinds.human_message_summary(chan),
-                occurred_at if occurred_at is not None else self.clock(), actor_id=human, session_id=row.session_id,
+                self._clamp(claimed, self.clock()), actor_id=human, session_id=row.session_id,
                 run_id=run, dedupe_key=dedupe, watchers=(row.spawned_by,) if row.spawned_by else (),
                 only_if_watched=not row.spawned_by))
             event = outcome.event if outcome else None
@@ -768,7 +775,7 @@ class Gateway:
 
     # -- upstream monitoring (sessionwatch.upstream; imported on first use) -----------------------
     @property
-    def upstream(self) -> Any:
+    def upstream(self) -> UpstreamService:
         """The upstream service: catalogs, adoption links and the monitor."""
         if self._upstream is None:
             from ..upstream.service import UpstreamService

@@ -166,8 +166,9 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
                                                    channel="subagent"))
     notes: list[str] = []
     version = _degraded(notes, "the stateVersion", lambda: gw.state_version(child.raw, agent), 0)
-    return _flag({"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id, "stateVersion": version,
-                  "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}, notes)
+    return cast(SpawnResult, _flag({"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id,
+                                    "stateVersion": version,
+                                    "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}, notes))
 
 
 # -- sessions_send -------------------------------------------------------------------------------
@@ -279,7 +280,7 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
         out["nextCursor"] = page.next_cursor
         out["text"] += (f"\n\nMore sessions: call sessions_list again with cursor {page.next_cursor!r} "
                         "(and the same agentId and kinds).")
-    return _flag(out, notes)
+    return cast(ListResult, _flag(out, notes))
 
 
 # -- sessions_history ----------------------------------------------------------------------------
@@ -290,8 +291,9 @@ def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> HistoryRes
     msgs = _degraded(notes, "the transcript", lambda: gw._host_read(
         lambda: gw.store.messages(row.session_key, row.agent_id, limit), "reading the transcript"), [])
     lines = [f"[{m.role}] {m.text}" for m in msgs]
-    return _flag({"sessionKey": row.session_key, "messages": [m.to_json() for m in msgs],
-                  "text": "\n".join(lines) if lines else f"No messages in {row.session_key}."}, notes)
+    return cast(HistoryResult, _flag({"sessionKey": row.session_key, "messages": [m.to_json() for m in msgs],
+                                      "text": "\n".join(lines) if lines else f"No messages in {row.session_key}."},
+                                     notes))
 
 
 # -- session_unwatch -----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any
 
+from ..types import QueueEntry
 from .delivery import AnswerState, state_dir
 from .hosts import HOSTS, USER_PROMPT_SUBMIT, Host
 
@@ -81,7 +82,7 @@ class _Local:
                           prune_on_open=False)
         self.remote = False
 
-    def peek(self, key: str, agent: str | None) -> list[dict[str, Any]]:
+    def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
         return list(self.gw.peek_system_events(key, agent_id=agent))
 
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
@@ -109,7 +110,7 @@ class _Remote:
         self.client = GatewayClient(url, token=token, timeout=GATEWAY_TIMEOUT_S)
         self.remote = True
 
-    def peek(self, key: str, agent: str | None) -> list[dict[str, Any]]:
+    def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
         return list(self.client.peek_system_events(key, agent_id=agent))
 
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
@@ -219,7 +220,7 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
                 log.warning("looking up the link of thread %s failed: %s", thread_id, exc)
         who = resolve_session(opts, links)
         if event == USER_PROMPT_SUBMIT and opts.nudge:
-            nudge_links = links if not backend.remote else backend.own_link(who, thread_id)
+            nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
         if who is None:
             log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event,
                       thread_id)

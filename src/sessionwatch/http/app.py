@@ -68,7 +68,7 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
     def doc() -> dict[str, Any]:
         if "doc" not in cached:
             cached["doc"] = openapi.build(endpoints, token_required=token is not None)
-        return cached["doc"]  # type: ignore[no-any-return]
+        return cached["doc"]
 
     endpoints: list[Endpoint] = [*_meta_routes(runtime, doc), *routes_tools.ROUTES, *sse.ROUTES,
                                  *routes_sessions.ROUTES, *routes_log.ROUTES, *routes_upstream.ROUTES,

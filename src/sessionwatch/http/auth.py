@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,6 +159,6 @@ def authorize(principal: Principal, touches: Touches, what: str, path: dict[str,
 NOBODY = Principal(admin=False)  # what a request the Guard did not resolve may do: only "any" routes
 
 
-def principal_of(scope: dict[str, Any]) -> Principal:
+def principal_of(scope: Mapping[str, Any]) -> Principal:
     """The principal the Guard resolved for this request (fail-safe: nobody, when none was resolved)."""
-    return scope.get(PRINCIPAL, NOBODY)  # type: ignore[no-any-return]
+    return scope.get(PRINCIPAL, NOBODY)

@@ -116,7 +116,8 @@ def _health(c: Call) -> Any:
 
 def _timeline(gw: Gateway, key: str, agent: str) -> dict[str, Any]:
     """The newest events of a session, oldest first (changesSince pages, read forward from the start)."""
-    after, events, truncated = 0, [], False
+    after, truncated = 0, False
+    events: list[dict[str, Any]] = []
     for _ in range(TIMELINE_PAGES):
         page = gw.changes_since(key, after, agent_id=agent)
         events = (events + page.to_json()["events"])[-TIMELINE:]

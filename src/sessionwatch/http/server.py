@@ -161,7 +161,7 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
             sock.close()
     if failure:
         store.close()
-        exc = failure[0]
-        if isinstance(exc, SessionwatchError):
-            raise exc  # already says what failed; wrapping it again would say it twice
-        raise StoreUnavailable(f"the restart sweep on {redact_url(url)} failed: {exc.__class__.__name__}: {exc}")
+        failed = failure[0]
+        if isinstance(failed, SessionwatchError):
+            raise failed  # already says what failed; wrapping it again would say it twice
+        raise StoreUnavailable(f"the restart sweep on {redact_url(url)} failed: {failed.__class__.__name__}: {failed}")

@@ -74,7 +74,7 @@ class NoticeFeed:
 
     def peek(self) -> list[dict[str, Any]]:
         """The pending entries; raises when the store or gateway cannot be read (never an empty success)."""
-        return list(self.binding.backend.peek_system_events(self.binding.session_key,  # type: ignore[attr-defined]
+        return list(self.binding.backend.peek_system_events(self.binding.session_key,
                                                             agent_id=self.binding.agent_id))
 
     def _check_uri(self, uri: str) -> None:

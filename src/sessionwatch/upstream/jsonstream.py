@@ -125,7 +125,7 @@ class JsonStream:
             if self.in_str:
                 i = self._string(b, i)
                 continue
-            i = _WS.match(b, i).end()
+            i = _WS.match(b, i).end()  # type: ignore[union-attr]  # a `*` pattern always matches
             if i >= n:
                 return
             c = b[i]
@@ -181,7 +181,7 @@ class JsonStream:
                 if exp not in "VA":
                     raise _Invalid
                 number = c not in (0x74, 0x66, 0x6E)
-                end = (_NUM_CHARS if number else _ALPHA).match(b, i).end()
+                end = (_NUM_CHARS if number else _ALPHA).match(b, i).end()  # type: ignore[union-attr]  # `*`: matches
                 if end >= n and not final:
                     if end - i > MAX_TOKEN:
                         raise _Invalid

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
+from functools import partial
 from typing import Any, Protocol
 
 from .. import kinds
@@ -122,7 +123,7 @@ class Monitor:
                 continue
             key, agent = link.session_key, link.agent_id
             probe = Probe(link, session.session_id, link_source_key(link),
-                          lambda k=key, a=agent: self.gw.own_user_texts(k, a))
+                          partial(self.gw.own_user_texts, key, agent))
             groups.setdefault((link.catalog_id, link.host_id), []).append((probe, entry))
         # Every link is reported, the ones no watch cursor targets too (they are never scanned).
         result["links"].extend(skipped_entry(x, not_watched(x.session_key)) for x in unwatched)
@@ -150,8 +151,8 @@ class Monitor:
                         entry.update(status="skipped", reason="no provider for this catalog and host")
                     pending.append(((catalog, host), None, 0.0, info))
                     continue
-                fut = pool.submit(provider.scan, [p for p, _ in members])
-                pending.append(((catalog, host), fut, time.monotonic() + timeout_s, info))
+                submitted = pool.submit(provider.scan, [p for p, _ in members])
+                pending.append(((catalog, host), submitted, time.monotonic() + timeout_s, info))
             for group, fut, deadline, info in pending:
                 if fut is None:
                     continue
