@@ -26,12 +26,11 @@ from typing import Any
 from urllib.parse import quote
 
 import anyio
+from mcp import types
 from mcp.server import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
-
-from mcp import types
 
 from .binding import SessionBinding
 

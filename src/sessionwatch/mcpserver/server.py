@@ -12,9 +12,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from mcp.server import Server, ServerRequestContext
-
 from mcp import types
+from mcp.server import Server, ServerRequestContext
 
 from .. import __version__
 from ..engine.schemas import QUEUE_ENTRY, Schema, result_or_error
