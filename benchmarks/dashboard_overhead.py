@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import http_load as hl  # noqa: E402  (the shared load generator and workload)
+import http_load as hl  # the shared load generator and workload (imported after the path is set)
 
 
 def inbound_request(i: int) -> bytes:

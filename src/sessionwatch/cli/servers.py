@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..http.server_options import click_options
+from ..serving.options import click_options
 from .app import State, cli, command, pass_state
-from .output import emit
 
 
 @command(cli, "serve")
@@ -38,7 +37,7 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
       sessionwatch serve --store postgresql://postgres@127.0.0.1:5432/sessionwatch
     """
     from ..http.server import serve
-    from ..http.server_options import limits_of
+    from ..serving.options import limits_of
 
     serve(serve_store or state.store, host=host, port=port, token=serve_token, log_level=log_level,
           monitor=not no_monitor, token_file=token_file, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
@@ -83,10 +82,10 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
       sessionwatch mcp --session agent:main:main --transport http --port 7879
       claude mcp add sessionwatch -- sessionwatch mcp --session agent:main:main
     """
-    from ..http.exposure import check_exposure, resolve_token
-    from ..http.origin import RequestPolicy
-    from ..http.server_options import limits_of
     from ..mcpserver import SessionBinding, build_server, run_http, run_stdio
+    from ..serving.exposure import check_exposure, resolve_token
+    from ..serving.options import limits_of
+    from ..serving.origin import RequestPolicy
 
     policy = limits = None
     if transport == "http":  # refuse a weak or missing token before opening anything
@@ -138,9 +137,8 @@ def node_cmd(state: State, host: str, port: int, node_token: str | None, claude_
       sessionwatch node --token "$(sessionwatch token)"
       sessionwatch node --host 0.0.0.0 --port 8765 --token-file ~/.node-token --claude-root ~/.claude
     """
-    from ..http.server_options import limits_of
-    from ..upstream.node_server import node_token as resolve_node_token
-    from ..upstream.node_server import serve_node
+    from ..serving.options import limits_of
+    from ..upstream.node_server import node_token as resolve_node_token, serve_node
 
     serve_node(host, port, resolve_node_token(node_token, token_file), claude_root=claude_root,
                codex_root=codex_root, allowed_hosts=allowed_host, allowed_origins=allowed_origin,

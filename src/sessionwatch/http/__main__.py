@@ -8,9 +8,9 @@ import sys
 
 from ..cli.exitcodes import exit_code_for
 from ..errors import SessionwatchError
+from ..serving.options import add_argparse_options, limits_of
 from .app import DEFAULT_MAX_BODY
 from .server import serve
-from .server_options import add_argparse_options, limits_of
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import sys
 from typing import Any
@@ -13,13 +12,13 @@ import uvicorn
 from ..engine import Gateway, default_store_url
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
 from ..logformat import formatter
+from ..serving.exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
+from ..serving.limits import Limits, uvicorn_config
+from ..serving.origin import RequestPolicy
 from ..settings import Settings
 from ..store import open_store
 from .app import DEFAULT_MAX_BODY, create_app
 from .config import settings_from_env
-from .exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
-from .limits import Limits, uvicorn_config
-from .origin import RequestPolicy
 from .runtime import Runtime, redact_url, store_path
 
 log = logging.getLogger("sessionwatch.http")
@@ -162,7 +161,7 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
             sock.close()
     if failure:
         store.close()
-        exc = failure[0]
-        if isinstance(exc, SessionwatchError):
-            raise exc  # already says what failed; wrapping it again would say it twice
-        raise StoreUnavailable(f"the restart sweep on {redact_url(url)} failed: {exc.__class__.__name__}: {exc}")
+        failed = failure[0]
+        if isinstance(failed, SessionwatchError):
+            raise failed  # already says what failed; wrapping it again would say it twice
+        raise StoreUnavailable(f"the restart sweep on {redact_url(url)} failed: {failed.__class__.__name__}: {failed}")

@@ -14,9 +14,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import SessionwatchError
-from ..http.exposure import check_exposure, is_loopback  # noqa: F401 - is_loopback re-exported
-from ..http.limits import Limits, uvicorn_config
-from ..http.origin import BrowserGuard, RequestPolicy
+from ..serving.exposure import check_exposure, is_loopback  # noqa: F401 - is_loopback re-exported
+from ..serving.limits import Limits, uvicorn_config
+from ..serving.origin import BrowserGuard, RequestPolicy
 
 log = logging.getLogger("sessionwatch.mcp")
 

@@ -11,7 +11,7 @@ Routes (bearer token on all but health):
 No path leaves the transcript roots: thread ids are checked against a strict pattern and every file
 must resolve (symlinks followed) inside its catalog folder; a thread is served only if the listing shows
 it (``catalogs.claude_thread_of`` decides both). Host, Origin and Content-Type are checked like on the
-gateway (``http/origin.py``), and the same connection limits apply (``http/limits.py``). Run it with
+gateway (``serving/origin.py``), and the same connection limits apply (``serving/limits.py``). Run it with
 ``python -m sessionwatch.upstream.node_server --port P --token-file F [--claude-root DIR] [--codex-root DIR]``.
 """
 
@@ -32,10 +32,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..errors import InvalidArgument, NotFound, SessionwatchError
-from ..http.exposure import check_exposure, resolve_token
-from ..http.limits import Limits, uvicorn_config
-from ..http.origin import BrowserGuard, RequestPolicy
-from ..http.server_options import add_argparse_options, limits_of
+from ..serving.exposure import check_exposure, resolve_token
+from ..serving.limits import Limits, uvicorn_config
+from ..serving.options import add_argparse_options, limits_of
+from ..serving.origin import BrowserGuard, RequestPolicy
 from .catalogs import CATALOG_IDS, LocalCatalog, check_thread_id
 from .node_items import check_before, check_limit, items_page
 

@@ -76,7 +76,8 @@ def click_options(*, token_file_env: str, token_file_option: str = "--token-file
         options = [
             click.option(token_file_option, "token_file", metavar="PATH",
                          type=click.Path(dir_okay=False),
-                         help=f"Read the token from the first line of PATH (keeps it out of 'ps'). Env: {token_file_env}."),
+                         help=("Read the token from the first line of PATH (keeps it out of 'ps'). "
+                               f"Env: {token_file_env}.")),
             click.option("--allowed-host", "allowed_host", multiple=True, metavar="NAME", help=HOST_HELP),
             click.option("--allowed-origin", "allowed_origin", multiple=True, metavar="ORIGIN", help=ORIGIN_HELP),
             click.option("--header-timeout", type=click.FloatRange(min=0, min_open=True),
