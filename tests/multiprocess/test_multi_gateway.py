@@ -16,6 +16,7 @@ from sessionwatch import Gateway
 from sessionwatch.notices import notice_text
 from sessionwatch.store.postgres import PostgresStore
 from tests.support import pg
+from tests.support.waiting import wait_until
 
 from .procs import HttpGateway, Recorder, WakeReader
 
@@ -143,9 +144,7 @@ def test_killing_a_gateway_mid_burst_loses_nothing(db: str) -> None:
         assert w.ready.wait(60)  # both open (and swept) before either records
     for w in (victim, survivor):
         w.go()
-    deadline = time.monotonic() + 60
-    while len(victim.committed) < 100 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(victim.committed) >= 100, timeout=60, interval=0.01, what="100 commits by the victim")
     victim.proc.kill()
     victim.proc.wait(10)
     survivor.wait()

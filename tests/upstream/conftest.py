@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ import uvicorn
 
 from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
+from tests.support.ports import listening_socket, port_of
+from tests.support.waiting import wait_until
 
 WATCHER = "agent:main:main"
 
@@ -102,20 +103,15 @@ def any_harness(store_url: str, roots: tuple[Path, Path]) -> Iterator[Harness]:
     h.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class ServerThread:
-    """A uvicorn server for an ASGI app on a free loopback port, in a thread."""
+    """A uvicorn server for an ASGI app in a thread, serving a loopback socket opened here (no port race)."""
 
     def __init__(self, app: Any, lifespan: str = "off") -> None:
-        self.port = free_port()
+        self.sock = listening_socket()
+        self.port = port_of(self.sock)
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                                     lifespan=lifespan))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     @property
     def url(self) -> str:
@@ -123,26 +119,21 @@ class ServerThread:
 
     def __enter__(self) -> ServerThread:
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not start")
-            time.sleep(0.01)
+        wait_until(lambda: self.server.started, timeout=10, interval=0.01, what="the uvicorn thread's startup")
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        self.sock.close()
 
 
 class HangingServer:
     """Accepts connections and never answers: a node that hangs."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
+        self.sock = listening_socket(backlog=16)
+        self.port = port_of(self.sock)
         self.conns: list[socket.socket] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._accept, daemon=True)
