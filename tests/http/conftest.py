@@ -54,7 +54,9 @@ class GatewayProcess:
         if self.token:
             args += ["--token", self.token]
         log = open(self.log_path, "ab")
-        self.proc = spawn_serving(args, self.sock, stdout=log, stderr=subprocess.STDOUT, env=env,
+        # This process keeps its copy of the socket until stop() or kill9(): start() after stop(keep_socket=True)
+        # serves the same port again.
+        self.proc = spawn_serving(args, self.sock, keep=True, stdout=log, stderr=subprocess.STDOUT, env=env,
                                   preexec_fn=_limit_files(self.nofile) if self.nofile else None)
         log.close()
         return self.proc
@@ -80,8 +82,11 @@ class GatewayProcess:
         except AssertionError as exc:
             raise RuntimeError(f"{exc}; log: {self.log_path.read_text()[-2000:]}") from None
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
-        self.sock.close()  # only still open when the gateway was never spawned
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0, keep_socket: bool = False) -> int | None:
+        """Stop the gateway. ``keep_socket``: keep the listening socket for a restart with ``start()`` (until
+        then, connections wait in its backlog); otherwise the port is closed and connections are refused."""
+        if not keep_socket:
+            self.sock.close()
         if self.proc is None or self.proc.poll() is not None:
             return None if self.proc is None else self.proc.returncode
         self.proc.send_signal(sig)
@@ -93,7 +98,9 @@ class GatewayProcess:
             raise
 
     def kill9(self) -> None:
+        """A crash: the process dies and nothing listens on the port any more."""
         assert self.proc is not None
+        self.sock.close()
         self.proc.kill()
         self.proc.wait(10)
 

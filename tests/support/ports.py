@@ -50,16 +50,19 @@ def fd_args(sock: socket.socket) -> list[str]:
     return ["--fd", str(sock.fileno())]
 
 
-def spawn_serving(args: Sequence[str], sock: socket.socket, **popen: Any) -> subprocess.Popen[Any]:
+def spawn_serving(args: Sequence[str], sock: socket.socket, *, keep: bool = False,
+                  **popen: Any) -> subprocess.Popen[Any]:
     """Start ``args + ["--fd", N]`` with ``sock`` inherited as descriptor N, then close this process's copy.
 
     Only the child holds the port afterwards: when it exits, connections are refused (as they would be
-    for a real server that died), not left waiting in a backlog nobody reads.
+    for a real server that died), not left waiting in a backlog nobody reads. ``keep=True`` leaves this
+    process's copy open, for a test that restarts the server on the same socket (the caller closes it).
     """
     try:
         return subprocess.Popen([*args, *fd_args(sock)], pass_fds=[sock.fileno()], **popen)
     finally:
-        sock.close()
+        if not keep:
+            sock.close()
 
 
 @contextmanager
