@@ -26,6 +26,7 @@ def _manager_and_child(sw: Runner) -> None:
     assert sw("watch", KID, "--as", MAIN).code == 0
 
 
+@pytest.mark.slow
 def test_put_sessions_and_pending_notices(sw: Runner) -> None:
     created = sw("put", MAIN, "--json")
     assert created.code == 0 and created.json()["created"] is True and created.json()["kind"] == "main"
@@ -44,6 +45,7 @@ def test_put_sessions_and_pending_notices(sw: Runner) -> None:
     assert line.split("│")[-2].strip() == "1"  # the pending column
 
 
+@pytest.mark.slow
 def test_status_pretty_and_json_with_changes(sw: Runner) -> None:
     _manager_and_child(sw)
     sw("inbound", KID, "first", "--channel", "webchat")
@@ -59,6 +61,7 @@ def test_status_pretty_and_json_with_changes(sw: Runner) -> None:
     assert len(sw("drain", MAIN, "--json").json()["events"]) == 1
 
 
+@pytest.mark.slow
 def test_drain_prints_the_notice_once(sw: Runner) -> None:
     _manager_and_child(sw)
     sw("inbound", KID, "hello", "--channel", "webchat")
@@ -68,6 +71,7 @@ def test_drain_prints_the_notice_once(sw: Runner) -> None:
     assert sw("drain", MAIN, "--json").json() == {"sessionKey": MAIN, "events": []}
 
 
+@pytest.mark.slow
 def test_send_watch_unwatch_and_cursors(sw: Runner, store: str) -> None:
     sw("put", MAIN)
     sw("put", KID)
@@ -101,6 +105,7 @@ def test_send_with_timeout_returns_the_reply(sw: Runner, store: str) -> None:
     assert out.code == 0 and out.json()["status"] == "ok" and out.json()["reply"] == "42 apples"
 
 
+@pytest.mark.slow
 def test_prune_token_and_put_global(sw: Runner) -> None:
     pruned = sw("prune", "--json")
     assert pruned.code == 0 and pruned.json()["skipped"] is False
@@ -111,6 +116,7 @@ def test_prune_token_and_put_global(sw: Runner) -> None:
     assert sw("put", "global", "--agent", "ops", "--json").json()["agentId"] == "ops"
 
 
+@pytest.mark.slow
 def test_error_exit_codes(sw: Runner, tmp_path: Path) -> None:
     sw("put", MAIN)
     missing = sw("status", "agent:main:nobody")
@@ -141,6 +147,7 @@ def test_serve_refuses_a_public_interface_without_a_token(sw: Runner) -> None:
     assert r.code == 4 and "forbidden" in r.err, r
 
 
+@pytest.mark.slow
 def test_servers_refuse_weak_tokens_and_take_token_files(sw: Runner, tmp_path) -> None:
     for weak in ("x", "   ", "two words but long enough"):
         r = sw("serve", "--host", "0.0.0.0", "--port", "0", "--token", weak)
@@ -160,6 +167,7 @@ def test_mcp_http_refuses_a_public_interface_without_a_token(sw: Runner) -> None
     assert r.code == 4 and "forbidden" in r.err, r
 
 
+@pytest.mark.slow
 def test_the_same_commands_on_postgresql() -> None:
     if not pg.available():
         pytest.skip("PostgreSQL is not reachable")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sessionwatch.client import GatewayClient
 
 from tests.support.commands import SESSIONWATCH
@@ -20,6 +22,7 @@ from tests.support.waiting import wait_http
 ADMIN = "cli-admin-token-0123456789"
 
 
+@pytest.mark.slow
 def test_token_alone_and_generate_print_a_random_token_and_store_nothing(sw: Runner, store: str) -> None:
     first, second = sw("token").out.strip(), sw("token", "generate").out.strip()
     assert len(first) >= 40 and len(second) >= 40 and first != second
@@ -27,6 +30,7 @@ def test_token_alone_and_generate_print_a_random_token_and_store_nothing(sw: Run
     assert sw("token", "list", "--json").json() == {"tokens": []}
 
 
+@pytest.mark.slow
 def test_create_list_revoke(sw: Runner, store: str) -> None:
     made = sw("token", "create", "--agent", "ops", "--agent", "dev", "--name", "release bot", "--json")
     assert made.code == 0, made
@@ -50,6 +54,7 @@ def test_create_list_revoke(sw: Runner, store: str) -> None:
     assert sw("--gateway", "http://127.0.0.1:9", "token", "list").code == 2  # tokens live in the store
 
 
+@pytest.mark.slow
 def test_a_scoped_token_tails_only_its_agents_log(sw: Runner, store: str, tmp_path: Path) -> None:
     token = sw("token", "create", "--agent", "ops", "--json").json()["token"]
     sock = listening_socket()  # served with --fd: no port race

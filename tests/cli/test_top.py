@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 from tests.http.conftest import GatewayProcess
 from tests.support.commands import SESSIONWATCH
 from tests.support.waiting import wait_until
@@ -23,6 +25,7 @@ def _stale_setup(sw: Runner) -> None:
     assert sw("inbound", KID, "are you there?", "--channel", "webchat").code == 0
 
 
+@pytest.mark.slow
 def test_once_json_shows_the_stale_pair_its_notice_and_the_log(sw: Runner, store: str) -> None:
     _stale_setup(sw)
     frame = sw("top", "--once", "--json")
@@ -38,6 +41,7 @@ def test_once_json_shows_the_stale_pair_its_notice_and_the_log(sw: Runner, store
     assert sw("top", "--once", "--json").json()["stale"] == []
 
 
+@pytest.mark.slow
 def test_once_plain_render(sw: Runner, store: str) -> None:
     _stale_setup(sw)
     frame = sw("top", "--once", env=clean_env(SESSIONWATCH_STORE=store, COLUMNS="250"))
@@ -47,6 +51,7 @@ def test_once_plain_render(sw: Runner, store: str) -> None:
     assert "Reconcile before acting" in frame.out
 
 
+@pytest.mark.slow
 def test_top_against_a_gateway(tmp_path) -> None:
     # The access log shows each refresh of the live view (one GET /v1/cursors per frame).
     gp = GatewayProcess(f"sqlite:///{tmp_path}/gw.db", tmp_path / "gw.log", env={"SESSIONWATCH_ACCESS_LOG": "1"},

@@ -86,7 +86,7 @@ class World:
         return [e for e in page["events"] if e["kind"] == "human_direct_message"]
 
     def wait_for_messages(self, n: int, timeout: float = 20.0) -> list[dict[str, Any]]:
-        return wait_until(lambda: (found := self.human_messages()) if len(found) >= n else None, timeout=timeout,
+        return wait_until(lambda: found if len(found := self.human_messages()) >= n else None, timeout=timeout,
                           interval=0.1, what=f"{n} human_direct_message events")
 
     def person_types(self, text: str, delay: float = 0.0) -> threading.Thread:
@@ -276,11 +276,11 @@ def test_against_a_running_gateway(world: World, tmp_path: Path) -> None:
     from tests.support.waiting import wait_http
 
     sock = listening_socket()  # served with --fd: no port race
-    port = port_of(sock)
+    port, url = port_of(sock), url_of(sock)
     server = spawn_serving([*SESSIONWATCH, "serve", "--store", world.store_url, "--no-monitor"], sock,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=world.env)
     try:
-        wait_http(f"{url_of(sock)}/v1/health", server, timeout=30)
+        wait_http(f"{url}/v1/health", server, timeout=30)
         world.gw.enqueue_system_event(MANAGER, "via the gateway")
         payload = claude_input("UserPromptSubmit", world.manager_thread, world.manager_transcript, prompt="hi")
         cmd = [*SESSIONWATCH, "--gateway", f"http://127.0.0.1:{port}", "hook", "claude-code", "--session", MANAGER,

@@ -198,6 +198,7 @@ def test_1100_slow_connections_do_not_starve_a_valid_request(gateway_factory) ->
             s.close()
 
 
+@pytest.mark.slow
 def test_unfinished_headers_and_bodies_time_out(gateway_factory) -> None:
     gp = gateway_factory(extra_args=["--header-timeout", "0.5", "--body-timeout", "0.5"]).start()
     [slow] = _half_sent(gp.port, 1)
@@ -262,6 +263,7 @@ def test_weak_tokens_are_refused_beyond_loopback(token: str) -> None:
             assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
+@pytest.mark.slow
 def test_token_file_keeps_the_token_out_of_the_process_list(gateway_factory, tmp_path: Path) -> None:
     secret = tmp_path / "token"
     secret.write_text(STRONG + "\n")

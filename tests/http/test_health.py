@@ -96,6 +96,7 @@ def test_a_read_only_sqlite_store_is_not_ready(gateway_factory, tmp_path: Path) 
 
 
 @pytest.mark.skipif(not pg.available(), reason="needs the PostgreSQL server")
+@pytest.mark.slow
 def test_postgresql_turning_read_only_is_reported_and_recovers(gateway_factory) -> None:
     with pg.fresh_database() as url:
         name = urlsplit(url).path.lstrip("/")
@@ -137,6 +138,7 @@ def test_a_failed_host_read_is_503_over_http(gateway_factory, tmp_path: Path) ->
         assert len(client.events_after(0)) >= 3
 
 
+@pytest.mark.slow
 def test_a_held_sqlite_write_lock_stalls_neither_liveness_nor_sse(gateway_factory, tmp_path: Path) -> None:
     gp = gateway_factory(extra_args=["--keepalive", "0.2"]).start()
     with httpx.Client(base_url=gp.url, timeout=30) as http:

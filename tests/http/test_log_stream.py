@@ -140,6 +140,7 @@ def test_a_stream_dropped_and_resumed_mid_burst_misses_and_repeats_nothing(gatew
     assert all(ident == e["sequence"] for (ev, ident, e) in first.items + resumed.items if ev == "log")
 
 
+@pytest.mark.slow
 def test_cli_log_follow_against_a_gateway_survives_a_restart(gateway_factory, tmp_path: Path) -> None:
     gp = gateway_factory().start()
     _sessions(gp.url, A, B)

@@ -49,6 +49,7 @@ def _refused_within(urls: list[str], token: str, limit_s: float) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_revocation_reaches_every_gateway_within_a_second(db: str, gateway_factory) -> None:
     store = open_store(db)
     try:

@@ -25,6 +25,7 @@ def _human(http: httpx.Client, key: str, text: str = "hey") -> None:
     assert http.post(f"/v1/sessions/{key}/inbound", json={"text": text, "channel": "web"}).status_code == 200
 
 
+@pytest.mark.slow
 def test_first_wake_immediate_then_one_trailing_wake(gateway_factory) -> None:
     gp = gateway_factory(env={"SESSIONWATCH_WAKE_COALESCE_MS": str(WINDOW_MS)}).start()
     with httpx.Client(base_url=gp.url, timeout=10) as http:
@@ -129,6 +130,7 @@ def test_stream_refuses_bad_keys(http: httpx.Client, query: dict[str, str]) -> N
     assert res.status_code == 400 and res.json()["error"]["code"] == "invalid_argument"
 
 
+@pytest.mark.slow
 def test_sigterm_ends_streams_and_finishes_in_flight_requests(gateway_factory) -> None:
     gp = gateway_factory().start()
     with httpx.Client(base_url=gp.url, timeout=10) as http:

@@ -71,6 +71,7 @@ async def _the_next_call_delivers_it_once(client: Client, child: str, since: int
     assert second["systemEvents"] == []
 
 
+@pytest.mark.slow
 async def test_stdio_a_cancelled_call_leaves_its_notice_for_the_next(sqlite_url: str, mode: str) -> None:
     assert os.path.exists(SW), f"the sessionwatch command is not installed beside {sys.executable}"
     params = StdioServerParameters(command=SW, args=["--store", sqlite_url, "mcp", "--session", MANAGER],

@@ -8,7 +8,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 

@@ -103,6 +103,7 @@ def test_the_poll_starts_from_what_was_queued_when_the_store_opened(db: str) -> 
         reader.close()
 
 
+@pytest.mark.slow
 def test_the_listener_reconnects_and_the_poll_covers_the_gap(db: str) -> None:
     clock = ManualClock()
     a, b = Gateway.open(db, clock=clock), Gateway.open(db, clock=clock)

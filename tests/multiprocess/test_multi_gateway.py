@@ -99,6 +99,7 @@ def test_a_turn_through_gateway_a_wakes_gateway_c_and_drains_once_through_b(gate
         reader.close()
 
 
+@pytest.mark.slow
 def test_eight_recording_processes_commit_in_sequence_order(db: str) -> None:
     _watch_all(db)
     per_worker = 60
@@ -136,6 +137,7 @@ def test_eight_recording_processes_commit_in_sequence_order(db: str) -> None:
     _assert_one_notice_per_lagging_pair(db)
 
 
+@pytest.mark.slow
 def test_killing_a_gateway_mid_burst_loses_nothing(db: str) -> None:
     _watch_all(db)
     victim = Recorder(db, 0, 100_000, TARGETS)
