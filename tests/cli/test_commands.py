@@ -26,7 +26,6 @@ def _manager_and_child(sw: Runner) -> None:
     assert sw("watch", KID, "--as", MAIN).code == 0
 
 
-@pytest.mark.slow
 def test_put_sessions_and_pending_notices(sw: Runner) -> None:
     created = sw("put", MAIN, "--json")
     assert created.code == 0 and created.json()["created"] is True and created.json()["kind"] == "main"
@@ -45,7 +44,6 @@ def test_put_sessions_and_pending_notices(sw: Runner) -> None:
     assert line.split("│")[-2].strip() == "1"  # the pending column
 
 
-@pytest.mark.slow
 def test_status_pretty_and_json_with_changes(sw: Runner) -> None:
     _manager_and_child(sw)
     sw("inbound", KID, "first", "--channel", "webchat")
@@ -61,7 +59,6 @@ def test_status_pretty_and_json_with_changes(sw: Runner) -> None:
     assert len(sw("drain", MAIN, "--json").json()["events"]) == 1
 
 
-@pytest.mark.slow
 def test_drain_prints_the_notice_once(sw: Runner) -> None:
     _manager_and_child(sw)
     sw("inbound", KID, "hello", "--channel", "webchat")
@@ -71,7 +68,6 @@ def test_drain_prints_the_notice_once(sw: Runner) -> None:
     assert sw("drain", MAIN, "--json").json() == {"sessionKey": MAIN, "events": []}
 
 
-@pytest.mark.slow
 def test_send_watch_unwatch_and_cursors(sw: Runner, store: str) -> None:
     sw("put", MAIN)
     sw("put", KID)
@@ -147,7 +143,6 @@ def test_serve_refuses_a_public_interface_without_a_token(sw: Runner) -> None:
     assert r.code == 4 and "forbidden" in r.err, r
 
 
-@pytest.mark.slow
 def test_servers_refuse_weak_tokens_and_take_token_files(sw: Runner, tmp_path) -> None:
     for weak in ("x", "   ", "two words but long enough"):
         r = sw("serve", "--host", "0.0.0.0", "--port", "0", "--token", weak)
@@ -167,7 +162,6 @@ def test_mcp_http_refuses_a_public_interface_without_a_token(sw: Runner) -> None
     assert r.code == 4 and "forbidden" in r.err, r
 
 
-@pytest.mark.slow
 def test_the_same_commands_on_postgresql() -> None:
     if not pg.available():
         pytest.skip("PostgreSQL is not reachable")

@@ -3,8 +3,6 @@ walks every page."""
 
 from __future__ import annotations
 
-import pytest
-
 from sessionwatch.cli.exitcodes import USAGE
 
 from .conftest import Runner
@@ -12,7 +10,6 @@ from .conftest import Runner
 KEYS = [f"agent:main:s{i}" for i in range(5)]
 
 
-@pytest.mark.slow
 def test_pages_with_cursor_and_all(sw: Runner) -> None:
     for key in KEYS:
         assert sw("put", key).code == 0
@@ -35,7 +32,6 @@ def test_pages_with_cursor_and_all(sw: Runner) -> None:
     assert all("pending" in r for r in walked["sessions"])
 
 
-@pytest.mark.slow
 def test_a_bad_cursor_is_a_usage_error(sw: Runner) -> None:
     assert sw("put", KEYS[0]).code == 0
     bad = sw("sessions", "--cursor", "bm90IGEgY3Vyc29y")

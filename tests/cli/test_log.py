@@ -7,8 +7,6 @@ import signal
 import subprocess
 import time
 
-import pytest
-
 from sessionwatch import Gateway
 
 from .conftest import SESSIONWATCH, Runner, clean_env
@@ -25,7 +23,6 @@ def _seed(store: str, texts: list[str]) -> None:
             gw.inbound(KID, t, channel="webchat", human_id="dana")
 
 
-@pytest.mark.slow
 def test_log_prints_every_event_in_order(sw: Runner, store: str) -> None:
     _seed(store, ["one", "two"])
     r = sw("log")
@@ -60,7 +57,6 @@ def test_log_follow_tails_new_events(store: str) -> None:
             proc.wait()
 
 
-@pytest.mark.slow
 def test_log_on_an_empty_store_prints_nothing(sw: Runner) -> None:
     r = sw("log")
     assert r.code == 0 and r.out == ""

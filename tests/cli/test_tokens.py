@@ -22,7 +22,6 @@ from tests.support.waiting import wait_http
 ADMIN = "cli-admin-token-0123456789"
 
 
-@pytest.mark.slow
 def test_token_alone_and_generate_print_a_random_token_and_store_nothing(sw: Runner, store: str) -> None:
     first, second = sw("token").out.strip(), sw("token", "generate").out.strip()
     assert len(first) >= 40 and len(second) >= 40 and first != second

@@ -25,7 +25,6 @@ def _stale_setup(sw: Runner) -> None:
     assert sw("inbound", KID, "are you there?", "--channel", "webchat").code == 0
 
 
-@pytest.mark.slow
 def test_once_json_shows_the_stale_pair_its_notice_and_the_log(sw: Runner, store: str) -> None:
     _stale_setup(sw)
     frame = sw("top", "--once", "--json")
@@ -41,7 +40,6 @@ def test_once_json_shows_the_stale_pair_its_notice_and_the_log(sw: Runner, store
     assert sw("top", "--once", "--json").json()["stale"] == []
 
 
-@pytest.mark.slow
 def test_once_plain_render(sw: Runner, store: str) -> None:
     _stale_setup(sw)
     frame = sw("top", "--once", env=clean_env(SESSIONWATCH_STORE=store, COLUMNS="250"))

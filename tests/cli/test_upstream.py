@@ -69,7 +69,6 @@ def test_adopt_a_thread_and_a_tick_notices_a_person_typing(store: str, claude_ro
     assert local.code == 0 and "runs no monitor" in local.out
 
 
-@pytest.mark.slow
 def test_upstream_errors(store: str, claude_root: Path) -> None:
     _run(store, claude_root, "put", MAIN)
     assert _run(store, claude_root, "link", MAIN).code == 3
