@@ -11,30 +11,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from sessionwatch import Gateway
 from sessionwatch.http.app import create_app
 
-from tests.support.ports import listening_socket, port_of, spawn_serving, url_of
+from tests.support.ports import ServerThread, listening_socket, spawn_serving
 from tests.support.waiting import wait_until
 
 
 @contextmanager
 def served(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """Serve an app with uvicorn on a thread (a real HTTP server on a 127.0.0.1 socket opened here)."""
-    sock = listening_socket()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port_of(sock), log_level="warning",
-                                           lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, timeout=10, interval=0.01, what="the uvicorn thread's startup")
-    try:
-        yield url_of(sock)
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with ServerThread(app, lifespan="on") as server:
+        yield server.url
 
 
 def _run_module(*args: str) -> subprocess.CompletedProcess[str]:

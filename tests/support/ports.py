@@ -4,7 +4,7 @@ A port found free by binding and closing a socket can be taken by anyone before 
 again (another test, another test run on the same machine), so a test that passes the number races.
 Here the test binds and listens, then hands the socket over:
 
-- an in-process uvicorn server gets it with ``Server.run(sockets=[sock])`` / ``serve(sockets=[sock])``;
+- an in-process uvicorn server gets it with ``Server.run(sockets=[sock])`` (see :class:`ServerThread`);
 - a server started as a subprocess (``sessionwatch serve``, ``mcp --transport http``, ``node``,
   ``python -m sessionwatch.http``, ``python -m sessionwatch.upstream.node_server``) inherits it with
   ``Popen(..., pass_fds=[sock.fileno()])`` and serves it with ``--fd N`` (see :func:`spawn_serving`).
@@ -17,9 +17,14 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+
+import uvicorn
+
+from .waiting import wait_until
 
 LOOPBACK = "127.0.0.1"
 
@@ -63,6 +68,28 @@ def spawn_serving(args: Sequence[str], sock: socket.socket, *, keep: bool = Fals
     finally:
         if not keep:
             sock.close()
+
+
+class ServerThread:
+    """An ASGI app served by uvicorn on a thread of this process, on a loopback socket opened here."""
+
+    def __init__(self, app: Any, lifespan: str = "off") -> None:
+        self.sock = listening_socket()
+        self.port = port_of(self.sock)
+        self.url = url_of(self.sock)
+        self.server = uvicorn.Server(uvicorn.Config(app, host=LOOPBACK, port=self.port, log_level="warning",
+                                                    lifespan=lifespan))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        wait_until(lambda: self.server.started, timeout=10, interval=0.01, what="the uvicorn thread's startup")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
 
 
 @contextmanager

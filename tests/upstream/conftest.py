@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
 from tests.support.ports import listening_socket, port_of
-from tests.support.waiting import wait_until
 
 WATCHER = "agent:main:main"
 
@@ -101,31 +99,6 @@ def any_harness(store_url: str, roots: tuple[Path, Path]) -> Iterator[Harness]:
     h = Harness(store_url, ManualClock(), *roots)
     yield h
     h.close()
-
-
-class ServerThread:
-    """A uvicorn server for an ASGI app in a thread, serving a loopback socket opened here (no port race)."""
-
-    def __init__(self, app: Any, lifespan: str = "off") -> None:
-        self.sock = listening_socket()
-        self.port = port_of(self.sock)
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan=lifespan))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        wait_until(lambda: self.server.started, timeout=10, interval=0.01, what="the uvicorn thread's startup")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
 
 
 class HangingServer:

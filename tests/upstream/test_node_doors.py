@@ -17,9 +17,8 @@ import pytest
 from sessionwatch.upstream.catalogs import LocalCatalog
 from sessionwatch.upstream.node_server import create_node_app
 
-from .conftest import ServerThread
 from .writers import ClaudeTranscript
-from tests.support.ports import listening_socket, port_of, refusing_port, spawn_serving, url_of
+from tests.support.ports import ServerThread, listening_socket, port_of, refusing_port, spawn_serving, url_of
 from tests.support.waiting import wait_http
 
 TOKEN = "node-doors-token-0123456789"
