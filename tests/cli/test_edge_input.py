@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import SESSIONWATCH, Result, Runner, clean_env
-from tests.support.ports import listening_socket, spawn_serving
+from tests.support.ports import listening_socket, port_of, spawn_serving
 
 
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
@@ -105,10 +104,8 @@ def test_usage_errors_without_json_stay_readable(sw: Runner) -> None:
 @pytest.fixture
 def busy_port() -> Iterator[int]:
     """A port this test listens on, for the whole test: the server's bind must fail."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
+    with listening_socket() as s:
+        yield port_of(s)
 
 
 SERVERS = {"cli": [*SESSIONWATCH, "serve"], "module": [sys.executable, "-m", "sessionwatch.http"]}
