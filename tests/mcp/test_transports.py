@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from sessionwatch import Gateway
 
 from .helpers import MANAGER, assert_published_tools, mcp_http_server, run_every_tool, run_notice_scenario
 from tests.support.commands import SESSIONWATCH
+from tests.support.ports import refusing_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -44,12 +44,6 @@ async def test_stdio_lists_calls_and_carries_a_notice_once(sqlite_url: str, mode
     with Gateway.open(sqlite_url, timers=False) as gw:
         assert gw.get_session(MANAGER)["kind"] == "main"  # created on start
         assert gw.peek_system_events(MANAGER) == []
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -93,9 +87,10 @@ def test_streamable_http_refuses_pages_like_the_gateway(http_mcp: tuple[str, str
 
 
 def test_streamable_http_token_rules(tmp_path: Path, sqlite_url: str) -> None:
-    weak = subprocess.run([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
-                           "--host", "0.0.0.0", "--port", str(_free_port()), "--http-token", "short"],
-                          capture_output=True, text=True, timeout=30)
+    with refusing_port() as port:  # refused before binding; a server that bound anyway would fail differently
+        weak = subprocess.run([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport",
+                               "http", "--host", "0.0.0.0", "--port", str(port), "--http-token", "short"],
+                              capture_output=True, text=True, timeout=30)
     assert weak.returncode == 4 and "weak token" in weak.stderr, weak.stderr
     secret = tmp_path / "mcp-token"
     secret.write_text("mcp-token-from-a-file-0123456789\n")

@@ -14,8 +14,9 @@ from sessionwatch.errors import StoreUnavailable, Unauthorized
 from sessionwatch.clock import ManualClock
 from sessionwatch.upstream.node_server import create_node_app
 
-from .conftest import Harness, HangingServer, ServerThread
+from .conftest import Harness, HangingServer
 from .writers import ClaudeTranscript, CodexRollout
+from tests.support.ports import ServerThread
 
 TOKEN = "node-secret-token"
 

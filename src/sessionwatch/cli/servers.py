@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import click
 
 from ..serving.options import click_options
@@ -23,7 +25,7 @@ from .app import State, cli, command, pass_state
 def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve_token: str | None, log_level: str,
               no_monitor: bool, token_file: str | None, allowed_host: tuple[str, ...],
               allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-              max_connections: int) -> None:
+              max_connections: int, fd: int | None) -> None:
     """Run the HTTP gateway (blocking) on a local store.
 
     Listening beyond loopback needs --token (exit 4 otherwise).
@@ -41,7 +43,7 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
 
     serve(serve_store or state.store, host=host, port=port, token=serve_token, log_level=log_level,
           monitor=not no_monitor, token_file=token_file, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
-          limits=limits_of(header_timeout, body_timeout, max_connections))
+          limits=limits_of(header_timeout, body_timeout, max_connections), fd=fd)
 
 
 @command(cli, "mcp")
@@ -64,7 +66,7 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
 def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str, host: str, port: int, path: str,
             http_token: str | None, token_file: str | None, allowed_host: tuple[str, ...],
             allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-            max_connections: int, notice_poll: float) -> None:
+            max_connections: int, fd: int | None, notice_poll: float) -> None:
     """Serve the six sessionwatch tools over MCP, bound to caller session KEY.
 
     Pending notices for KEY ride along in every tool result (as 'System: ...' lines
@@ -88,7 +90,12 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
     from ..serving.origin import RequestPolicy
 
     policy = limits = None
+    sock: socket.socket | None = None  # --fd: the inherited listening socket
     if transport == "http":  # refuse a weak or missing token before opening anything
+        if fd is not None:
+            from ..serving.exposure import adopt_socket
+
+            sock, host = adopt_socket(fd, host)
         http_token = resolve_token(http_token, token_file, env_token="SESSIONWATCH_MCP_TOKEN",
                                    env_file="SESSIONWATCH_MCP_TOKEN_FILE")
         check_exposure(host, http_token, what="the MCP transport", option="--http-token or --http-token-file")
@@ -111,7 +118,7 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
         store = getattr(local, "store", None)
         run_http(server, host=host, port=port, token=http_token, path=path, policy=policy, limits=limits,
                  store=(lambda: store) if store is not None else None,
-                 bound_agent=agent_of(session_key) or agent_id)
+                 bound_agent=agent_of(session_key) or agent_id, sock=sock)
 
 
 @command(cli, "node")
@@ -127,7 +134,7 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
 def node_cmd(state: State, host: str, port: int, node_token: str | None, claude_root: str | None,
              codex_root: str | None, token_file: str | None, allowed_host: tuple[str, ...],
              allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-             max_connections: int) -> None:
+             max_connections: int, fd: int | None) -> None:
     """Serve this machine's Claude Code and Codex transcripts to a gateway (blocking).
 
     Pair it from the gateway side with: sessionwatch pair NODE_ID http://HOST:PORT --token TOKEN
@@ -142,4 +149,4 @@ def node_cmd(state: State, host: str, port: int, node_token: str | None, claude_
 
     serve_node(host, port, resolve_node_token(node_token, token_file), claude_root=claude_root,
                codex_root=codex_root, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
-               limits=limits_of(header_timeout, body_timeout, max_connections))
+               limits=limits_of(header_timeout, body_timeout, max_connections), fd=fd)

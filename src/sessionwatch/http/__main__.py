@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
               monitor=not args.no_monitor, access_log=access, max_body_bytes=args.max_body_bytes,
               keepalive_s=args.keepalive, token_file=args.token_file, allowed_hosts=args.allowed_host,
               allowed_origins=args.allowed_origin,
-              limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections))
+              limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections), fd=args.fd)
     except SessionwatchError as exc:
         # The same line and exit code as 'sessionwatch serve' (docs/cli.md): 1 unavailable (store or
         # address), 2 invalid argument, 4 forbidden.

@@ -12,7 +12,7 @@ import uvicorn
 from ..engine import Gateway, default_store_url
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
 from ..logformat import formatter
-from ..serving.exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
+from ..serving.exposure import adopt_socket, check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
 from ..serving.limits import Limits, uvicorn_config
 from ..serving.origin import RequestPolicy
 from ..settings import Settings
@@ -104,17 +104,22 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
           max_body_bytes: int = DEFAULT_MAX_BODY, keepalive_s: float = 15.0,
           settings: Settings | None = None, token_file: str | None = None,
           allowed_hosts: list[str] | tuple[str, ...] = (), allowed_origins: list[str] | tuple[str, ...] = (),
-          limits: Limits | None = None) -> None:
+          limits: Limits | None = None, fd: int | None = None) -> None:
     """Serve the gateway (blocking). Token defaults to ``$SESSIONWATCH_TOKEN`` (or the file named by
     ``token_file`` / ``$SESSIONWATCH_TOKEN_FILE``), the store to ``$SESSIONWATCH_STORE`` or the per-user
     default. ``allowed_hosts``/``allowed_origins`` (plus ``$SESSIONWATCH_ALLOWED_HOSTS``/``..._ORIGINS``)
-    and ``limits``: see docs/security.md.
+    and ``limits``: see docs/security.md. ``fd``: serve on that inherited listening socket instead of binding
+    ``host``/``port``.
 
     Before anything is bound or logged: Forbidden when ``host`` is not loopback and there is no token or a
     weak one; InvalidArgument for a store URL that can only be a mistake; StoreUnavailable when the store
     cannot be opened; ListenFailed when the address is in use. The restart sweep then runs while the server
     already answers (health says 503 "starting" until it has finished)."""
     token = resolve_token(token, token_file, env_token="SESSIONWATCH_TOKEN", env_file="SESSIONWATCH_TOKEN_FILE")
+    inherited: list[socket.socket] = []
+    if fd is not None:
+        sock, host = adopt_socket(fd, host)
+        inherited.append(sock)
     check_exposure(host, token)
     try:
         policy = RequestPolicy.from_options(allowed_hosts, allowed_origins)
@@ -123,7 +128,7 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
     url = store_url or default_store_url()
     gw_settings = settings_from_env(settings)
     _configure_logging(log_level, access_log)
-    sockets = bind_sockets(host, port)  # bound, not yet accepting: a busy port creates no store file
+    sockets = inherited or bind_sockets(host, port)  # bound, not yet accepting: a busy port creates no store file
     try:
         store = open_store(url)  # raises here, once, with its own message; nothing was logged yet
     except BaseException:
