@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SESSIONWATCH, Result, Runner, clean_env
 from tests.support.ports import listening_socket, port_of, spawn_serving
+
+from .conftest import SESSIONWATCH, Result, Runner, clean_env
 
 
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SESSIONWATCH, Result, clean_env
 from tests.support.ports import listening_socket, refusing_port, spawn_serving, url_of
 from tests.support.procs import stop
 from tests.support.waiting import wait_http
+
+from .conftest import SESSIONWATCH, Result, clean_env
 
 pytest.importorskip("sessionwatch.client")
 pytestmark = pytest.mark.slow

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from sessionwatch.client import GatewayClient
-
 from tests.support.commands import SESSIONWATCH
-
-from .conftest import Runner, clean_env
 from tests.support.ports import listening_socket, spawn_serving, url_of
 from tests.support.procs import stop
 from tests.support.waiting import wait_http
+
+from .conftest import Runner, clean_env
 
 ADMIN = "cli-admin-token-0123456789"
 

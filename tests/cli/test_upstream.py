@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SESSIONWATCH, Result, clean_env
 from tests.support.ports import listening_socket, spawn_serving, url_of
 from tests.support.procs import stop
 from tests.support.waiting import wait_http
+
+from .conftest import SESSIONWATCH, Result, clean_env
 
 MAIN = "agent:main:main"
 CC = "agent:main:subagent:cc"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from tests.support.ports import listening_socket, port_of, spawn_serving
 from tests.support.waiting import wait_until
 

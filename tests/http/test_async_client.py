@@ -14,10 +14,10 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from sessionwatch import Gateway
 from sessionwatch.client import AsyncGatewayClient
+from tests.support.waiting import await_until
 
 from .test_flow import _normalize, _script
 from .test_sse import _human, _manager_with_child
-from tests.support.waiting import await_until
 
 
 async def _streaming(client: AsyncGatewayClient) -> bool:
@@ -50,7 +50,7 @@ def test_async_client_matches_in_process_gateway(gateway_factory, tmp_path: Path
         finally:
             portal.call(client.close)
     assert len(got) == len(expected)
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert g == e, f"call #{i} differs"
 
 

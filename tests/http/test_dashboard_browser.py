@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.commands import SESSIONWATCH
 from tests.support.ports import listening_socket, port_of, spawn_serving, url_of
 from tests.support.waiting import wait_http
-from tests.support.commands import SESSIONWATCH
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (CI installs the "

@@ -164,5 +164,5 @@ def test_client_matches_in_process_gateway(gateway_factory, tmp_path: Path) -> N
         got = _normalize(_script(client))
         assert client.health()["status"] == "ok"
     assert len(got) == len(expected)
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert g == e, f"call #{i} differs"

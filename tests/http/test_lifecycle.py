@@ -14,7 +14,6 @@ import httpx
 
 from sessionwatch import Gateway
 from sessionwatch.http.app import create_app
-
 from tests.support.ports import ServerThread, listening_socket, spawn_serving
 from tests.support.waiting import wait_until
 

@@ -109,7 +109,7 @@ def _sessions(url: str, *keys: str, headers: dict[str, str] | None = None) -> No
     with httpx.Client(base_url=url, timeout=10, headers=headers or {}) as http:
         for key in keys:
             assert http.put(f"/v1/sessions/{key}", json={}).status_code == 200
-        for watcher, target in zip(keys, keys[1:] + keys[:1]):
+        for watcher, target in zip(keys, keys[1:] + keys[:1], strict=True):
             if watcher != target:
                 assert http.post("/v1/watch", json={"watcher": watcher, "target": target}).status_code == 200
 
@@ -226,7 +226,7 @@ def test_filters_and_a_scoped_token_narrow_the_stream(gateway_factory, tmp_path:
         "agent": [e for e in everything if e["agentId"] == "oth"],
     }
     for name, reader in readers.items():
-        got = reader.wait_for(len(want[name]), timeout=10)
+        reader.wait_for(len(want[name]), timeout=10)
         time.sleep(0.3)  # a window for an event the filter should have kept out: none may arrive in it
         reader.drop()
         assert [e["sequence"] for e in reader.logs()] == [e["sequence"] for e in want[name]], name

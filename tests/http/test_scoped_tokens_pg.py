@@ -13,10 +13,10 @@ import pytest
 from sessionwatch.store import open_store
 from sessionwatch.tokens import create_token, revoke_token
 from tests.support import pg
+from tests.support.commands import SESSIONWATCH
 from tests.support.waiting import wait_until
 
 from ..cli.conftest import clean_env
-from tests.support.commands import SESSIONWATCH
 
 pytestmark = [pytest.mark.postgres, pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
 

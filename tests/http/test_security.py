@@ -13,7 +13,6 @@ import pytest
 
 from sessionwatch.errors import Forbidden
 from sessionwatch.http.server import is_loopback, serve
-
 from tests.support.ports import listening_socket, refusing_port, spawn_serving
 
 TOKEN = "s3cret-token"

@@ -8,8 +8,9 @@ import time
 import httpx
 import pytest
 
-from .sse_reader import SSEReader
 from tests.support.waiting import wait_until
+
+from .sse_reader import SSEReader
 
 WINDOW_MS = 1500
 

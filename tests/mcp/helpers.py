@@ -94,9 +94,8 @@ def mcp_http_server(store_url: str, *token_args: str) -> Iterator[tuple[str, sub
 
     ``token_args`` are the token options (``--http-token T`` or ``--http-token-file PATH``)."""
     from tests.support.commands import SESSIONWATCH
-    from tests.support.procs import stop
-
     from tests.support.ports import listening_socket, spawn_serving, url_of
+    from tests.support.procs import stop
     from tests.support.waiting import wait_http
 
     sock = listening_socket()  # served with --fd: no port race

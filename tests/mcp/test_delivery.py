@@ -19,9 +19,9 @@ from mcp import Client, StdioServerParameters
 from sessionwatch import Gateway
 from sessionwatch.mcpserver import SessionBinding, build_server
 from sessionwatch.notices import notice_text
+from tests.support.waiting import await_until
 
 from .helpers import MANAGER, call_ok, structured
-from tests.support.waiting import await_until
 
 pytestmark = pytest.mark.anyio
 

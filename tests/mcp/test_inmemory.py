@@ -10,9 +10,9 @@ from mcp import Client
 
 from sessionwatch import Gateway
 from sessionwatch.mcpserver import SessionBinding, build_server
+from tests.support.waiting import wait_until
 
 from .helpers import MANAGER, assert_published_tools, call_ok, run_every_tool, run_notice_scenario, structured
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from sessionwatch import Gateway
-
-from .helpers import MANAGER, assert_published_tools, mcp_http_server, run_every_tool, run_notice_scenario
 from tests.support.commands import SESSIONWATCH
 from tests.support.ports import refusing_port
+
+from .helpers import MANAGER, assert_published_tools, mcp_http_server, run_every_tool, run_notice_scenario
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -59,10 +59,9 @@ async def test_streamable_http_with_a_bearer_token(http_mcp: tuple[str, str], sq
     url, token = http_mcp
     refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-            await assert_published_tools(client)
-            await run_notice_scenario(client, _person_types(sqlite_url), child_label=f"kid-{mode}")
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        await assert_published_tools(client)
+        await run_notice_scenario(client, _person_types(sqlite_url), child_label=f"kid-{mode}")
 
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from tests.support.ports import listening_socket, port_of, spawn_serving
 from tests.support.procs import stop
 from tests.support.waiting import wait_until

@@ -37,7 +37,7 @@ def wait_until(check: Callable[[], T], *, timeout: float = 10.0, interval: float
             last = value
         except AssertionError:
             raise
-        except Exception as exc:  # noqa: BLE001 - "not yet"; reported at the deadline
+        except Exception as exc:
             last = exc
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what or 'condition'} not reached within {timeout} s (last: {last!r})")
@@ -57,7 +57,7 @@ async def await_until(check: Callable[[], Awaitable[T]], *, timeout: float = 10.
             last = value
         except AssertionError:
             raise
-        except Exception as exc:  # noqa: BLE001 - "not yet"; reported at the deadline
+        except Exception as exc:
             last = exc
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what or 'condition'} not reached within {timeout} s (last: {last!r})")

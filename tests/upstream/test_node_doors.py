@@ -16,10 +16,10 @@ import pytest
 
 from sessionwatch.upstream.catalogs import LocalCatalog
 from sessionwatch.upstream.node_server import create_node_app
-
-from .writers import ClaudeTranscript
 from tests.support.ports import ServerThread, listening_socket, port_of, refusing_port, spawn_serving, url_of
 from tests.support.waiting import wait_http
+
+from .writers import ClaudeTranscript
 
 TOKEN = "node-doors-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

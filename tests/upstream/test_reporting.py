@@ -18,10 +18,10 @@ import pytest
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 from sessionwatch.http.app import create_app
+from tests.support.ports import ServerThread
 
 from .conftest import WATCHER, Harness
 from .writers import ClaudeTranscript
-from tests.support.ports import ServerThread
 
 
 def test_adopting_an_unwatched_session_says_the_monitor_will_not_scan_it(any_harness: Harness):

@@ -17,10 +17,11 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from .writers import ClaudeTranscript
 from tests.support.ports import listening_socket, spawn_serving, url_of
 from tests.support.procs import stop
 from tests.support.waiting import wait_http
+
+from .writers import ClaudeTranscript
 
 pytestmark = pytest.mark.slow
 TOKEN = "two-process-token"
