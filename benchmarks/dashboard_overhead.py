@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import http_load as hl  # noqa: E402  (the shared load generator and workload)
+import http_load as hl
 
 READY_SECONDS = 90  # how long a follower or dashboard process may take to come up (spawn, imports, browser)
 
@@ -50,8 +50,10 @@ def progress(msg: str) -> None:
 def inbound_request(i: int, port: int) -> bytes:
     body = json.dumps({"text": f"person says {i}", "channel": "web"}, separators=(",", ":")).encode()
     # Host names this server with its port: the browser guard refuses any other (docs/security.md).
-    return (f"POST /v1/sessions/{hl.target(i)}/inbound HTTP/1.1\r\nHost: {hl.HOST}:{port}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    return (
+        f"POST /v1/sessions/{hl.target(i)}/inbound HTTP/1.1\r\nHost: {hl.HOST}:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 def find_chromium() -> str | None:
@@ -75,8 +77,7 @@ def _followers_process(port: int, n: int, status: Any, stop: Any) -> None:
         tasks = [asyncio.create_task(_follower(port, ready, n, done)) for _ in range(n)]
         await asyncio.wait_for(done.wait(), READY_SECONDS)
         status.put(("ready", f"{n} log-stream followers connected"))
-        while not stop.is_set():
-            await asyncio.sleep(0.2)
+        await asyncio.to_thread(stop.wait)  # a multiprocessing Event: waited for on a thread
         for t in tasks:
             t.cancel()
 
@@ -104,16 +105,21 @@ def _dashboard_process(port: int, browser: str, status: Any, stop: Any) -> None:
         if chromium is None:
             if browser == "chromium":
                 raise RuntimeError("--browser chromium, but there is no chromium on PATH")
-            _request_pattern(port, status, stop, "request pattern (no chromium on this machine)"
-                             if browser == "auto" else "request pattern (--browser none)")
+            _request_pattern(
+                port,
+                status,
+                stop,
+                "request pattern (no chromium on this machine)"
+                if browser == "auto"
+                else "request pattern (--browser none)",
+            )
             return
         try:
             from playwright.sync_api import sync_playwright
 
             with sync_playwright() as p:
                 # Every wait is bounded: a browser that cannot start here fails in seconds, not minutes.
-                b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"],
-                                      timeout=30_000)
+                b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"], timeout=30_000)
                 try:
                     page = b.new_page()
                     page.goto(f"http://{hl.HOST}:{port}/ui#graph", timeout=30_000)
@@ -164,8 +170,10 @@ def one_gateway(args: argparse.Namespace, workdir: Path, attached: bool, tag: st
         with GatewayClient(f"http://{hl.HOST}:{port}") as client:
             heads = hl.seed(client)
         if attached:
-            for target, more, what in ((_followers_process, (args.subscribers,), "the log-stream followers"),
-                                       (_dashboard_process, (args.browser,), "the dashboard")):
+            for target, more, what in (
+                (_followers_process, (args.subscribers,), "the log-stream followers"),
+                (_dashboard_process, (args.browser,), "the dashboard"),
+            ):
                 status = ctx.Queue()
                 proc = ctx.Process(target=target, args=(port, *more, status, stop), daemon=True)
                 proc.start()
@@ -182,10 +190,13 @@ def one_gateway(args: argparse.Namespace, workdir: Path, attached: bool, tag: st
         hl.run_http(port, "warmup", reads[: min(1000, n)], args.clients, args.connections)
         for op, reqs in (("session_status_changes_since", reads), ("sessions_send", sends), ("inbound", inbound)):
             started = time.monotonic()
-            line = hl.run_http(port, op, reqs, args.clients, args.connections, streams=streams,
-                               attached=attached, **extra)
-            progress(f"{tag}: {op}: {line['per_sec']:.0f} calls/s, {line['errors']} errors "
-                     f"({time.monotonic() - started:.1f} s)")
+            line = hl.run_http(
+                port, op, reqs, args.clients, args.connections, streams=streams, attached=attached, **extra
+            )
+            progress(
+                f"{tag}: {op}: {line['per_sec']:.0f} calls/s, {line['errors']} errors "
+                f"({time.monotonic() - started:.1f} s)"
+            )
             out.append(line)
             print(json.dumps(line), flush=True)
     finally:
@@ -209,8 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clients", type=int, default=2)
     p.add_argument("--connections", type=int, default=4)
     p.add_argument("--subscribers", type=int, default=100, help="log-stream followers while attached")
-    p.add_argument("--browser", choices=["auto", "chromium", "none"], default="auto",
-                   help="auto: Chromium when it comes up, else the dashboard's request pattern")
+    p.add_argument(
+        "--browser",
+        choices=["auto", "chromium", "none"],
+        default="auto",
+        help="auto: Chromium when it comes up, else the dashboard's request pattern",
+    )
     args = p.parse_args(argv)
     ratios: dict[str, list[float]] = {}
     dashboards: set[str] = set()
@@ -225,10 +240,20 @@ def main(argv: list[str] | None = None) -> int:
                 ratios.setdefault(op, []).append(att[op]["per_sec"] / base[op]["per_sec"])
                 errors += base[op]["errors"] + att[op]["errors"]
                 dashboards.add(str(att[op].get("dashboard")))
-    print(json.dumps({"op": "ratio", "meta": True, "attached_over_baseline": {
-        op: round(statistics.median(v), 3) for op, v in ratios.items()}, "rounds": args.rounds,
-        "requests": args.requests, "subscribers": args.subscribers, "dashboard": " / ".join(sorted(dashboards))}),
-        flush=True)
+    print(
+        json.dumps(
+            {
+                "op": "ratio",
+                "meta": True,
+                "attached_over_baseline": {op: round(statistics.median(v), 3) for op, v in ratios.items()},
+                "rounds": args.rounds,
+                "requests": args.requests,
+                "subscribers": args.subscribers,
+                "dashboard": " / ".join(sorted(dashboards)),
+            }
+        ),
+        flush=True,
+    )
     return 1 if errors else 0
 
 

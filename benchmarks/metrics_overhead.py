@@ -34,13 +34,14 @@ from sessionwatch import Gateway
 from sessionwatch.http.metrics import PrometheusObserver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import http_load as hl  # noqa: E402  (the shared workload: targets, seed, tool arguments)
+import http_load as hl
 
 
 def operations(gw: Any, heads: dict[str, int]) -> dict[str, Callable[[int], Any]]:
     return {
-        "session_status_changes_since": lambda i: gw.call_tool("session_status", hl.status_args(i, heads),
-                                                               caller=hl.CALLER),
+        "session_status_changes_since": lambda i: gw.call_tool(
+            "session_status", hl.status_args(i, heads), caller=hl.CALLER
+        ),
         "sessions_send": lambda i: gw.call_tool("sessions_send", hl.send_args(i), caller=hl.CALLER),
         "inbound": lambda i: gw.inbound(hl.target(i), f"person says {i}", channel="web", human_id="ana"),
     }
@@ -73,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             gateways = {"off": plain, "on": observed}
             heads = {side: hl.seed(gw) for side, gw in gateways.items()}
             ops = {side: operations(gw, heads[side]) for side, gw in gateways.items()}
-            for side in ops.values():  # warm caches and code paths (reads only)
-                timed_batch(side["session_status_changes_since"], 0, min(500, a.calls))
+            for calls in ops.values():  # warm caches and code paths (reads only)
+                timed_batch(calls["session_status_changes_since"], 0, min(500, a.calls))
             us: dict[tuple[str, str], list[tuple[float, float]]] = {}
             for r in range(a.rounds):
                 order = ("off", "on") if r % 2 == 0 else ("on", "off")
@@ -92,9 +93,20 @@ def main(argv: list[str] | None = None) -> int:
         for side in ("off", "on"):
             cpu[side] = statistics.median(c for _, c in us[(op, side)])
             wall = statistics.median(w for w, _ in us[(op, side)])
-            print(json.dumps({"op": op, "observer": side, "n": a.calls, "rounds": a.rounds,
-                              "cpu_us": round(cpu[side], 1), "wall_us": round(wall, 1),
-                              "rounds_cpu_us": [round(c, 1) for _, c in us[(op, side)]]}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "op": op,
+                        "observer": side,
+                        "n": a.calls,
+                        "rounds": a.rounds,
+                        "cpu_us": round(cpu[side], 1),
+                        "wall_us": round(wall, 1),
+                        "rounds_cpu_us": [round(c, 1) for _, c in us[(op, side)]],
+                    }
+                ),
+                flush=True,
+            )
         ratio[op] = round(cpu["on"] / cpu["off"], 3)
     print(json.dumps({"op": "ratio", "meta": True, "observed_over_plain": ratio}), flush=True)
     return 0

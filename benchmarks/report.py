@@ -94,35 +94,56 @@ def render_peer(lines: Lines) -> str:
     ours = [d for d in lines if d.get("side") == "ours"]
     info_peer = _ops(peer).get("info", {})
     info_ours = _ops(ours).get("info", {})
-    out = [f"Peer: OpenClaw {info_peer.get('openclaw_version', '?')} on Node {info_peer.get('node', '?')} "
-           f"(SQLite {info_peer.get('sqlite_version', '?')}); sessionwatch on SQLite "
-           f"{info_ours.get('sqlite_version', '?')}.", "", compare.table(peer, ours)]
+    out = [
+        f"Peer: OpenClaw {info_peer.get('openclaw_version', '?')} on Node {info_peer.get('node', '?')} "
+        f"(SQLite {info_peer.get('sqlite_version', '?')}); sessionwatch on SQLite "
+        f"{info_ours.get('sqlite_version', '?')}.",
+        "",
+        compare.table(peer, ours),
+    ]
     hooks = [d for d in ours if d.get("op") in ("hook-floor", "hook-latency")]
     if hooks:
-        out += ["", "The hook (`sessionwatch hook claude-code`, from process start, Python start-up included; "
-                "measured in the same run of `python -m sessionwatch.bench`):", "",
-                "| case | p50 ms | p95 ms | CPU p95 ms | budget ms |", "|---|---:|---:|---:|---:|"]
+        out += [
+            "",
+            "The hook (`sessionwatch hook claude-code`, from process start, Python start-up included; "
+            "measured in the same run of `python -m sessionwatch.bench`):",
+            "",
+            "| case | p50 ms | p95 ms | CPU p95 ms | budget ms |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for d in hooks:
-            out.append(f"| {d.get('case', d['op'])} | {_num(d.get('p50_ms'), 1)} | {_num(d.get('p95_ms'), 1)} | "
-                       f"{_num(d.get('cpu_p95_ms'), 1)} | {_num(d.get('budget_ms'))} |")
+            out.append(
+                f"| {d.get('case', d['op'])} | {_num(d.get('p50_ms'), 1)} | {_num(d.get('p95_ms'), 1)} | "
+                f"{_num(d.get('cpu_p95_ms'), 1)} | {_num(d.get('budget_ms'))} |"
+            )
     return "\n".join(out)
 
 
 def render_http(lines: Lines) -> str:
     by = _ops(lines)
-    out = ["| operation | HTTP calls/s | HTTP p50 µs | HTTP p99 µs | server CPU µs/call | Python calls/s | "
-           "Python p50 µs | Python / HTTP |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for short, name in (("session_status_changes_since", "`session_status` + `changesSince`"),
-                        ("sessions_send", "`sessions_send`")):
+    out = [
+        "| operation | HTTP calls/s | HTTP p50 µs | HTTP p99 µs | server CPU µs/call | Python calls/s | "
+        "Python p50 µs | Python / HTTP |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for short, name in (
+        ("session_status_changes_since", "`session_status` + `changesSince`"),
+        ("sessions_send", "`sessions_send`"),
+    ):
         h, py = by.get(f"http_{short}", {}), by.get(f"python_{short}", {})
         ratio = py["per_sec"] / h["per_sec"] if h.get("per_sec") and py.get("per_sec") else None
-        out.append(f"| {name} | {_num(h.get('per_sec'))} | {_num(h.get('p50_us'), 1)} | {_num(h.get('p99_us'), 1)} | "
-                   f"{_num(h.get('server_cpu_us_per_req'), 1)} | {_num(py.get('per_sec'))} | "
-                   f"{_num(py.get('p50_us'), 1)} | {'–' if ratio is None else f'{ratio:.1f}×'} |")
+        out.append(
+            f"| {name} | {_num(h.get('per_sec'))} | {_num(h.get('p50_us'), 1)} | {_num(h.get('p99_us'), 1)} | "
+            f"{_num(h.get('server_cpu_us_per_req'), 1)} | {_num(py.get('per_sec'))} | "
+            f"{_num(py.get('p50_us'), 1)} | {'–' if ratio is None else f'{ratio:.1f}×'} |"
+        )
     first = by.get("http_session_status_changes_since", {})
-    out += ["", f"{_num(first.get('n'))} calls per operation from {first.get('connections', '?')} keep-alive "
-            f"connections, {first.get('sse_subscribers', '?')} SSE subscribers connected; errors: "
-            f"{sum(d.get('errors', 0) for d in lines)}. Target: ≥ 1,500 HTTP tool calls/s with p99 < 20 ms."]
+    out += [
+        "",
+        f"{_num(first.get('n'))} calls per operation from {first.get('connections', '?')} keep-alive "
+        f"connections, {first.get('sse_subscribers', '?')} SSE subscribers connected; errors: "
+        f"{sum(d.get('errors', 0) for d in lines)}. Target: ≥ 1,500 HTTP tool calls/s with p99 < 20 ms.",
+    ]
     return "\n".join(out)
 
 
@@ -132,23 +153,33 @@ def render_pg(lines: Lines) -> str:
     out = [pg_vs_sqlite.table(sqlite, pg)]
     rt = _ops(pg).get("select_1_round_trip")
     if rt:
-        out += ["", f"The floor under every PostgreSQL call: a bare `SELECT 1` round trip from psycopg to the server "
-                f"took {_num(rt.get('p50_us'), 1)} µs (p50 of {_num(rt.get('n'))}; p99 {_num(rt.get('p99_us'), 1)} "
-                "µs)."]
+        out += [
+            "",
+            f"The floor under every PostgreSQL call: a bare `SELECT 1` round trip from psycopg to the server "
+            f"took {_num(rt.get('p50_us'), 1)} µs (p50 of {_num(rt.get('n'))}; p99 {_num(rt.get('p99_us'), 1)} "
+            "µs).",
+        ]
     return "\n".join(out)
 
 
 def render_scaling(lines: Lines) -> str:
     meta = _ops(lines).get("run", {})
-    out = ["| watchers per session | processes | events/s | ratio to 1 process | p50 µs | p99 µs | log dense |",
-           "|---:|---:|---:|---:|---:|---:|---|"]
+    out = [
+        "| watchers per session | processes | events/s | ratio to 1 process | p50 µs | p99 µs | log dense |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for d in lines:
         if str(d.get("op", "")).startswith("pg_record_"):
-            out.append(f"| {d.get('watchers')} | {d.get('procs')} | {_num(d.get('per_sec'))} | "
-                       f"{_num(d.get('ratio_vs_1'), 2)} | {_num(d.get('p50_us'), 1)} | {_num(d.get('p99_us'), 1)} | "
-                       f"{'yes' if d.get('dense') else '**no**'} |")
-    out += ["", f"`synchronous_commit`: {meta.get('synchronous_commit', '?')}. \"Log dense\": the log holds exactly "
-            "the events recorded, numbered without gaps."]
+            out.append(
+                f"| {d.get('watchers')} | {d.get('procs')} | {_num(d.get('per_sec'))} | "
+                f"{_num(d.get('ratio_vs_1'), 2)} | {_num(d.get('p50_us'), 1)} | {_num(d.get('p99_us'), 1)} | "
+                f"{'yes' if d.get('dense') else '**no**'} |"
+            )
+    out += [
+        "",
+        f'`synchronous_commit`: {meta.get("synchronous_commit", "?")}. "Log dense": the log holds exactly '
+        "the events recorded, numbered without gaps.",
+    ]
     return "\n".join(out)
 
 
@@ -157,131 +188,187 @@ def render_upstream(lines: Lines) -> str:
     out = ["| op | result | target | met |", "|---|---|---|---|"]
     tick = by.get("upstream_tick_unchanged")
     if tick:
-        out.append(f"| one tick over {_num(tick.get('n'))} watched, unchanged transcripts | "
-                   f"{_num(tick.get('seconds'), 3)} s median (best {_num(tick.get('best_seconds'), 3)} s) | "
-                   f"< {_num(0.5 * tick.get('n', 1000) / 1000, 2)} s | {'yes' if tick.get('ok') else '**no**'} |")
+        out.append(
+            f"| one tick over {_num(tick.get('n'))} watched, unchanged transcripts | "
+            f"{_num(tick.get('seconds'), 3)} s median (best {_num(tick.get('best_seconds'), 3)} s) | "
+            f"< {_num(0.5 * tick.get('n', 1000) / 1000, 2)} s | {'yes' if tick.get('ok') else '**no**'} |"
+        )
     scan = by.get("upstream_scan_new_data")
     if scan:
-        out.append(f"| scanning {_num(scan.get('n', 0) / 1e6)} MB of newly appended Claude and Codex data "
-                   f"({scan.get('files')} files, {_num(scan.get('human_turns'))} human turns recorded) | "
-                   f"{scan.get('ticks')} ticks, {_num(scan.get('seconds'), 2)} s, "
-                   f"**{_num(scan.get('mb_per_sec'))} MB/s** | ≥ 50 MB/s | {'yes' if scan.get('ok') else '**no**'} |")
+        out.append(
+            f"| scanning {_num(scan.get('n', 0) / 1e6)} MB of newly appended Claude and Codex data "
+            f"({scan.get('files')} files, {_num(scan.get('human_turns'))} human turns recorded) | "
+            f"{scan.get('ticks')} ticks, {_num(scan.get('seconds'), 2)} s, "
+            f"**{_num(scan.get('mb_per_sec'))} MB/s** | ≥ 50 MB/s | {'yes' if scan.get('ok') else '**no**'} |"
+        )
     cls = by.get("classify_rows")
     if cls:
-        out.append(f"| the row classifier alone (fast path, {_num(cls.get('bytes', 0) / 1e6)} MB) | "
-                   f"{_num(cls.get('mb_per_sec'))} MB/s | – | – |")
+        out.append(
+            f"| the row classifier alone (fast path, {_num(cls.get('bytes', 0) / 1e6)} MB) | "
+            f"{_num(cls.get('mb_per_sec'))} MB/s | – | – |"
+        )
     big = by.get("stream_oversized_row")
     if big:
-        out.append(f"| one oversized {_num(big.get('bytes', 0) / 1e6, 1)} MB row through the bounded-memory path, "
-                   f"state round-tripped per MiB | {_num(big.get('mb_per_sec'))} MB/s | – | – |")
+        out.append(
+            f"| one oversized {_num(big.get('bytes', 0) / 1e6, 1)} MB row through the bounded-memory path, "
+            f"state round-tripped per MiB | {_num(big.get('mb_per_sec'))} MB/s | – | – |"
+        )
     return "\n".join(out)
 
 
 def render_dashboard(lines: Lines) -> str:
     ratio = _ops(lines).get("ratio", {})
     runs = [d for d in lines if not d.get("meta") and "per_sec" in d]
-    out = ["| operation | nothing attached, calls/s | dashboard + followers, calls/s | attached / baseline |",
-           "|---|---:|---:|---:|"]
+    out = [
+        "| operation | nothing attached, calls/s | dashboard + followers, calls/s | attached / baseline |",
+        "|---|---:|---:|---:|",
+    ]
     for op, share in (ratio.get("attached_over_baseline") or {}).items():
         base = [d["per_sec"] for d in runs if d["op"] == op and not d.get("attached")]
         att = [d["per_sec"] for d in runs if d["op"] == op and d.get("attached")]
         mid = lambda v: sorted(v)[len(v) // 2] if v else None  # noqa: E731
         out.append(f"| `{op}` | {_num(mid(base))} | {_num(mid(att))} | {_num(share, 2)} |")
-    out += ["", f"Median over {ratio.get('rounds', '?')} round(s) of {_num(ratio.get('requests'))} calls per operation; "
-            f"{ratio.get('subscribers', '?')} clients following the log stream; the dashboard: "
-            f"{ratio.get('dashboard', '?')}. A ratio of 1 means no cost; below 1, the attached gateway was slower."]
+    out += [
+        "",
+        f"Median over {ratio.get('rounds', '?')} round(s) of {_num(ratio.get('requests'))} calls per "
+        f"operation; {ratio.get('subscribers', '?')} clients following the log stream; the dashboard: "
+        f"{ratio.get('dashboard', '?')}. A ratio of 1 means no cost; below 1, the attached gateway was slower.",
+    ]
     return "\n".join(out)
 
 
 def render_metrics(lines: Lines) -> str:
     rows = [d for d in lines if not d.get("meta") and "cpu_us" in d]
     ratio = (_ops(lines).get("ratio") or {}).get("observed_over_plain", {})
-    out = ["| operation (in process) | CPU µs/call, no observer | CPU µs/call, metrics observer | with / without | "
-           "wall µs/call, without → with |", "|---|---:|---:|---:|---|"]
+    out = [
+        "| operation (in process) | CPU µs/call, no observer | CPU µs/call, metrics observer | with / without | "
+        "wall µs/call, without → with |",
+        "|---|---:|---:|---:|---|",
+    ]
     for op, share in ratio.items():
         off = next((d for d in rows if d["op"] == op and d.get("observer") == "off"), {})
         on = next((d for d in rows if d["op"] == op and d.get("observer") == "on"), {})
-        out.append(f"| `{op}` | {_num(off.get('cpu_us'), 1)} | {_num(on.get('cpu_us'), 1)} | {_num(share, 2)} | "
-                   f"{_num(off.get('wall_us'), 1)} → {_num(on.get('wall_us'), 1)} |")
+        out.append(
+            f"| `{op}` | {_num(off.get('cpu_us'), 1)} | {_num(on.get('cpu_us'), 1)} | {_num(share, 2)} | "
+            f"{_num(off.get('wall_us'), 1)} → {_num(on.get('wall_us'), 1)} |"
+        )
     first = rows[0] if rows else {}
     out += ["", f"Median over {first.get('rounds', '?')} alternating rounds of {_num(first.get('n'))} calls."]
     return "\n".join(out)
 
 
 def _collect_peer(_stdout: Lines, o: Options) -> Lines:
-    return _jsonl(o.out / "peer" / "peer.jsonl", side="peer") + _jsonl(o.out / "peer" / "sessionwatch.jsonl",
-                                                                        side="ours")
+    return _jsonl(o.out / "peer" / "peer.jsonl", side="peer") + _jsonl(
+        o.out / "peer" / "sessionwatch.jsonl", side="ours"
+    )
 
 
 def _collect_pg(_stdout: Lines, o: Options) -> Lines:
-    return (_jsonl(o.out / "pg" / "pg_vs_sqlite.sqlite.jsonl", side="sqlite")
-            + _jsonl(o.out / "pg" / "pg_vs_sqlite.postgresql.jsonl", side="postgresql"))
+    return _jsonl(o.out / "pg" / "pg_vs_sqlite.sqlite.jsonl", side="sqlite") + _jsonl(
+        o.out / "pg" / "pg_vs_sqlite.postgresql.jsonl", side="postgresql"
+    )
 
 
 def _peer_argv(o: Options) -> list[str]:
     if o.peer is None:
-        raise FileNotFoundError("the peer harness shared/bench/openclaw/run.sh was not found in a folder above the "
-                                "repository; pass --peer PATH")
+        raise FileNotFoundError(
+            "the peer harness shared/bench/openclaw/run.sh was not found in a folder above the "
+            "repository; pass --peer PATH"
+        )
     return ["benchmarks/compare.py", "--peer", o.peer, "--out", str(o.out / "peer"), *(["--quick"] * o.quick)]
 
 
 BENCHES: list[Bench] = [
-    Bench("peer", "Engine vs the peer (OpenClaw)",
-          "`python benchmarks/compare.py` runs the peer's harness (OpenClaw's own session-state code from its npm "
-          "package) and `python -m sessionwatch.bench` (the same scenarios, op names and JSON shape, through "
-          "sessionwatch's public engine API, a fresh SQLite file per scenario), and joins them on `op`. Ratio = "
-          "ours / peer throughput, or peer p50 / our p50 for the `changes_since_*` reads, or peer time / our time "
-          "for the sweep and the prune: above 1, sessionwatch is faster. sessionwatch does more per call than the "
-          "peer: every append with watchers also writes the durable notice queue, and the sweep writes its "
-          "notices durably. `raw_insert_baseline` is the floor: plain `sqlite3` inserting the same event row and "
-          "head upsert, one transaction each, with the same pragmas and nothing else.",
-          _peer_argv, render_peer, _collect_peer),
-    Bench("http", "HTTP gateway",
-          "`python benchmarks/http_load.py` starts a real gateway (uvicorn with httptools and uvloop, one process) "
-          "on a fresh SQLite store, holds SSE wake streams open, and drives `session_status` with `changesSince` "
-          "and `sessions_send` from two load-generator processes speaking raw keep-alive HTTP/1.1 (one request in "
-          "flight per connection); then it runs the same calls in process through `sessionwatch.Gateway`. The "
-          "server's CPU time per call is the figure other work on the machine disturbs least.",
-          lambda o: ["benchmarks/http_load.py", *(["--requests", "2000"] if o.quick else [])], render_http),
-    Bench("pg", "PostgreSQL vs SQLite",
-          "`python benchmarks/pg_vs_sqlite.py` runs the engine scenarios against the local PostgreSQL server (a "
-          "fresh database per scenario, the server's `synchronous_commit`) and against SQLite. Slower by = SQLite "
-          "throughput / PostgreSQL throughput. Every PostgreSQL call is at least one round trip to the server "
-          "(the `SELECT 1` floor below) and a write adds a durable commit, against SQLite's in-process calls with "
-          "`synchronous=NORMAL`; batched work (`ack_batch`, `changes_since` pages, the prune, the fan-out to 100 "
-          "watchers) pays the round trip once for many rows.",
-          lambda o: ["benchmarks/pg_vs_sqlite.py", "--store", o.store, "--out", str(o.out / "pg"),
-                     *(["--quick"] * o.quick)], render_pg, _collect_pg),
-    Bench("scaling", "PostgreSQL scaling",
-          "`python benchmarks/pg_scaling.py`: aggregate recording throughput of 1, 2 and 4 gateway processes "
-          "sharing one PostgreSQL database (a fresh database per run, 100 sessions, one transaction per event). "
-          "Writers serialize on the writer lock; extra gateways add throughput by overlapping everything around "
-          "it, as far as free cores allow (on a 2-core machine the database server and the gateways share them).",
-          lambda o: ["benchmarks/pg_scaling.py", "--store", o.store, *(["--events", "300"] if o.quick else [])],
-          render_scaling),
-    Bench("upstream", "Upstream monitor",
-          "`python benchmarks/upstream_bench.py`: one monitor tick over watched, unchanged Claude transcripts (a "
-          "`stat` each), the scan of newly appended Claude and Codex transcript data until its human turns are "
-          "recorded, and the row classifier alone. The files are in the page cache. (The prompt behind 200 MB of "
-          "tool output is a slow test, `tests/upstream/test_backlog.py`, not part of this run.)",
-          lambda o: ["benchmarks/upstream_bench.py", *(["--quick"] * o.quick)], render_upstream),
-    Bench("dashboard", "Dashboard overhead",
-          "`python benchmarks/dashboard_overhead.py`: HTTP tool-call throughput on a fresh gateway with nothing "
-          "attached, then on one with the dashboard open (headless Chromium when the machine has it, else a client "
-          "making the dashboard's calls) and 100 clients following the log stream, for `session_status` with "
-          "`changesSince`, `sessions_send` and a person's `inbound` turn (which every stream then carries). The "
-          "log stream costs one store read per 200 ms poll however many clients follow, and each event is encoded "
-          "once for all of them.",
-          lambda o: ["benchmarks/dashboard_overhead.py", *(["--requests", "1000", "--rounds", "1"] if o.quick else [])],
-          render_dashboard),
-    Bench("metrics", "Metrics overhead",
-          "`python benchmarks/metrics_overhead.py`: what the metrics observer behind `GET /metrics` (store "
-          "operations timed, notices counted; every HTTP gateway runs it) costs an engine call, measured in "
-          "process, where nothing else hides it: two gateways with the same seed, one without an observer and one "
-          "with, called in alternating rounds. CPU time per call is the steadier figure on a shared machine. Over "
-          "HTTP the same cost is a small share of the server's work per request (see the server CPU per call in "
-          "[HTTP gateway](#http-gateway)).",
-          lambda o: ["benchmarks/metrics_overhead.py", *(["--quick"] * o.quick)], render_metrics),
+    Bench(
+        "peer",
+        "Engine vs the peer (OpenClaw)",
+        "`python benchmarks/compare.py` runs the peer's harness (OpenClaw's own session-state code from its npm "
+        "package) and `python -m sessionwatch.bench` (the same scenarios, op names and JSON shape, through "
+        "sessionwatch's public engine API, a fresh SQLite file per scenario), and joins them on `op`. Ratio = "
+        "ours / peer throughput, or peer p50 / our p50 for the `changes_since_*` reads, or peer time / our time "
+        "for the sweep and the prune: above 1, sessionwatch is faster. sessionwatch does more per call than the "
+        "peer: every append with watchers also writes the durable notice queue, and the sweep writes its "
+        "notices durably. `raw_insert_baseline` is the floor: plain `sqlite3` inserting the same event row and "
+        "head upsert, one transaction each, with the same pragmas and nothing else.",
+        _peer_argv,
+        render_peer,
+        _collect_peer,
+    ),
+    Bench(
+        "http",
+        "HTTP gateway",
+        "`python benchmarks/http_load.py` starts a real gateway (uvicorn with httptools and uvloop, one process) "
+        "on a fresh SQLite store, holds SSE wake streams open, and drives `session_status` with `changesSince` "
+        "and `sessions_send` from two load-generator processes speaking raw keep-alive HTTP/1.1 (one request in "
+        "flight per connection); then it runs the same calls in process through `sessionwatch.Gateway`. The "
+        "server's CPU time per call is the figure other work on the machine disturbs least.",
+        lambda o: ["benchmarks/http_load.py", *(["--requests", "2000"] if o.quick else [])],
+        render_http,
+    ),
+    Bench(
+        "pg",
+        "PostgreSQL vs SQLite",
+        "`python benchmarks/pg_vs_sqlite.py` runs the engine scenarios against the local PostgreSQL server (a "
+        "fresh database per scenario, the server's `synchronous_commit`) and against SQLite. Slower by = SQLite "
+        "throughput / PostgreSQL throughput. Every PostgreSQL call is at least one round trip to the server "
+        "(the `SELECT 1` floor below) and a write adds a durable commit, against SQLite's in-process calls with "
+        "`synchronous=NORMAL`; batched work (`ack_batch`, `changes_since` pages, the prune, the fan-out to 100 "
+        "watchers) pays the round trip once for many rows.",
+        lambda o: [
+            "benchmarks/pg_vs_sqlite.py",
+            "--store",
+            o.store,
+            "--out",
+            str(o.out / "pg"),
+            *(["--quick"] * o.quick),
+        ],
+        render_pg,
+        _collect_pg,
+    ),
+    Bench(
+        "scaling",
+        "PostgreSQL scaling",
+        "`python benchmarks/pg_scaling.py`: aggregate recording throughput of 1, 2 and 4 gateway processes "
+        "sharing one PostgreSQL database (a fresh database per run, 100 sessions, one transaction per event). "
+        "Writers serialize on the writer lock; extra gateways add throughput by overlapping everything around "
+        "it, as far as free cores allow (on a 2-core machine the database server and the gateways share them).",
+        lambda o: ["benchmarks/pg_scaling.py", "--store", o.store, *(["--events", "300"] if o.quick else [])],
+        render_scaling,
+    ),
+    Bench(
+        "upstream",
+        "Upstream monitor",
+        "`python benchmarks/upstream_bench.py`: one monitor tick over watched, unchanged Claude transcripts (a "
+        "`stat` each), the scan of newly appended Claude and Codex transcript data until its human turns are "
+        "recorded, and the row classifier alone. The files are in the page cache. (The prompt behind 200 MB of "
+        "tool output is a slow test, `tests/upstream/test_backlog.py`, not part of this run.)",
+        lambda o: ["benchmarks/upstream_bench.py", *(["--quick"] * o.quick)],
+        render_upstream,
+    ),
+    Bench(
+        "dashboard",
+        "Dashboard overhead",
+        "`python benchmarks/dashboard_overhead.py`: HTTP tool-call throughput on a fresh gateway with nothing "
+        "attached, then on one with the dashboard open (headless Chromium when the machine has it, else a client "
+        "making the dashboard's calls) and 100 clients following the log stream, for `session_status` with "
+        "`changesSince`, `sessions_send` and a person's `inbound` turn (which every stream then carries). The "
+        "log stream costs one store read per 200 ms poll however many clients follow, and each event is encoded "
+        "once for all of them.",
+        lambda o: ["benchmarks/dashboard_overhead.py", *(["--requests", "1000", "--rounds", "1"] if o.quick else [])],
+        render_dashboard,
+    ),
+    Bench(
+        "metrics",
+        "Metrics overhead",
+        "`python benchmarks/metrics_overhead.py`: what the metrics observer behind `GET /metrics` (store "
+        "operations timed, notices counted; every HTTP gateway runs it) costs an engine call, measured in "
+        "process, where nothing else hides it: two gateways with the same seed, one without an observer and one "
+        "with, called in alternating rounds. CPU time per call is the steadier figure on a shared machine. Over "
+        "HTTP the same cost is a small share of the server's work per request (see the server CPU per call in "
+        "[HTTP gateway](#http-gateway)).",
+        lambda o: ["benchmarks/metrics_overhead.py", *(["--quick"] * o.quick)],
+        render_metrics,
+    ),
 ]
 
 
@@ -302,6 +389,12 @@ def wrap(text: str, indent: str = "") -> str:
     return textwrap.fill(text, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
 
 
+def wrap_prose(md: str) -> str:
+    """``wrap`` for every paragraph of a rendered section that is not a table or a command line."""
+    blocks = md.split("\n\n")
+    return "\n\n".join(b if b.startswith(("|", "`", "#")) else wrap(" ".join(b.split("\n"))) for b in blocks)
+
+
 def progress(msg: str) -> None:
     print(f"[report] {msg}", file=sys.stderr, flush=True)
 
@@ -314,8 +407,20 @@ def scrub(text: str, scratch: Path) -> str:
 
 
 def shown(argv: list[str], scratch: Path) -> str:
-    return scrub(shlex.join(["python", *(os.path.relpath(a, ROOT) if os.path.isabs(a) and Path(a).exists()
-                                         and not a.startswith(str(scratch)) else a for a in argv)]), scratch)
+    return scrub(
+        shlex.join(
+            [
+                "python",
+                *(
+                    os.path.relpath(a, ROOT)
+                    if os.path.isabs(a) and Path(a).exists() and not a.startswith(str(scratch))
+                    else a
+                    for a in argv
+                ),
+            ]
+        ),
+        scratch,
+    )
 
 
 def run_one(b: Bench, o: Options, timeout: float) -> Outcome:
@@ -330,8 +435,14 @@ def run_one(b: Bench, o: Options, timeout: float) -> Outcome:
     stdout: list[str] = []
     started = time.monotonic()
     # A session of its own, so a timeout ends the program and every process it started.
-    proc = subprocess.Popen([sys.executable, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
     def pump_err() -> None:
         assert proc.stderr is not None
@@ -368,9 +479,13 @@ def run_one(b: Bench, o: Options, timeout: float) -> Outcome:
 
 # -- the page ---------------------------------------------------------------------------------------
 def machine(store: str) -> dict[str, Any]:
-    info: dict[str, Any] = {"cpus": os.cpu_count(), "python": platform.python_version(),
-                            "sqlite": sqlite3.sqlite_version, "system": platform.system(),
-                            "arch": platform.machine()}
+    info: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "system": platform.system(),
+        "arch": platform.machine(),
+    }
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text()
         model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
@@ -393,7 +508,7 @@ def machine(store: str) -> dict[str, Any]:
         with psycopg.connect(store, connect_timeout=5) as conn:
             row = conn.execute("SHOW server_version").fetchone()
             info["postgresql"] = row[0] if row else None
-    except Exception as exc:  # the PostgreSQL sections will say why they failed; here it is only a version
+    except Exception as exc:  # noqa: BLE001 - the PostgreSQL sections say why they failed; here only a version
         info["postgresql"] = f"not reachable ({type(exc).__name__})"
 
     def git(*args: str) -> str:
@@ -404,8 +519,9 @@ def machine(store: str) -> dict[str, Any]:
     return info
 
 
-def render_header(info: dict[str, Any], started: dt.datetime, seconds: float, command: str,
-                  outcomes: list[Outcome]) -> str:
+def render_header(
+    info: dict[str, Any], started: dt.datetime, seconds: float, command: str, outcomes: list[Outcome]
+) -> str:
     cpu = f"{info.get('cpus')} CPUs" + (f" ({info['cpu_model']})" if info.get("cpu_model") else "")
     ram = f", {info['ram_gib']} GiB RAM" if info.get("ram_gib") else ""
     load = f", load average {info['load']} when the run started" if "load" in info else ""
@@ -415,23 +531,37 @@ def render_header(info: dict[str, Any], started: dt.datetime, seconds: float, co
     out = [
         "## The benchmark run",
         "",
-        wrap("Everything from here to the end of the page is written by `benchmarks/report.py` from one run; "
-             "edit the program, not this text."),
+        wrap(
+            "Everything from here to the end of the page is written by `benchmarks/report.py` from one run; "
+            "edit the program, not this text."
+        ),
         "",
         wrap(f"- **Date**: {started:%Y-%m-%d %H:%M} UTC, {seconds / 60:.0f} min in all.", "  "),
-        wrap(f"- **Machine**: {cpu}{ram}, {info.get('os')} ({info.get('system')} {info.get('kernel')}, "
-             f"{info.get('arch')}){load}.", "  "),
-        wrap(f"- **Software**: Python {info.get('python')}, SQLite {info.get('sqlite')}, PostgreSQL "
-             f"{info.get('postgresql')} (local server), git commit {commit}.", "  "),
+        wrap(
+            f"- **Machine**: {cpu}{ram}, {info.get('os')} ({info.get('system')} {info.get('kernel')}, "
+            f"{info.get('arch')}){load}.",
+            "  ",
+        ),
+        wrap(
+            f"- **Software**: Python {info.get('python')}, SQLite {info.get('sqlite')}, PostgreSQL "
+            f"{info.get('postgresql')} (local server), git commit {commit}.",
+            "  ",
+        ),
         f"- **Command**: `{command}`",
-        wrap(f"- **Benchmarks run**: {', '.join(ran) or 'none'}"
-             + (f"; **failed**: {', '.join(failed)}" if failed else "") + ".", "  "),
+        wrap(
+            f"- **Benchmarks run**: {', '.join(ran) or 'none'}"
+            + (f"; **failed**: {', '.join(failed)}" if failed else "")
+            + ".",
+            "  ",
+        ),
         "",
-        wrap("**Read the ratios.** The development machine is a shared 2-core VM: other work moves an absolute "
-             "figure by ±30–50 % from run to run. A ratio compares two things measured side by side in the same "
-             "run (ours against the peer, PostgreSQL against SQLite, attached against nothing attached, with "
-             "against without the observer) and is what these tables are for; compare absolute numbers only "
-             "between runs on the same quiet machine."),
+        wrap(
+            "**Read the ratios.** The development machine is a shared 2-core VM: other work moves an absolute "
+            "figure by ±30–50 % from run to run. A ratio compares two things measured side by side in the same "
+            "run (ours against the peer, PostgreSQL against SQLite, attached against nothing attached, with "
+            "against without the observer) and is what these tables are for; compare absolute numbers only "
+            "between runs on the same quiet machine."
+        ),
     ]
     return "\n".join(out)
 
@@ -448,8 +578,8 @@ def render_section(o: Outcome, why_not: str) -> str:
         out.append(wrap(f"**Failed in this run**: {o.error}."))
     if o.lines:
         try:
-            out += ["", b.render(o.lines)] if o.error else [b.render(o.lines)]
-        except Exception as exc:  # a partial or unexpected output: say so, keep the other sections
+            out += ["", wrap_prose(b.render(o.lines))] if o.error else [wrap_prose(b.render(o.lines))]
+        except Exception as exc:  # noqa: BLE001 - a partial or unexpected output: say so, keep the other sections
             out.append(f"**Its output could not be rendered**: {type(exc).__name__}: {exc}.")
     elif not o.error:
         out.append("**It printed no results.**")
@@ -484,10 +614,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="each program's quick mode (a smoke run, minutes)")
     p.add_argument("--only", help=f"comma list of: {','.join(keys)}")
     p.add_argument("--skip", help="comma list of benchmarks to leave out")
-    p.add_argument("--peer", default=None, help="the peer harness run.sh (default: shared/bench/openclaw/run.sh "
-                                                "in a folder above the repository)")
-    p.add_argument("--store", default=os.environ.get("SESSIONWATCH_BENCH_PG", PG_DEFAULT),
-                   help="PostgreSQL server URL for the PostgreSQL benchmarks (fresh databases are created)")
+    p.add_argument(
+        "--peer",
+        default=None,
+        help="the peer harness run.sh (default: shared/bench/openclaw/run.sh in a folder above the repository)",
+    )
+    p.add_argument(
+        "--store",
+        default=os.environ.get("SESSIONWATCH_BENCH_PG", PG_DEFAULT),
+        help="PostgreSQL server URL for the PostgreSQL benchmarks (fresh databases are created)",
+    )
     p.add_argument("--timeout", type=float, default=3600, help="seconds one program may run before it is stopped")
     p.add_argument("--page", default=str(PAGE), help="the page to rewrite")
     p.add_argument("--stdout", action="store_true", help="print the generated part instead of rewriting the page")
@@ -498,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))} (known: {', '.join(keys)})")
     why_not = "`--only`" if a.only else "`--skip`"
-    started = dt.datetime.now(dt.timezone.utc)
+    started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
     info = machine(a.store)
     command = shlex.join(["python", "benchmarks/report.py", *(sys.argv[1:] if argv is None else argv)])
