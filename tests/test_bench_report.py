@@ -163,3 +163,22 @@ def test_a_run_writes_every_section_and_fails_when_one_program_fails(
     assert "## HTTP gateway" in text and "*Not run in this run (`--skip`).*" in text
     assert str(tmp_path) not in text.split("- **Command**")[0]  # the machine's paths stay out of the prose
     assert sys.executable not in text
+
+
+def test_a_program_past_the_timeout_is_stopped_and_reported(
+    report: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stand-in starts a child of its own that would outlive it: the whole process group is stopped.
+    sleeper = [
+        "-c",
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+        "'import time; time.sleep(60)']); print('started', file=sys.stderr, flush=True); time.sleep(60)",
+    ]
+    up = bench(report, "upstream")
+    monkeypatch.setattr(report, "BENCHES", [report.Bench(up.key, up.title, up.about, lambda o: sleeper, up.render)])
+    options = report.Options(quick=False, peer=None, store="", out=tmp_path)
+    outcome = report.run_one(report.BENCHES[0], options, timeout=1)
+    assert outcome.error == "did not finish within 1 s and was stopped"
+    assert outcome.seconds < 8  # not 60 s, nor the 10 s wait for pipes a surviving child would hold open
+    md = report.render_section(outcome, "")
+    assert "**Failed in this run**: did not finish within 1 s and was stopped." in md
