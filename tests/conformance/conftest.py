@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from sessionwatch import Gateway
-
 from sessionwatch.testing.helpers import MAIN, spawn
 
 

@@ -14,8 +14,10 @@ from tests.support import pg
 
 pytestmark = [
     pytest.mark.postgres,
-    pytest.mark.skipif(os.environ.get("SESSIONWATCH_TEST_PG", "1") == "0" or not pg.available(),
-                       reason="PostgreSQL is not reachable (or SESSIONWATCH_TEST_PG=0)"),
+    pytest.mark.skipif(
+        os.environ.get("SESSIONWATCH_TEST_PG", "1") == "0" or not pg.available(),
+        reason="PostgreSQL is not reachable (or SESSIONWATCH_TEST_PG=0)",
+    ),
 ]
 
 

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 import pytest
 
 from sessionwatch import Gateway, Unavailable
-
 from sessionwatch.testing.helpers import CHILD, MAIN, ok
 
 
 @contextlib.contextmanager
 def table_away(url: str, table: str) -> Iterator[None]:
     """Rename ``table`` from a second connection for the duration, then put it back."""
+
     def run(sql: str) -> None:
         if url.startswith("sqlite:"):
             with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)) as conn:
@@ -41,15 +41,18 @@ def _notice_pending(gw: Gateway) -> None:
     assert len(gw.peek_system_events(MAIN)) == 1
 
 
-@pytest.mark.parametrize("table, read", [
-    ("events", lambda gw: gw.events_after(0)),
-    ("events", lambda gw: gw.changes_since(CHILD, 0)),
-    ("heads", lambda gw: gw.state_version(CHILD)),
-    ("cursors", lambda gw: gw.cursors()),
-    ("cursors", lambda gw: gw.peek_system_events(MAIN)),
-    ("cursors", lambda gw: gw.drain_system_events(MAIN)),
-    ("sessions", lambda gw: gw.list_sessions()),
-])
+@pytest.mark.parametrize(
+    "table, read",
+    [
+        ("events", lambda gw: gw.events_after(0)),
+        ("events", lambda gw: gw.changes_since(CHILD, 0)),
+        ("heads", lambda gw: gw.state_version(CHILD)),
+        ("cursors", lambda gw: gw.cursors()),
+        ("cursors", lambda gw: gw.peek_system_events(MAIN)),
+        ("cursors", lambda gw: gw.drain_system_events(MAIN)),
+        ("sessions", lambda gw: gw.list_sessions()),
+    ],
+)
 def test_a_failed_host_read_raises_unavailable(family: Gateway, store_url: str, table: str, read) -> None:
     _notice_pending(family)
     with table_away(store_url, table), pytest.raises(Unavailable) as info:

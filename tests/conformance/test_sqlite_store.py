@@ -11,8 +11,7 @@ import pytest
 
 from sessionwatch.store.base import Store, Tokens
 from sessionwatch.store.records import TokenRow
-from sessionwatch.store.sqlite import SQLiteStore, SQLiteTokens
-from sessionwatch.store.sqlite import log as sqlite_log
+from sessionwatch.store.sqlite import SQLiteStore, SQLiteTokens, log as sqlite_log
 from sessionwatch.testing import StoreConformance
 
 

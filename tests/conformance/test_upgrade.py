@@ -11,9 +11,8 @@ import psycopg
 
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
-from tests.support import pg
-
 from sessionwatch.testing.helpers import notice
+from tests.support import pg
 
 MAIN, KID = "agent:a:main", "agent:a:subagent:kid"
 
@@ -66,8 +65,10 @@ def test_sqlite_version_1_queue_survives_the_upgrade(tmp_path: Path) -> None:
 def test_postgres_version_1_queue_survives_the_upgrade() -> None:
     with pg.fresh_database(migrated=False) as url:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                         " applied_at timestamptz NOT NULL DEFAULT now())")
+            conn.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             conn.execute(_v1_sql("postgres"))
             conn.execute("INSERT INTO schema_migrations (version, name) VALUES (1, '0001_init.sql')")
             for row in _ROWS:

@@ -8,8 +8,20 @@ import re
 from pathlib import Path
 
 from .base import CursorQueue, DataSettings, Sessions, SignalLog, Store, Tokens, UpstreamLinks
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, MessageRow, Node, PruneResult,
-                      QueueEntry, RecordOutcome, SessionRow, WakeRequest)
+from .records import (
+    ChangesPage,
+    Cursor,
+    EventInput,
+    EventRecord,
+    Link,
+    MessageRow,
+    Node,
+    PruneResult,
+    QueueEntry,
+    RecordOutcome,
+    SessionRow,
+    WakeRequest,
+)
 
 __all__ = ["Store", "SignalLog", "CursorQueue", "Sessions", "UpstreamLinks", "Tokens", "DataSettings",
            "open_store", "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput",

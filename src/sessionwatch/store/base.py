@@ -29,8 +29,22 @@ from typing import Any
 
 from ..listing import ListPosition
 from ..notices import NoticeTemplate
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, Link, LogBounds, MessageRow, Node, PruneResult, QueueEntry,
-                      RecordOutcome, SessionRow, TokenRow, WakeRequest)
+from .records import (
+    ChangesPage,
+    Cursor,
+    EventInput,
+    EventRecord,
+    Link,
+    LogBounds,
+    MessageRow,
+    Node,
+    PruneResult,
+    QueueEntry,
+    RecordOutcome,
+    SessionRow,
+    TokenRow,
+    WakeRequest,
+)
 
 Render = Callable[[str], NoticeTemplate]
 WakeListener = Callable[[WakeRequest], None]
@@ -40,8 +54,9 @@ class SignalLog(ABC):
     """The append-only signal log: events with global sequences, per-session heads, retention."""
 
     @abstractmethod
-    def record(self, ev: EventInput, render: Render, now: int, queue_cap: int,
-               want_wakes: bool) -> RecordOutcome | None:
+    def record(
+        self, ev: EventInput, render: Render, now: int, queue_cap: int, want_wakes: bool
+    ) -> RecordOutcome | None:
         """Insert one event, bump its head, seed or update cursors and queue notices, atomically.
 
         Returns None when ``ev.only_if_watched`` and nothing watches the session (nothing written).
@@ -59,8 +74,7 @@ class SignalLog(ABC):
         ``agents`` given: only events of those agents (a scoped token's view), still ``limit`` of them."""
 
     @abstractmethod
-    def log_bounds(self, agents: Sequence[str] | None = None,
-                   session: tuple[str, str] | None = None) -> LogBounds:
+    def log_bounds(self, agents: Sequence[str] | None = None, session: tuple[str, str] | None = None) -> LogBounds:
         """Earliest stored, last recorded and pruned-through sequences of the log: of every session, of
         ``agents``' sessions, or of one ``(session_key, agent_id)`` (for resuming the log stream)."""
 
@@ -71,8 +85,17 @@ class SignalLog(ABC):
     def state_versions(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]: ...
 
     @abstractmethod
-    def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool,
-              interval_ms: int, queue_cap: int = 20, expire_cursors: bool = True) -> PruneResult:
+    def prune(
+        self,
+        now: int,
+        retention_ms: int,
+        max_rows: int,
+        *,
+        force: bool,
+        interval_ms: int,
+        queue_cap: int = 20,
+        expire_cursors: bool = True,
+    ) -> PruneResult:
         """Retention prune. Unless ``force``, skipped when one ran within ``interval_ms`` (shared).
         Deletes in bounded batches, each its own transaction. With ``expire_cursors``, also examines
         the next bounded slice of cursors: expired ones take their queued notices with them."""
@@ -82,8 +105,7 @@ class CursorQueue(ABC):
     """Watch cursors (lastSeen/notified/material per watcher and target) and the notice queue."""
 
     @abstractmethod
-    def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str,
-                       now: int) -> bool:
+    def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str, now: int) -> bool:
         """Explicit or ambient watch seeded at the target's head; never clobbers an existing row."""
 
     @abstractmethod
@@ -94,13 +116,22 @@ class CursorQueue(ABC):
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]: ...
 
     @abstractmethod
-    def acknowledge(self, watcher: str, targets: Sequence[str], render: Render, now: int,
-                    queue_cap: int) -> list[WakeRequest]:
+    def acknowledge(
+        self, watcher: str, targets: Sequence[str], render: Render, now: int, queue_cap: int
+    ) -> list[WakeRequest]:
         """Ack the frozen watermark of each target; queue exactly one reopen where material moved on."""
 
     @abstractmethod
-    def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
-                queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
+    def enqueue(
+        self,
+        session_key: str,
+        text: str,
+        context_key: str | None,
+        ts: int,
+        queue_cap: int,
+        queue_only: bool = False,
+        notice: tuple[str, int] | None = None,
+    ) -> QueueEntry | None:
         """Append with dedupe (context key + exact text) and the cap. ``notice`` = (target, last_seen)
         marks a canonical stale-state notice, which backends may store compactly."""
 
@@ -108,19 +139,28 @@ class CursorQueue(ABC):
     def peek(self, session_key: str, render: Render, queue_cap: int = 20) -> list[QueueEntry]: ...
 
     @abstractmethod
-    def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render,
-              now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    def drain(
+        self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         """Remove the queue and acknowledge its session-state entries, in one transaction."""
 
     @abstractmethod
-    def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
-                            render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    def acknowledge_entries(
+        self,
+        session_key: str,
+        ids: Sequence[int],
+        decode: Callable[[str | None], str | None],
+        render: Render,
+        now: int,
+        queue_cap: int,
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         """Remove the live entries with these stable ids (unknown or gone ids are skipped) and acknowledge
         the session-state ones exactly as ``drain`` does, in one transaction. Returns the removed entries."""
 
     @abstractmethod
-    def reconcile(self, watcher: str, target: str, after: int, last: int, render: Render, now: int,
-                  queue_cap: int) -> list[WakeRequest]:
+    def reconcile(
+        self, watcher: str, target: str, after: int, last: int, render: Render, now: int, queue_cap: int
+    ) -> list[WakeRequest]:
         """``watcher`` read ``target``'s changes after ``after`` up to ``last`` (the page's last sequence).
 
         When the read starts at or before the cursor's last_seen and reaches past it, last_seen moves to
@@ -147,8 +187,14 @@ class Sessions(ABC):
     def get_session(self, session_key: str, agent_id: str) -> SessionRow | None: ...
 
     @abstractmethod
-    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int,
-                      agents: Sequence[str] | None = None, after: ListPosition | None = None) -> list[SessionRow]:
+    def list_sessions(
+        self,
+        agent_id: str | None,
+        kinds: Sequence[str] | None,
+        limit: int,
+        agents: Sequence[str] | None = None,
+        after: ListPosition | None = None,
+    ) -> list[SessionRow]:
         """At most ``limit`` sessions in the listing order (newest created first, see ``listing.py``),
         starting after ``after`` when given. ``agents`` given: only sessions of those agents (a scoped
         token's view). Reads about ``limit`` rows per agent and kind asked for, never the whole table."""
@@ -162,8 +208,9 @@ class Sessions(ABC):
         """Clear the active run if it is ``run_id``; True if it was."""
 
     @abstractmethod
-    def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
-                      context_prefix: str, queue_cap: int = 20) -> bool:
+    def reset_session(
+        self, session_key: str, agent_id: str, new_session_id: str, now: int, context_prefix: str, queue_cap: int = 20
+    ) -> bool:
         """New session id; drop the session's cursors as a watcher and its queued session-state entries."""
 
     @abstractmethod
@@ -174,8 +221,9 @@ class Sessions(ABC):
     def append_message(self, msg: MessageRow) -> MessageRow: ...
 
     @abstractmethod
-    def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
-                 role: str | None = None) -> list[MessageRow]:
+    def messages(
+        self, session_key: str, agent_id: str, limit: int, after_id: int = 0, role: str | None = None
+    ) -> list[MessageRow]:
         """The newest ``limit`` messages (after ``after_id``), oldest first."""
 
     @abstractmethod
@@ -201,8 +249,9 @@ class UpstreamLinks(ABC):
         """Links whose session key is the target of at least one watch cursor."""
 
     @abstractmethod
-    def advance_link(self, session_key: str, agent_id: str, expected_updated_at: int,
-                     marker: dict[str, Any], now: int) -> bool:
+    def advance_link(
+        self, session_key: str, agent_id: str, expected_updated_at: int, marker: dict[str, Any], now: int
+    ) -> bool:
         """Compare-and-swap the marker; also clears the miss streak."""
 
     @abstractmethod
@@ -268,7 +317,6 @@ class Store(SignalLog, CursorQueue, Sessions, UpstreamLinks, Tokens, DataSetting
     @abstractmethod
     def probe_write(self, now: int) -> None:
         """One small write transaction (readiness); raises when the store does not accept writes."""
-
 
     def listen_wakes(self, listener: WakeListener) -> None:
         """Deliver wake requests committed by *other* processes (no-op for single-process stores)."""

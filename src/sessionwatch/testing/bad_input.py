@@ -109,11 +109,13 @@ HOST_CASES: list[tuple[str, Callable[[Gateway], Any], str]] = [
     ("put_session kind", lambda g: g.put_session(CHILD, kind="robot"), "invalid_argument"),
     ("put_session spawned_by", lambda g: g.put_session(CHILD, spawned_by="x y"), "invalid_argument"),
     ("put_session label", lambda g: g.put_session(CHILD, label=LONG), "invalid_argument"),
-    ("put_session creator", lambda g: g.put_session("agent:a:new", created_by={"type": "robot"}),
-     "invalid_argument"),
+    ("put_session creator", lambda g: g.put_session("agent:a:new", created_by={"type": "robot"}), "invalid_argument"),
     ("put_session creator str", lambda g: g.put_session("agent:a:new", created_by="alice"), "invalid_argument"),
-    ("put_session creator id", lambda g: g.put_session("agent:a:new", created_by={"type": "agent", "id": "x"}),
-     "invalid_argument"),
+    (
+        "put_session creator id",
+        lambda g: g.put_session("agent:a:new", created_by={"type": "agent", "id": "x"}),
+        "invalid_argument",
+    ),
     ("get_session", lambda g: g.get_session("agent:a:ghost"), "not_found"),
     ("inbound unknown", lambda g: g.inbound("agent:a:ghost", "x", channel="t"), "not_found"),
     ("inbound key", lambda g: g.inbound("agent:a:", "x", channel="t"), "invalid_argument"),
@@ -124,13 +126,19 @@ HOST_CASES: list[tuple[str, Callable[[Gateway], Any], str]] = [
     ("inbound channel none", lambda g: g.inbound(CHILD, "x", channel=None), "invalid_argument"),
     ("inbound channel ctl", lambda g: g.inbound(CHILD, "x", channel="a\nb"), "invalid_argument"),
     ("inbound provenance", lambda g: g.inbound(CHILD, "x", channel="t", provenance="robot"), "invalid_argument"),
-    ("inbound source", lambda g: g.inbound(CHILD, "x", channel="t", provenance="inter_session",
-                                           source_session_key="x"), "invalid_argument"),
+    (
+        "inbound source",
+        lambda g: g.inbound(CHILD, "x", channel="t", provenance="inter_session", source_session_key="x"),
+        "invalid_argument",
+    ),
     ("inbound human", lambda g: g.inbound(CHILD, "x", channel="t", human_id=LONG), "invalid_argument"),
     ("inbound lane", lambda g: g.inbound(CHILD, "x", channel="t", lane=3), "invalid_argument"),
     ("inbound occurred", lambda g: g.inbound(CHILD, "x", channel="t", occurred_at="now"), "invalid_argument"),
-    ("inbound occurred nan", lambda g: g.inbound(CHILD, "x", channel="t", occurred_at=float("nan")),
-     "invalid_argument"),
+    (
+        "inbound occurred nan",
+        lambda g: g.inbound(CHILD, "x", channel="t", occurred_at=float("nan")),
+        "invalid_argument",
+    ),
     ("inbound occurred bool", lambda g: g.inbound(CHILD, "x", channel="t", occurred_at=True), "invalid_argument"),
     ("inbound run", lambda g: g.inbound(CHILD, "x", channel="t", run_id=LONG), "invalid_argument"),
     ("inbound dedupe", lambda g: g.inbound(CHILD, "x", channel="t", dedupe_key=""), "invalid_argument"),
@@ -138,12 +146,14 @@ HOST_CASES: list[tuple[str, Callable[[Gateway], Any], str]] = [
     ("set_goal unknown", lambda g: g.set_goal("agent:a:ghost", "create", objective="o"), "not_found"),
     ("set_goal action", lambda g: g.set_goal(CHILD, "delete"), "invalid_argument"),
     ("set_goal objective", lambda g: g.set_goal(CHILD, "create"), "invalid_argument"),
-    ("set_goal objective big", lambda g: g.set_goal(CHILD, "edit", objective="o" * (64 * 1024 + 1)),
-     "invalid_argument"),
+    (
+        "set_goal objective big",
+        lambda g: g.set_goal(CHILD, "edit", objective="o" * (64 * 1024 + 1)),
+        "invalid_argument",
+    ),
     ("set_goal status", lambda g: g.set_goal(CHILD, "status"), "invalid_argument"),
     ("set_goal status long", lambda g: g.set_goal(CHILD, "status", status=LONG), "invalid_argument"),
-    ("set_goal actor", lambda g: g.set_goal(CHILD, "clear", actor={"type": "agent", "id": "bad"}),
-     "invalid_argument"),
+    ("set_goal actor", lambda g: g.set_goal(CHILD, "clear", actor={"type": "agent", "id": "bad"}), "invalid_argument"),
     ("set_goal actor type", lambda g: g.set_goal(CHILD, "clear", actor={"type": "cat"}), "invalid_argument"),
     ("set_goal actor list", lambda g: g.set_goal(CHILD, "clear", actor=["human"]), "invalid_argument"),
     ("set_goal edit none", lambda g: g.set_goal(PEER, "edit", objective="o"), "invalid_argument"),
@@ -227,7 +237,9 @@ class BadInputTests(SuiteBase):
         assert out["error"]["code"] == "invalid_argument"
         assert snapshot(busy, KEYS) == before
 
-    def test_bad_host_operations_raise_a_coded_error_and_change_nothing(self, busy: Gateway, subtests: pytest.Subtests) -> None:
+    def test_bad_host_operations_raise_a_coded_error_and_change_nothing(
+        self, busy: Gateway, subtests: pytest.Subtests
+    ) -> None:
         before = snapshot(busy, KEYS)
         for name, op, code in HOST_CASES:
             with subtests.test(msg=name):

@@ -35,8 +35,21 @@ from .watchers import WatcherTests
 
 
 class StoreConformance(
-        SignalLogTests, WatcherTests, QueueTests, DeliveryTests, ReconciliationTests, SweepPruneTests, WakeTests,
-        BadInputTests, EdgeInputTests, TokenTests, DataSettingsTests, ListPageTests, FlatCostTests, StatefulTests):
+    SignalLogTests,
+    WatcherTests,
+    QueueTests,
+    DeliveryTests,
+    ReconciliationTests,
+    SweepPruneTests,
+    WakeTests,
+    BadInputTests,
+    EdgeInputTests,
+    TokenTests,
+    DataSettingsTests,
+    ListPageTests,
+    FlatCostTests,
+    StatefulTests,
+):
     """Subclass as ``Test<YourStore>`` in a test module and implement :meth:`make_store`; pytest collects
     every inherited test for your store (this base class itself is not collected: its name does not start
     with ``Test``). The hooks are ``SuiteBase``'s (suite.py). Needs the ``testing`` extra:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionwatch import Conflict, Gateway, Settings
+from sessionwatch import Conflict, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.settings import settings_from_env
 
@@ -17,8 +17,12 @@ class DataSettingsTests(SuiteBase):
 
     def test_the_first_opener_stores_its_values_and_later_ones_use_them(self, clock: ManualClock) -> None:
         with self.open_gateway(clock=clock, settings=Settings(queue_cap=4, max_events=900)) as gw:
-            assert gw.store.data_settings() == {"queue_cap": 4, "max_events": 900, "retention_ms": 30 * 86_400_000,
-                                                "wake_coalesce_ms": 20_000}
+            assert gw.store.data_settings() == {
+                "queue_cap": 4,
+                "max_events": 900,
+                "retention_ms": 30 * 86_400_000,
+                "wake_coalesce_ms": 20_000,
+            }
         with self.open_gateway(clock=clock) as gw:  # no settings given: the stored ones apply
             assert (gw.settings.queue_cap, gw.settings.max_events) == (4, 900)
         with self.open_gateway(clock=clock, settings=Settings(queue_cap=4)) as gw:  # agreeing is fine

@@ -118,8 +118,9 @@ class DeliveryTests(SuiteBase):
         assert marks(gw, MAIN, CHILD) == (first, later, later)
         assert texts(gw, MAIN) == [notice(CHILD, first)]  # the later change is still announced
 
-    @pytest.mark.parametrize("bad", ["1", [True], [1.0], ["1"], [0], [-3], [2**63], None, {"ids": [1]},
-                                     list(range(1, 1002))])
+    @pytest.mark.parametrize(
+        "bad", ["1", [True], [1.0], ["1"], [0], [-3], [2**63], None, {"ids": [1]}, list(range(1, 1002))]
+    )
     def test_bad_ids_are_refused_and_change_nothing(self, family: Gateway, bad: object) -> None:
         gw = family
         human(gw, CHILD)

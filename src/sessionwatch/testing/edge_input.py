@@ -18,8 +18,9 @@ class EdgeInputTests(SuiteBase):
     """Numbers at the edge of 64 bits and blank channels, on every backend (issue 8, items 7 and 8)."""
 
     @pytest.mark.parametrize("since", [2**63, 2**64 + 5, 10**30])
-    def test_changes_since_beyond_64_bits_is_invalid_argument(self, family: Gateway, since: int,
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+    def test_changes_since_beyond_64_bits_is_invalid_argument(
+        self, family: Gateway, since: int, caplog: pytest.LogCaptureFixture
+    ) -> None:
         caplog.set_level(logging.WARNING)
         res = family.call_tool("session_status", {"sessionKey": CHILD, "changesSince": since}, caller=MAIN)
         assert "2^63" in err(res, "invalid_argument") or str(MAX) in res["error"]["message"]
@@ -42,7 +43,8 @@ class EdgeInputTests(SuiteBase):
             assert out["recorded"] is True and out["actorType"] == "human"
             assert out["event"]["summary"] == "human message via unknown"
         assert [e["summary"] for e in log(family, CHILD) if e["kind"] == "human_direct_message"] == [
-            "human message via unknown"] * 2
+            "human message via unknown"
+        ] * 2
         # The trimmed channel is what the summary names.
         assert family.inbound(CHILD, "x", channel="  webchat ")["event"]["summary"] == "human message via webchat"
         ok(family.call_tool("session_status", {"sessionKey": CHILD}, caller=MAIN))

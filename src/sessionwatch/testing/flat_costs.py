@@ -8,11 +8,10 @@ from __future__ import annotations
 import pytest
 
 from sessionwatch import Gateway, Settings
+from sessionwatch.clock import ManualClock
 
 from .helpers import DAY
 from .suite import SuiteBase
-
-from sessionwatch.clock import ManualClock
 
 
 def _log(gw: Gateway) -> list[int]:
@@ -27,8 +26,8 @@ class FlatCostTests(SuiteBase):
         self.lower_batches(monkeypatch)
 
     def test_the_cap_keeps_exactly_the_newest_rows_across_batches_and_deletes(
-            self,
-            clock: ManualClock, small_batches: None) -> None:
+        self, clock: ManualClock, small_batches: None
+    ) -> None:
         with self.open_gateway(clock=clock, settings=Settings(max_events=4)) as gw:
             for key in ("agent:a:x", "agent:a:y", "agent:a:z"):
                 gw.put_session(key)
@@ -49,8 +48,10 @@ class FlatCostTests(SuiteBase):
         with self.open_gateway(clock=clock) as gw:
             for i in range(4):
                 gw.put_session(f"agent:a:s{i}")
-            last = {f"agent:a:s{i % 4}": gw.record_compaction(f"agent:a:s{i % 4}", str(i))["event"]["sequence"]
-                    for i in range(10)}
+            last = {
+                f"agent:a:s{i % 4}": gw.record_compaction(f"agent:a:s{i % 4}", str(i))["event"]["sequence"]
+                for i in range(10)
+            }
             clock.advance(31 * DAY)
             assert gw.prune(force=True).rows_deleted == 10
             for key, seq in last.items():

@@ -19,8 +19,10 @@ DAY = 24 * HOUR
 
 def notice(target: str, last_seen: int) -> str:
     """The v1 notice, spelled out here rather than imported so the suite pins the exact bytes."""
-    return (f'Session "{target}" changed (other actor). Reconcile before acting: '
-            f'session_status sessionKey "{target}" changesSince {last_seen}.')
+    return (
+        f'Session "{target}" changed (other actor). Reconcile before acting: '
+        f'session_status sessionKey "{target}" changesSince {last_seen}.'
+    )
 
 
 def ctx(target: str) -> str:
@@ -102,7 +104,6 @@ def snapshot(gw: Gateway, keys: list[str]) -> str:
         "sessions": sorted(sessions, key=lambda s: (s["sessionKey"], s["agentId"])),
         "queues": {k: gw.peek_system_events(k, agent_id=AGENT) for k in keys},
         "versions": {k: gw.state_version(k, agent_id=AGENT) for k in keys},
-        "history": {k: gw.call_tool("sessions_history", {"sessionKey": k, "limit": 200}, caller=MAIN)
-                    for k in keys},
+        "history": {k: gw.call_tool("sessions_history", {"sessionKey": k, "limit": 200}, caller=MAIN) for k in keys},
     }
     return json.dumps(state, sort_keys=True)

@@ -23,13 +23,20 @@ from sessionwatch.clock import ManualClock
 from sessionwatch.errors import InvalidArgument
 
 from .helpers import MAIN, err, ok
-
-Key = tuple[str, str]  # (sessionKey, agentId)
 from .suite import SuiteBase
 
+Key = tuple[str, str]  # (sessionKey, agentId)
 
-def walk(gw: Gateway, args: dict[str, Any], limit: int, *, scope: frozenset[str] | None = None, caller: str = MAIN,
-         between: Callable[[int, list[Key]], None] | None = None) -> list[Key]:
+
+def walk(
+    gw: Gateway,
+    args: dict[str, Any],
+    limit: int,
+    *,
+    scope: frozenset[str] | None = None,
+    caller: str = MAIN,
+    between: Callable[[int, list[Key]], None] | None = None,
+) -> list[Key]:
     """Every page from the first to the last; ``between(pages, returned)`` runs before each next page."""
     out: list[Key] = []
     cursor: str | None = None
@@ -48,8 +55,14 @@ def walk(gw: Gateway, args: dict[str, Any], limit: int, *, scope: frozenset[str]
     raise AssertionError(f"the walk did not end: {out[-10:]}")
 
 
-def put(gw: Gateway, clock: ManualClock, created: dict[Key, int], key: str, agent: str | None = None,
-        kind: str | None = None) -> Key:
+def put(
+    gw: Gateway,
+    clock: ManualClock,
+    created: dict[Key, int],
+    key: str,
+    agent: str | None = None,
+    kind: str | None = None,
+) -> Key:
     row = gw.put_session(key, agent_id=agent, kind=kind)
     pair = (row["sessionKey"], row["agentId"])
     created[pair] = clock.now
@@ -94,12 +107,29 @@ def _cursor(body: object) -> str:
 
 GOOD = {"v": 1, "c": 5, "k": "agent:a:s1", "a": "a", "f": [None, None]}
 BAD_CURSORS = [
-    "", 5, True, ["x"], {"c": 1}, "not base64!", "A" * 9000, _cursor(b"\xff\xfe\xfd"), _cursor(b"{not json"),
-    _cursor([1, 2]), _cursor({**GOOD, "v": 2}), _cursor({**GOOD, "c": True}), _cursor({**GOOD, "c": "5"}),
-    _cursor({**GOOD, "c": 1.5}), _cursor({**GOOD, "c": 2**63}), _cursor({**GOOD, "k": "agent::x"}),
-    _cursor({**GOOD, "k": 7}), _cursor({**GOOD, "a": "a:b"}), _cursor({**GOOD, "extra": 1}),
-    _cursor({k: v for k, v in GOOD.items() if k != "f"}), _cursor({**GOOD, "f": [None, ["main"]]}),
-    _cursor({**GOOD, "f": ["a", None]}), _cursor(b"[" * 5000),
+    "",
+    5,
+    True,
+    ["x"],
+    {"c": 1},
+    "not base64!",
+    "A" * 9000,
+    _cursor(b"\xff\xfe\xfd"),
+    _cursor(b"{not json"),
+    _cursor([1, 2]),
+    _cursor({**GOOD, "v": 2}),
+    _cursor({**GOOD, "c": True}),
+    _cursor({**GOOD, "c": "5"}),
+    _cursor({**GOOD, "c": 1.5}),
+    _cursor({**GOOD, "c": 2**63}),
+    _cursor({**GOOD, "k": "agent::x"}),
+    _cursor({**GOOD, "k": 7}),
+    _cursor({**GOOD, "a": "a:b"}),
+    _cursor({**GOOD, "extra": 1}),
+    _cursor({k: v for k, v in GOOD.items() if k != "f"}),
+    _cursor({**GOOD, "f": [None, ["main"]]}),
+    _cursor({**GOOD, "f": ["a", None]}),
+    _cursor(b"[" * 5000),
 ]
 
 
@@ -109,8 +139,7 @@ _EXAMPLES = int(os.environ.get("SESSIONWATCH_LIST_EXAMPLES", "40"))
 _op = st.one_of(
     st.tuples(st.just("update"), st.integers(0, 30)),
     st.tuples(st.just("delete"), st.integers(0, 30)),
-    st.tuples(st.just("insert"), st.integers(0, 1), st.sampled_from(["main", "cron", "other"]),
-              st.integers(-30, 3)),
+    st.tuples(st.just("insert"), st.integers(0, 1), st.sampled_from(["main", "cron", "other"]), st.integers(-30, 3)),
     st.tuples(st.just("tick"), st.integers(0, 3)),
 )
 
@@ -119,12 +148,19 @@ class ListPageTests(SuiteBase):
     """sessions_list pages (keyset, ``cursor`` in, ``nextCursor`` out) on every backend."""
 
     @pytest.mark.parametrize(("args", "scope"), FILTERS)
-    def test_a_walk_returns_every_session_once_in_order(self, gw: Gateway, clock: ManualClock, args: dict[str, Any],
-                                                        scope: frozenset[str] | None) -> None:
+    def test_a_walk_returns_every_session_once_in_order(
+        self, gw: Gateway, clock: ManualClock, args: dict[str, Any], scope: frozenset[str] | None
+    ) -> None:
         created, kinds = populate(gw, clock)
         agents = scope if "agentId" not in args else {args["agentId"]}
-        expected = in_order(created, [k for k in created if (agents is None or k[1] in agents)
-                                      and kinds[k] in args.get("kinds", kinds.values())])
+        expected = in_order(
+            created,
+            [
+                k
+                for k in created
+                if (agents is None or k[1] in agents) and kinds[k] in args.get("kinds", kinds.values())
+            ],
+        )
         assert expected, "the filter selects something"
         for limit in (1, 2, 5, max(1, len(expected) - 1), len(expected), 1000):
             assert walk(gw, args, limit, scope=scope) == expected, limit
@@ -175,7 +211,7 @@ class ListPageTests(SuiteBase):
         assert seen == original  # every original session once, in the original order
         assert len(inserted) == 3 and not set(inserted) & set(seen)
         fresh = walk(gw, {}, 3)
-        assert fresh[:len(inserted)] == inserted[::-1]  # the next walk starts with what was created meanwhile
+        assert fresh[: len(inserted)] == inserted[::-1]  # the next walk starts with what was created meanwhile
         assert fresh == in_order(created, created)
 
     def test_a_session_created_behind_the_cursor_is_returned_once(self, gw: Gateway, clock: ManualClock) -> None:
@@ -210,9 +246,13 @@ class ListPageTests(SuiteBase):
             clock.advance(1)
         by_agent = ok(gw.call_tool("sessions_list", {"agentId": "a", "limit": 1}, caller=MAIN))["nextCursor"]
         by_kinds = ok(gw.call_tool("sessions_list", {"kinds": ["main", "cron"], "limit": 1}, caller=MAIN))["nextCursor"]
-        for args in ({"cursor": by_agent}, {"agentId": "b", "cursor": by_agent}, {"agentId": "a", "kinds": ["main"],
-                                                                                     "cursor": by_agent},
-                     {"cursor": by_kinds}, {"kinds": ["main"], "cursor": by_kinds}):
+        for args in (
+            {"cursor": by_agent},
+            {"agentId": "b", "cursor": by_agent},
+            {"agentId": "a", "kinds": ["main"], "cursor": by_agent},
+            {"cursor": by_kinds},
+            {"kinds": ["main"], "cursor": by_kinds},
+        ):
             message = err(gw.call_tool("sessions_list", args, caller=MAIN), "invalid_argument")
             assert "different agentId/kinds filter" in message
         # the same filter, kinds in any order, any limit: accepted
@@ -231,14 +271,31 @@ class ListPageTests(SuiteBase):
         again = ok(gw.call_tool("sessions_list", {"cursor": forged}, caller="agent:ops:main", scope=frozenset({"ops"})))
         assert {s["agentId"] for s in again["sessions"]} == {"ops"}
 
-    @given(initial=st.lists(st.tuples(st.integers(0, 1), st.sampled_from(["main", "cron", "other"]),
-                                      st.integers(0, 2)), min_size=0, max_size=14),
-           limit=st.integers(1, 4), filt=st.sampled_from(["none", "agent", "kinds", "agent+kinds"]),
-           churn=st.lists(st.lists(_op, max_size=4), max_size=8))
-    @settings(max_examples=_EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                   HealthCheck.too_slow])
-    def test_walks_match_the_model(self, gw: Gateway, clock: ManualClock, initial: list[tuple[int, str, int]], limit: int,
-                                   filt: str, churn: list[list[tuple[Any, ...]]]) -> None:
+    @given(
+        initial=st.lists(
+            st.tuples(st.integers(0, 1), st.sampled_from(["main", "cron", "other"]), st.integers(0, 2)),
+            min_size=0,
+            max_size=14,
+        ),
+        limit=st.integers(1, 4),
+        filt=st.sampled_from(["none", "agent", "kinds", "agent+kinds"]),
+        churn=st.lists(st.lists(_op, max_size=4), max_size=8),
+    )
+    @settings(
+        max_examples=_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    def test_walks_match_the_model(
+        self,
+        gw: Gateway,
+        clock: ManualClock,
+        initial: list[tuple[int, str, int]],
+        limit: int,
+        filt: str,
+        churn: list[list[tuple[Any, ...]]],
+    ) -> None:
         # Each example lists only its own two agents (a scoped view), so one store serves every example.
         tag = f"x{clock.advance(1000)}"
         agents = (f"{tag}p", f"{tag}q")
@@ -262,7 +319,9 @@ class ListPageTests(SuiteBase):
             args["kinds"] = ["cron", "other"]
 
         def matches(pair: Key) -> bool:
-            return pair[1] in {args.get("agentId", pair[1])} and created[pair][1] in args.get("kinds", [created[pair][1]])
+            return pair[1] in {args.get("agentId", pair[1])} and created[pair][1] in args.get(
+                "kinds", [created[pair][1]]
+            )
 
         throughout = {p for p in created if matches(p)}
         deleted: set[Key] = set()
@@ -295,4 +354,5 @@ class ListPageTests(SuiteBase):
         assert throughout <= set(seen), "every session that existed for the whole walk"
         live = [p for p in created if p not in deleted and matches(p)]
         assert walk(gw, args, limit, scope=scope, caller=f"agent:{agents[0]}:main") == sorted(
-            live, key=lambda p: (-created[p][0], p[0], p[1])), "a walk without churn is the model's order"
+            live, key=lambda p: (-created[p][0], p[0], p[1])
+        ), "a walk without churn is the model's order"

@@ -42,7 +42,11 @@ class QueueTests(SuiteBase):
         assert gw.enqueue_system_event(MAIN, "tick")["queued"] is True
         assert gw.enqueue_system_event(MAIN, "tick")["queued"] is False
         assert [(e["text"], e["contextKey"]) for e in gw.peek_system_events(MAIN)] == [
-            ("tick", "cron:a"), ("tick", "cron:b"), ("tick ", "cron:a"), ("tick", None)]
+            ("tick", "cron:a"),
+            ("tick", "cron:b"),
+            ("tick ", "cron:a"),
+            ("tick", None),
+        ]
 
     def test_a_hand_queued_copy_of_a_pending_notice_is_deduped(self, family: Gateway) -> None:
         gw = family
@@ -99,9 +103,16 @@ class QueueTests(SuiteBase):
         gw.peek_system_events(MAIN)
         assert marks(gw, MAIN, CHILD) == before
 
-    @pytest.mark.parametrize("entry", [("cron: nightly", "cron:nightly"), ("odd", "session-state:zz"),
-                                       ("odd", "session-state:abc"), ("odd", "session-state:ff"),
-                                       ("no key", None)])
+    @pytest.mark.parametrize(
+        "entry",
+        [
+            ("cron: nightly", "cron:nightly"),
+            ("odd", "session-state:zz"),
+            ("odd", "session-state:abc"),
+            ("odd", "session-state:ff"),
+            ("no key", None),
+        ],
+    )
     def test_only_valid_session_state_keys_acknowledge(self, family: Gateway, entry: tuple[str, str | None]) -> None:
         gw = family
         human(gw, CHILD)

@@ -10,7 +10,7 @@ from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.store.records import EventInput
 
-from .helpers import CHILD, AGENT, DAY, MAIN, human, notice, ok, send, spawn, status, texts
+from .helpers import AGENT, CHILD, DAY, MAIN, human, notice, ok, send, spawn, status, texts
 from .suite import SuiteBase
 
 
@@ -60,10 +60,15 @@ class ReconciliationTests(SuiteBase):
             ("run_failed", "system", "child run timed out"),
         ]
         assert set(changes["events"][1]) == {"sequence", "kind", "actorType", "occurredAt", "summary", "actorId"}
-        assert changes["events"][2] == {"sequence": changes["events"][2]["sequence"], "kind": "run_failed",
-                                        "actorType": "system", "occurredAt": changes["events"][2]["occurredAt"],
-                                        "summary": "child run timed out", "runId": "r1",
-                                        "payload": {"outcome": "timeout"}}
+        assert changes["events"][2] == {
+            "sequence": changes["events"][2]["sequence"],
+            "kind": "run_failed",
+            "actorType": "system",
+            "occurredAt": changes["events"][2]["occurredAt"],
+            "summary": "child run timed out",
+            "runId": "r1",
+            "payload": {"outcome": "timeout"},
+        }
         assert changes["truncated"] is False and changes["historyGap"] is False
         assert changes["earliestAvailableSequence"] == spawned - 1  # the created event
         assert out["stateVersion"] == changes["events"][-1]["sequence"]
@@ -145,8 +150,15 @@ class ReconciliationTests(SuiteBase):
             gw.record(EventInput("agent:a:x", AGENT, "compacted", "system", "session compacted", 0, payload=p))
         events = status(gw, "agent:a:x", "agent:a:x", since=0)["stateChanges"]["events"]
         assert [e.get("payload") for e in events] == [
-            {"outcome": "error", "channel": "claude", "turns": 3}, None, None, None, {"turns": 2**53 - 1}, None,
-            {"outcome": "cancelled"}, None]
+            {"outcome": "error", "channel": "claude", "turns": 3},
+            None,
+            None,
+            None,
+            {"turns": 2**53 - 1},
+            None,
+            {"outcome": "cancelled"},
+            None,
+        ]
         assert all("payload" not in e for e in events if e.get("payload") is None)
 
     def test_sessions_list_shows_state_version_only_when_non_zero(self, gw: Gateway) -> None:
@@ -156,7 +168,9 @@ class ReconciliationTests(SuiteBase):
         gw.put_session("global", agent_id="b")
         spawned = spawn(gw, MAIN, "kid")["stateVersion"]
         gw.record_compaction("global", "g", agent_id="b")
-        rows = {(r["sessionKey"], r["agentId"]): r for r in ok(gw.call_tool("sessions_list", {}, caller=MAIN))["sessions"]}
+        rows = {
+            (r["sessionKey"], r["agentId"]): r for r in ok(gw.call_tool("sessions_list", {}, caller=MAIN))["sessions"]
+        }
         assert "stateVersion" not in rows[(MAIN, "a")] and "stateVersion" not in rows[("agent:a:quiet", "a")]
         assert rows[(CHILD, "a")]["stateVersion"] == spawned
         assert rows[(CHILD, "a")]["spawnedBy"] == MAIN and rows[(CHILD, "a")]["kind"] == "subagent"
@@ -168,7 +182,9 @@ class ReconciliationTests(SuiteBase):
         assert f"stateVersion {spawned}" in subs["text"]
         assert len(ok(gw.call_tool("sessions_list", {"limit": 2}, caller=MAIN))["sessions"]) == 2
         assert ok(gw.call_tool("sessions_list", {"kinds": ["cron"]}, caller=MAIN)) == {
-            "sessions": [], "text": "No sessions."}
+            "sessions": [],
+            "text": "No sessions.",
+        }
 
     def test_sessions_history_is_the_transcript(self, gw: Gateway) -> None:
         gw.put_session(MAIN)
@@ -178,7 +194,11 @@ class ReconciliationTests(SuiteBase):
         human(gw, CHILD)
         out = ok(gw.call_tool("sessions_history", {"sessionKey": CHILD}, caller=MAIN))
         assert [(m["role"], m["text"]) for m in out["messages"]] == [
-            ("user", "first task"), ("user", "second"), ("assistant", "on it"), ("user", "a person typed this")]
+            ("user", "first task"),
+            ("user", "second"),
+            ("assistant", "on it"),
+            ("user", "a person typed this"),
+        ]
         assert out["text"].splitlines()[2] == "[assistant] on it"
         last = ok(gw.call_tool("sessions_history", {"sessionKey": CHILD, "limit": 1}, caller=MAIN))
         assert [m["text"] for m in last["messages"]] == ["a person typed this"]

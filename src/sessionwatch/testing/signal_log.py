@@ -12,7 +12,7 @@ from sessionwatch import Gateway, InvalidArgument, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.store.records import EventInput
 
-from .helpers import CHILD, AGENT, DAY, HOUR, MAIN, cursor, human, log, marks, notice, ok, spawn, status, texts
+from .helpers import AGENT, CHILD, DAY, HOUR, MAIN, cursor, human, log, marks, notice, ok, spawn, status, texts
 from .suite import SuiteBase
 
 
@@ -122,10 +122,15 @@ class SignalLogTests(SuiteBase):
 
     def test_clamping_applies_to_direct_records_too(self, gw: Gateway, clock: ManualClock) -> None:
         gw.put_session("agent:a:x")
-        for given, want in [(0, clock() - DAY), (clock() * 2, clock()), (math.nan, clock()), ("x", clock()),
-                            (None, clock()), (True, clock())]:
-            ev = gw.record(EventInput("agent:a:x", AGENT, "compacted", "system", "session compacted",
-                                      given))  # type: ignore[arg-type]
+        for given, want in [
+            (0, clock() - DAY),
+            (clock() * 2, clock()),
+            (math.nan, clock()),
+            ("x", clock()),
+            (None, clock()),
+            (True, clock()),
+        ]:
+            ev = gw.record(EventInput("agent:a:x", AGENT, "compacted", "system", "session compacted", given))  # type: ignore[arg-type]
             assert ev is not None and ev.event is not None
             assert ev.event.occurred_at == want, given
 
@@ -159,8 +164,18 @@ class SignalLogTests(SuiteBase):
         gw.end_run(CHILD, "run-3", "timeout")
         spawn(gw, MAIN, "kid", run_id="run-4")
         gw.end_run(CHILD, "run-4", "cancelled")
-        got = [(e["sessionKey"], e["kind"], e["actorType"], e.get("actorId"), e.get("runId"), e.get("payload"),
-                e["summary"]) for e in log(gw)]
+        got = [
+            (
+                e["sessionKey"],
+                e["kind"],
+                e["actorType"],
+                e.get("actorId"),
+                e.get("runId"),
+                e.get("payload"),
+                e["summary"],
+            )
+            for e in log(gw)
+        ]
         assert got == [
             (CHILD, "created", "agent", MAIN, None, None, "session created"),
             (CHILD, "child_spawned", "agent", MAIN, "run-1", None, "child session spawned"),
@@ -190,13 +205,32 @@ class SignalLogTests(SuiteBase):
         """adopted/imported are log-only, upstream_missing notifies; payloads are projected on read."""
         gw = family
         base = gw.state_version(CHILD)
-        gw.record(EventInput(CHILD, AGENT, "adopted", "human", "adopted from claude", 0, dedupe_key=f"adopted:{CHILD}",
-                             payload={"catalogId": "claude", "hostId": "gateway:local"}))
+        gw.record(
+            EventInput(
+                CHILD,
+                AGENT,
+                "adopted",
+                "human",
+                "adopted from claude",
+                0,
+                dedupe_key=f"adopted:{CHILD}",
+                payload={"catalogId": "claude", "hostId": "gateway:local"},
+            )
+        )
         gw.record(EventInput(CHILD, AGENT, "imported", "system", "history imported", 0))
         assert marks(gw, MAIN, CHILD) == (base, base, base)
         assert texts(gw, MAIN) == []
-        missing = gw.record(EventInput(CHILD, AGENT, "upstream_missing", "system", "upstream missing via claude", 0,
-                                       payload={"channel": "claude", "secret": "x"}))
+        missing = gw.record(
+            EventInput(
+                CHILD,
+                AGENT,
+                "upstream_missing",
+                "system",
+                "upstream missing via claude",
+                0,
+                payload={"channel": "claude", "secret": "x"},
+            )
+        )
         assert missing is not None and missing.event is not None
         assert texts(gw, MAIN) == [notice(CHILD, base)]
         events = status(gw, MAIN, CHILD, since=base)["stateChanges"]["events"]
@@ -229,17 +263,26 @@ class SignalLogTests(SuiteBase):
     def test_a_watched_unparented_session_records_human_messages(self, gw: Gateway) -> None:
         gw.put_session(MAIN)
         gw.put_session("agent:a:dm:bob")
-        assert ok(gw.call_tool("sessions_send", {"sessionKey": "agent:a:dm:bob", "message": "x", "watch": True},
-                               caller=MAIN))["watched"] is True
+        assert (
+            ok(
+                gw.call_tool(
+                    "sessions_send", {"sessionKey": "agent:a:dm:bob", "message": "x", "watch": True}, caller=MAIN
+                )
+            )["watched"]
+            is True
+        )
         out = human(gw, "agent:a:dm:bob")
         assert out["recorded"] is True
         assert texts(gw, MAIN) == [notice("agent:a:dm:bob", 0)]
 
-    @pytest.mark.parametrize("how", [
-        {"provenance": "inter_session", "source_session_key": "agent:a:peer"},
-        {"provenance": "internal_system"},
-        {"lane": "subagent"},
-    ])
+    @pytest.mark.parametrize(
+        "how",
+        [
+            {"provenance": "inter_session", "source_session_key": "agent:a:peer"},
+            {"provenance": "internal_system"},
+            {"lane": "subagent"},
+        ],
+    )
     def test_non_human_turns_are_never_human_messages(self, family: Gateway, how: dict[str, Any]) -> None:
         gw = family
         before = (log(gw), gw.cursors())
@@ -268,8 +311,12 @@ class SignalLogTests(SuiteBase):
         assert gw.get_session("agent:a:lonely")["goal"] == {"objective": "p", "status": "blocked"}
         cleared = gw.set_goal("agent:a:lonely", "clear")
         assert cleared["goal"] is None and "goal" not in gw.get_session("agent:a:lonely")
-        assert [e["summary"] for e in log(gw)] == ["goal created", "goal status changed to blocked",
-                                                   "goal objective changed", "goal cleared"]
+        assert [e["summary"] for e in log(gw)] == [
+            "goal created",
+            "goal status changed to blocked",
+            "goal objective changed",
+            "goal cleared",
+        ]
         assert gw.state_version("agent:a:lonely") == log(gw)[-1]["sequence"]
         assert gw.cursors() == []
 
@@ -297,7 +344,8 @@ class SignalLogTests(SuiteBase):
         assert session["spawnedBy"] == MAIN and session["kind"] == "subagent" and session["activeRunId"] == "r1"
         hist = ok(gw.call_tool("sessions_history", {"sessionKey": CHILD}, caller=MAIN))["messages"]
         assert [(m["text"], m["provenance"], m["sourceSessionKey"]) for m in hist] == [
-            ("do the thing", "inter_session", MAIN)]
+            ("do the thing", "inter_session", MAIN)
+        ]
 
     def test_respawn_with_a_new_run_reseeds_and_the_same_run_is_a_no_op(self, family: Gateway) -> None:
         gw = family
@@ -325,13 +373,18 @@ class SignalLogTests(SuiteBase):
         assert (log(gw), gw.cursors()) == before
 
     # -- producers: child run outcomes -----------------------------------------------------------------------
-    @pytest.mark.parametrize(("status_", "kind", "payload"), [
-        ("ok", "run_completed", None),
-        ("error", "run_failed", {"outcome": "error"}),
-        ("timeout", "run_failed", {"outcome": "timeout"}),
-        ("cancelled", "run_failed", {"outcome": "cancelled"}),
-    ])
-    def test_child_run_outcomes_are_log_only(self, family: Gateway, status_: str, kind: str, payload: dict[str, Any] | None) -> None:
+    @pytest.mark.parametrize(
+        ("status_", "kind", "payload"),
+        [
+            ("ok", "run_completed", None),
+            ("error", "run_failed", {"outcome": "error"}),
+            ("timeout", "run_failed", {"outcome": "timeout"}),
+            ("cancelled", "run_failed", {"outcome": "cancelled"}),
+        ],
+    )
+    def test_child_run_outcomes_are_log_only(
+        self, family: Gateway, status_: str, kind: str, payload: dict[str, Any] | None
+    ) -> None:
         gw = family
         before = marks(gw, MAIN, CHILD)
         out = gw.end_run(CHILD, "run-1", status_)
@@ -364,7 +417,8 @@ class SignalLogTests(SuiteBase):
         assert again["created"] is False and again["label"] == "renamed"
         events = log(gw)
         assert [(e["sessionKey"], e["kind"], e["actorType"], e["actorId"]) for e in events] == [
-            ("agent:a:made", "created", "agent", MAIN)]
+            ("agent:a:made", "created", "agent", MAIN)
+        ]
         sys_made = gw.put_session("agent:a:sys", created_by={"type": "system"})
         assert sys_made["created"] is True
         assert log(gw)[-1]["actorType"] == "system" and "actorId" not in log(gw)[-1]

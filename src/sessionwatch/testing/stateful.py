@@ -23,7 +23,6 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from sessionwatch import Gateway, SessionwatchError, Settings
 from sessionwatch.clock import ManualClock
 
-
 from .helpers import DAY, HOUR, MAIN, SECOND, ctx, notice
 from .suite import Stores, SuiteBase
 
@@ -92,7 +91,7 @@ class Model:
 
     def _trim(self, w: str) -> None:
         q = self.queue(w)
-        del q[:max(0, len(q) - CAP)]
+        del q[: max(0, len(q) - CAP)]
 
     def append_notice(self, w: str, target: str, last_seen: int) -> None:
         """One entry per pair: identical is a no-op, otherwise the old entry is replaced at the end."""
@@ -228,8 +227,8 @@ class Model:
         gone = [e for e in self.events if e[3] < cutoff]
         kept = [e for e in self.events if e[3] >= cutoff]
         if len(kept) > MAX_EVENTS:
-            gone += kept[:len(kept) - MAX_EVENTS]
-            kept = kept[len(kept) - MAX_EVENTS:]
+            gone += kept[: len(kept) - MAX_EVENTS]
+            kept = kept[len(kept) - MAX_EVENTS :]
         for seq, key, _, _ in gone:
             self.pruned[key] = max(self.pruned.get(key, 0), seq)
         self.events = kept
@@ -346,9 +345,16 @@ class WatchMachine(RuleBasedStateMachine):
             m.record(key, "human_direct_message", now, None, (s.spawned_by,) if s.spawned_by else ())
         self._done()
 
-    @rule(key=st.sampled_from(CHILDREN + [DM, GROUP]),
-          how=st.sampled_from([{"provenance": "inter_session", "source_session_key": P1},
-                               {"provenance": "internal_system"}, {"lane": "subagent"}]))
+    @rule(
+        key=st.sampled_from(CHILDREN + [DM, GROUP]),
+        how=st.sampled_from(
+            [
+                {"provenance": "inter_session", "source_session_key": P1},
+                {"provenance": "internal_system"},
+                {"lane": "subagent"},
+            ]
+        ),
+    )
     def non_human_turn(self, key: str, how: dict[str, str]) -> None:
         if not self._exists(key):
             return
@@ -357,14 +363,20 @@ class WatchMachine(RuleBasedStateMachine):
         assert out["recorded"] is False
         self._done()
 
-    @rule(key=st.sampled_from(EVERYONE), action=st.sampled_from(["create", "edit", "status", "clear"]),
-          actor=st.sampled_from([None, "human", *EVERYONE]))
+    @rule(
+        key=st.sampled_from(EVERYONE),
+        action=st.sampled_from(["create", "edit", "status", "clear"]),
+        actor=st.sampled_from([None, "human", *EVERYONE]),
+    )
     def goal(self, key: str, action: str, actor: str | None) -> None:
         m, now = self.model, self.clock()
         if not self._exists(key):
             return
-        who = None if actor is None else ({"type": "human", "id": "ann"} if actor == "human"
-                                          else {"type": "agent", "id": actor})
+        who = (
+            None
+            if actor is None
+            else ({"type": "human", "id": "ann"} if actor == "human" else {"type": "agent", "id": actor})
+        )
         agent_actor = actor if actor not in (None, "human") else None
         before_queue = self.gw.peek_system_events(agent_actor) if agent_actor else []
         before_cursor = self.gw.cursors(watcher=agent_actor, target=key) if agent_actor else []
@@ -417,7 +429,7 @@ class WatchMachine(RuleBasedStateMachine):
             return
         real = self.gw.peek_system_events(key)
         assert [e["text"] for e in real] == self.model.texts(key)
-        self.peeked = (key, [(e["id"], m) for e, m in zip(real, self.model.queue(key))])
+        self.peeked = (key, [(e["id"], m) for e, m in zip(real, self.model.queue(key), strict=True)])
 
     @rule(data=st.data())
     def ack_peeked(self, data: st.DataObject) -> None:
@@ -430,8 +442,11 @@ class WatchMachine(RuleBasedStateMachine):
         assert out == {"acknowledged": self.model.ack(key, [e for _, e in chosen], self.clock())}
         self._done()
 
-    @rule(caller=st.sampled_from(EVERYONE), other=st.sampled_from(EVERYONE),
-          pick=st.sampled_from(["zero", "seen", "after", "head"]))
+    @rule(
+        caller=st.sampled_from(EVERYONE),
+        other=st.sampled_from(EVERYONE),
+        pick=st.sampled_from(["zero", "seen", "after", "head"]),
+    )
     def read_changes(self, caller: str, other: str, pick: str) -> None:
         """session_status with changesSince: a watcher's read acknowledges what it returned."""
         m, target = self.model, other
@@ -501,9 +516,18 @@ class WatchMachine(RuleBasedStateMachine):
     def matches_the_model(self) -> None:
         m = self.model
         real = {(c["watcher"], c["target"]): c for c in self.gw.cursors()}
-        want = {p: {"watcher": p[0], "target": p[1], "lastSeen": c.last_seen, "notified": c.notified,
-                    "material": c.material, "provenance": c.provenance, "updatedAt": c.updated_at}
-                for p, c in m.cursors.items()}
+        want = {
+            p: {
+                "watcher": p[0],
+                "target": p[1],
+                "lastSeen": c.last_seen,
+                "notified": c.notified,
+                "material": c.material,
+                "provenance": c.provenance,
+                "updatedAt": c.updated_at,
+            }
+            for p, c in m.cursors.items()
+        }
         assert real == want
         for key in m.sessions:
             assert [e["text"] for e in self.gw.peek_system_events(key)] == m.texts(key), key
@@ -530,19 +554,24 @@ class WatchMachine(RuleBasedStateMachine):
                 if entries:
                     assert entries[0]["text"] == notice(t, c["lastSeen"])
                 else:  # ... unless the 20-entry cap evicted it
-                    assert not any(e.kind == "n" and e.t == t and e.ls == c["lastSeen"]
-                                   for e in self.model.queue(w))
+                    assert not any(e.kind == "n" and e.t == t and e.ls == c["lastSeen"] for e in self.model.queue(w))
             model_row = self.model.cursors.get((w, t))
             before = self.prev_cursors.get((w, t, model_row.row if model_row else -1))
             if before is not None:  # a cursor never moves backwards while it exists
-                assert all(now >= then for now, then in zip(marks, before)), (before, c)
+                assert all(now >= then for now, then in zip(marks, before, strict=True)), (before, c)
         heads = {key: self.gw.state_version(key) for key in self.model.sessions}
         for key, h in heads.items():
             assert h >= self.prev_heads.get(key, 0), key  # heads never decrease
         self.prev_heads = heads
         rows = {p: c.row for p, c in self.model.cursors.items()}
-        self.prev_cursors = {(c["watcher"], c["target"], rows.get((c["watcher"], c["target"]), -1)):
-                             (c["lastSeen"], c["notified"], c["material"]) for c in cursors}
+        self.prev_cursors = {
+            (c["watcher"], c["target"], rows.get((c["watcher"], c["target"]), -1)): (
+                c["lastSeen"],
+                c["notified"],
+                c["material"],
+            )
+            for c in cursors
+        }
 
 
 class StatefulTests(SuiteBase):
@@ -552,6 +581,13 @@ class StatefulTests(SuiteBase):
     def test_watch_machine_matches_the_model(self) -> None:
         machine = type(f"WatchMachine_{type(self).__name__}", (WatchMachine,), {"suite": self})
         examples = int(os.environ.get("SESSIONWATCH_STATEFUL_EXAMPLES", str(self.stateful_examples)))
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=examples, stateful_step_count=50, deadline=None, database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=50,
+                deadline=None,
+                database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+            ),
+        )

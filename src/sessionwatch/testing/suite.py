@@ -33,7 +33,7 @@ class SuiteBase(ABC):
         reopened: Store = opener(store.url)
         return reopened
 
-    def lower_batches(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def lower_batches(self, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: B027 - optional: a no-op unless overridden
         """Optional: lower your prune's batch size to 3 rows and its stale-cursor slice to 2 (with
         ``monkeypatch``), so the flat-cost tests cross batch boundaries on a small store. Without it they
         still check the results, within one batch."""

@@ -126,7 +126,11 @@ class SweepPruneTests(SuiteBase):
         assert page.earliest_available_sequence == a3 + 1  # head + 1 when nothing is retained
         assert gw.changes_since("agent:a:x", a3).history_gap is False
         assert gw.changes_since("agent:a:never", 0).to_json() == {
-            "events": [], "truncated": False, "earliestAvailableSequence": 0, "historyGap": False}
+            "events": [],
+            "truncated": False,
+            "earliestAvailableSequence": 0,
+            "historyGap": False,
+        }
 
     def test_row_cap_keeps_the_newest_rows_and_stamps_watermarks(self, clock: ManualClock) -> None:
         with self.open_gateway(clock=clock, settings=Settings(max_events=5)) as gw:

@@ -33,8 +33,15 @@ class TokenTests(SuiteBase):
         after = gw.store.get_token(row.token_id)
         assert after is not None and after.revoked_at == 2000
         assert verify(after, text) is None
-        assert after.to_json() == {"id": row.token_id, "name": "team", "agents": ["ops", "dev"], "admin": False,
-                                   "createdAt": 1000, "revokedAt": 2000, "revoked": True}
+        assert after.to_json() == {
+            "id": row.token_id,
+            "name": "team",
+            "agents": ["ops", "dev"],
+            "admin": False,
+            "createdAt": 1000,
+            "revokedAt": 2000,
+            "revoked": True,
+        }
 
     def test_token_list_and_admin_tokens(self, gw: Gateway) -> None:
         assert gw.store.tokens() == []
@@ -47,8 +54,16 @@ class TokenTests(SuiteBase):
         with pytest.raises(NotFound):
             revoke_token(gw.store, "000000000000")
 
-    @pytest.mark.parametrize("kwargs", [{}, {"agents": ["ops"], "admin": True}, {"agents": ["a:b"]},
-                                        {"agents": [""]}, {"agents": ["ops"], "name": " "}])
+    @pytest.mark.parametrize(
+        "kwargs",
+        [
+            {},
+            {"agents": ["ops"], "admin": True},
+            {"agents": ["a:b"]},
+            {"agents": [""]},
+            {"agents": ["ops"], "name": " "},
+        ],
+    )
     def test_bad_token_requests_change_nothing(self, gw: Gateway, kwargs: dict[str, Any]) -> None:
         with pytest.raises(InvalidArgument):
             create_token(gw.store, **kwargs)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from sessionwatch import Gateway, Wake
 from sessionwatch.clock import ManualClock
 
@@ -159,8 +158,9 @@ class WakeTests(SuiteBase):
         gw.set_goal(CHILD, "create", objective="o")
         assert [(w.watcher, w.target, w.reason) for w in wakes] == [("agent:a:peer", CHILD, REASON)]
 
-    def test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake(self, family: Gateway,
-                                                                               clock: ManualClock) -> None:
+    def test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake(
+        self, family: Gateway, clock: ManualClock
+    ) -> None:
         gw = family
         group = "agent:a:telegram:group:g1"
         gw.put_session(group)

@@ -3,14 +3,14 @@ acknowledge-and-reopen, reset/delete cleanup, the global-scope rule and session_
 
 from __future__ import annotations
 
-import pytest
-
 from typing import Any
+
+import pytest
 
 from sessionwatch import Gateway, Wake
 from sessionwatch.clock import ManualClock
 
-from .helpers import (CHILD, MAIN, cursor, err, human, log, marks, notice, ok, send, spawn, status, texts)
+from .helpers import CHILD, MAIN, cursor, err, human, log, marks, notice, ok, send, spawn, status, texts
 from .suite import SuiteBase
 
 PEER = "agent:a:peer"
@@ -36,12 +36,18 @@ class WatcherTests(SuiteBase):
         assert out["watched"] is True and out["status"] == "accepted"
         c = cursor(gw, PEER, CHILD)
         assert c is not None and (c["lastSeen"], c["notified"], c["material"], c["provenance"]) == (
-            head, head, head, "explicit")
+            head,
+            head,
+            head,
+            "explicit",
+        )
         human(gw, CHILD)
         assert texts(gw, PEER) == [notice(CHILD, head)]  # earlier history never produces a notice
 
     @pytest.mark.parametrize("extra", [{}, {"watch": False}])
-    def test_watched_is_present_only_when_watch_true_was_passed(self, peer_family: Gateway, extra: dict[str, Any]) -> None:
+    def test_watched_is_present_only_when_watch_true_was_passed(
+        self, peer_family: Gateway, extra: dict[str, Any]
+    ) -> None:
         out = send(peer_family, PEER, CHILD, **extra)
         assert "watched" not in out
         assert cursor(peer_family, PEER, CHILD) is None
@@ -63,8 +69,9 @@ class WatcherTests(SuiteBase):
         assert peer_family.cursors(watcher=PEER) == []
 
     def test_a_failed_send_registers_no_watch(self, peer_family: Gateway) -> None:
-        out = peer_family.call_tool("sessions_send", {"sessionKey": "agent:a:ghost", "message": "x", "watch": True},
-                               caller=PEER)
+        out = peer_family.call_tool(
+            "sessions_send", {"sessionKey": "agent:a:ghost", "message": "x", "watch": True}, caller=PEER
+        )
         err(out, "not_found")
         assert "watched" not in out
         assert peer_family.cursors(watcher=PEER) == []
@@ -204,7 +211,9 @@ class WatcherTests(SuiteBase):
         assert out["recorded"] is False
         assert gw.cursors() == []
 
-    def test_ambient_registration_does_not_touch_an_existing_row(self, peer_family: Gateway, clock: ManualClock) -> None:
+    def test_ambient_registration_does_not_touch_an_existing_row(
+        self, peer_family: Gateway, clock: ManualClock
+    ) -> None:
         gw = peer_family
         gw.put_session(GROUP)
         gw.inbound(GROUP, "x", channel="telegram")
@@ -264,12 +273,17 @@ class WatcherTests(SuiteBase):
         assert gw.cursors() == []
         assert texts(gw, MAIN) == []
         assert send(gw, MAIN, "global", watch=True)["watched"] is False
-        out = ok(gw.call_tool("sessions_send", {"sessionKey": MAIN, "message": "x", "watch": True},
-                              caller="global", agent_id="a"))
+        out = ok(
+            gw.call_tool(
+                "sessions_send", {"sessionKey": MAIN, "message": "x", "watch": True}, caller="global", agent_id="a"
+            )
+        )
         assert out["watched"] is False
         assert gw.cursors() == []
-        assert ok(gw.call_tool("session_unwatch", {"sessionKey": MAIN}, caller="global", agent_id="a"))[
-            "unwatched"] is False
+        assert (
+            ok(gw.call_tool("session_unwatch", {"sessionKey": MAIN}, caller="global", agent_id="a"))["unwatched"]
+            is False
+        )
 
     def test_two_agents_global_sessions_are_independent(self, gw: Gateway) -> None:
         gw.put_session("global", agent_id="a")

@@ -18,5 +18,16 @@ from .settings import SQLiteDataSettings
 from .store import SQLiteStore
 from .tokens import SQLiteTokens
 
-__all__ = ["PRAGMAS", "SQLiteConnection", "SQLiteDataSettings", "SQLiteLinks", "SQLiteLog", "SQLiteQueue",
-           "SQLiteSessions", "SQLiteStore", "SQLiteTokens", "apply_migrations", "sqlite_path"]
+__all__ = [
+    "PRAGMAS",
+    "SQLiteConnection",
+    "SQLiteDataSettings",
+    "SQLiteLinks",
+    "SQLiteLog",
+    "SQLiteQueue",
+    "SQLiteSessions",
+    "SQLiteStore",
+    "SQLiteTokens",
+    "apply_migrations",
+    "sqlite_path",
+]

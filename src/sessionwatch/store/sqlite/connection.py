@@ -29,10 +29,12 @@ def sqlite_path(url: str) -> str:
     ``sqlite://x.db`` (two slashes) names a host in the URL convention, which SQLite has none of: it is
     refused rather than guessed at."""
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        return url[len("sqlite:///"):]
+        return url[len("sqlite:///") :]
     if url.lower().startswith("sqlite:"):
-        raise InvalidArgument(f"store URL {url!r} is not sqlite:///relative.db or sqlite:////absolute.db "
-                              "(three slashes before a relative path, four before an absolute one)")
+        raise InvalidArgument(
+            f"store URL {url!r} is not sqlite:///relative.db or sqlite:////absolute.db "
+            "(three slashes before a relative path, four before an absolute one)"
+        )
     return url
 
 
@@ -51,8 +53,9 @@ def _prepare_file(path: str) -> bool:
         elif folder.exists():
             raise InvalidArgument(f"cannot create the store file {file}: {folder} is not a folder")
         else:
-            raise InvalidArgument(f"the folder of the store file {file} does not exist: create it first "
-                                  f"(mkdir -p {folder})")
+            raise InvalidArgument(
+                f"the folder of the store file {file} does not exist: create it first (mkdir -p {folder})"
+            )
     return not file.exists()
 
 

@@ -19,10 +19,12 @@ from .connection import SQLiteConnection
 _ACK = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
     " WHERE watcher = ?2 AND target IN (SELECT value FROM json_each(?3))"
-    " RETURNING target, last_seen, material, provenance")
+    " RETURNING target, last_seen, material, provenance"
+)
 _ACK_ONE = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
-    " WHERE target = ?3 AND watcher = ?2 RETURNING target, last_seen, material, provenance")
+    " WHERE target = ?3 AND watcher = ?2 RETURNING target, last_seen, material, provenance"
+)
 
 
 class SQLiteQueue(SQLiteConnection, CursorQueue):
@@ -30,37 +32,50 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         if watcher == target or not is_agent_qualified(watcher) or not is_agent_qualified(target):
             return False
         with self._tx() as conn:
-            if provenance != "explicit" and conn.execute(
-                    "SELECT 1 FROM watch_mutes WHERE watcher = ? AND target = ?", (watcher, target)).fetchone():
+            if (
+                provenance != "explicit"
+                and conn.execute(
+                    "SELECT 1 FROM watch_mutes WHERE watcher = ? AND target = ?", (watcher, target)
+                ).fetchone()
+            ):
                 return False
-            existing = conn.execute("SELECT provenance FROM cursors WHERE watcher = ? AND target = ?",
-                                    (watcher, target)).fetchone()
+            existing = conn.execute(
+                "SELECT provenance FROM cursors WHERE watcher = ? AND target = ?", (watcher, target)
+            ).fetchone()
             if provenance == "explicit":
                 conn.execute("DELETE FROM watch_mutes WHERE watcher = ? AND target = ?", (watcher, target))
             if existing is not None:
                 if existing[0] == "ambient-group" and provenance == "explicit":
                     # its queued notice stops being queue-only too: it counts as pending for wakes
-                    conn.execute("UPDATE cursors SET provenance = 'explicit', queued_quiet = 0"
-                                 " WHERE watcher = ? AND target = ?", (watcher, target))
+                    conn.execute(
+                        "UPDATE cursors SET provenance = 'explicit', queued_quiet = 0 WHERE watcher = ? AND target = ?",
+                        (watcher, target),
+                    )
                 return True
-            head = conn.execute("SELECT last_sequence FROM heads WHERE session_key = ? AND agent_id = ?",
-                                (target, target_agent)).fetchone()
+            head = conn.execute(
+                "SELECT last_sequence FROM heads WHERE session_key = ? AND agent_id = ?", (target, target_agent)
+            ).fetchone()
             h = head[0] if head else 0
             queue_model.ensure_head(conn, watcher)
-            conn.execute("INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance,"
-                         " updated_at) VALUES (?,?,?,?,?,?,?)", (watcher, target, h, h, h, provenance, now))
+            conn.execute(
+                "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance,"
+                " updated_at) VALUES (?,?,?,?,?,?,?)",
+                (watcher, target, h, h, h, provenance, now),
+            )
         return True
 
     def unwatch(self, watcher: str, target: str, context_key: str, now: int, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
             queue_model.remove_slot(conn, watcher, target, queue_cap)
-            deleted = conn.execute("DELETE FROM cursors WHERE target = ? AND watcher = ?",
-                                   (target, watcher)).rowcount
-            if conn.execute("DELETE FROM system_events WHERE session_key = ? AND context_key = ?",
-                            (watcher, context_key)).rowcount:
+            deleted = conn.execute("DELETE FROM cursors WHERE target = ? AND watcher = ?", (target, watcher)).rowcount
+            if conn.execute(
+                "DELETE FROM system_events WHERE session_key = ? AND context_key = ?", (watcher, context_key)
+            ).rowcount:
                 queue_model.after_removal(conn, {watcher}, queue_cap)
-            conn.execute("INSERT INTO watch_mutes (watcher, target, created_at) VALUES (?,?,?)"
-                         " ON CONFLICT DO NOTHING", (watcher, target, now))
+            conn.execute(
+                "INSERT INTO watch_mutes (watcher, target, created_at) VALUES (?,?,?) ON CONFLICT DO NOTHING",
+                (watcher, target, now),
+            )
         return deleted > 0
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
@@ -68,8 +83,9 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         with self._lock:
             return [Cursor(*r) for r in self._conn.execute(sql, args)]
 
-    def _ack(self, conn: sqlite3.Connection, watcher: str, targets: Sequence[str], render: Render, now: int,
-             queue_cap: int) -> list[WakeRequest]:
+    def _ack(
+        self, conn: sqlite3.Connection, watcher: str, targets: Sequence[str], render: Render, now: int, queue_cap: int
+    ) -> list[WakeRequest]:
         if len(targets) == 1:
             rows = conn.execute(_ACK_ONE, (now, watcher, targets[0])).fetchall()
         else:
@@ -80,28 +96,41 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         for target, last_seen, material, provenance in rows:
             if material > last_seen:  # material moved on after the notice froze: exactly one reopen
                 quiet = provenance == "ambient-group"
-                queue_model.append_notice(conn, watcher, target, last_seen, render(target).context_key, now, queue_cap, quiet)
+                queue_model.append_notice(
+                    conn, watcher, target, last_seen, render(target).context_key, now, queue_cap, quiet
+                )
                 if not quiet and not is_subagent_key(watcher):
                     wakes.append(WakeRequest(watcher, target))
         return wakes
 
-    def acknowledge(self, watcher: str, targets: Sequence[str], render: Render, now: int,
-                    queue_cap: int) -> list[WakeRequest]:
+    def acknowledge(
+        self, watcher: str, targets: Sequence[str], render: Render, now: int, queue_cap: int
+    ) -> list[WakeRequest]:
         if not targets:
             return []
         with self._tx() as conn:
             return self._ack(conn, watcher, targets, render, now, queue_cap)
 
-    def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
-                queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
+    def enqueue(
+        self,
+        session_key: str,
+        text: str,
+        context_key: str | None,
+        ts: int,
+        queue_cap: int,
+        queue_only: bool = False,
+        notice: tuple[str, int] | None = None,
+    ) -> QueueEntry | None:
         with self._tx() as conn:
             if notice is not None and queue_model.slot_live(conn, session_key, notice[0], queue_cap) is not None:
                 target, last_seen = notice
-                if not queue_model.append_notice(conn, session_key, target, last_seen, context_key or "", ts, queue_cap,
-                                        queue_only):
+                if not queue_model.append_notice(
+                    conn, session_key, target, last_seen, context_key or "", ts, queue_cap, queue_only
+                ):
                     return None
-                idx = conn.execute("SELECT queued_id FROM cursors WHERE target = ? AND watcher = ?",
-                                   (target, session_key)).fetchone()[0]
+                idx = conn.execute(
+                    "SELECT queued_id FROM cursors WHERE target = ? AND watcher = ?", (target, session_key)
+                ).fetchone()[0]
                 return QueueEntry(idx, session_key, text, context_key, ts, queue_only, target=target)
             return queue_model.append_generic(conn, session_key, text, context_key, ts, queue_cap)
 
@@ -109,47 +138,69 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         with self._read() as conn:
             return queue_model.entries(conn, session_key, render, queue_cap)
 
-    def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int,
-              queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    def drain(
+        self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         with self._tx() as conn:
             entries = queue_model.drain(conn, session_key, render, queue_cap)
-            targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                         if t is not None))
+            targets = list(
+                dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
+            )
             wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
         return entries, wakes
 
-    def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
-                            render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    def acknowledge_entries(
+        self,
+        session_key: str,
+        ids: Sequence[int],
+        decode: Callable[[str | None], str | None],
+        render: Render,
+        now: int,
+        queue_cap: int,
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         with self._tx() as conn:
             entries = queue_model.remove_ids(conn, session_key, set(ids), render, queue_cap)
-            targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                         if t is not None))
+            targets = list(
+                dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
+            )
             wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
         return entries, wakes
 
-    def reconcile(self, watcher: str, target: str, after: int, last: int, render: Render, now: int,
-                  queue_cap: int) -> list[WakeRequest]:
+    def reconcile(
+        self, watcher: str, target: str, after: int, last: int, render: Render, now: int, queue_cap: int
+    ) -> list[WakeRequest]:
         with self._lock:  # most reads are not a watcher's: answer those without taking the write lock
-            seen = self._conn.execute("SELECT last_seen FROM cursors WHERE target = ? AND watcher = ?",
-                                      (target, watcher)).fetchone()
+            seen = self._conn.execute(
+                "SELECT last_seen FROM cursors WHERE target = ? AND watcher = ?", (target, watcher)
+            ).fetchone()
         if seen is None or after > seen[0] or last <= seen[0]:
             return []
         with self._tx() as conn:
-            row = conn.execute("SELECT last_seen, material, provenance FROM cursors WHERE target = ? AND watcher = ?",
-                               (target, watcher)).fetchone()
+            row = conn.execute(
+                "SELECT last_seen, material, provenance FROM cursors WHERE target = ? AND watcher = ?",
+                (target, watcher),
+            ).fetchone()
             if row is None or after > row[0] or last <= row[0]:
                 return []  # not a watcher, a page that skipped events, or nothing new in it
             material, quiet = row[1], row[2] == "ambient-group"
             was_live = bool((queue_model.slot_live(conn, watcher, target, queue_cap) or (False, 0))[0])
             if material > last:  # notify-eligible events beyond the page: one notice, quoting the new position
-                conn.execute("UPDATE cursors SET last_seen = ?1, notified = material, updated_at = ?2"
-                             " WHERE target = ?3 AND watcher = ?4", (last, now, target, watcher))
-                queue_model.append_notice(conn, watcher, target, last, render(target).context_key, now, queue_cap, quiet)
+                conn.execute(
+                    "UPDATE cursors SET last_seen = ?1, notified = material, updated_at = ?2"
+                    " WHERE target = ?3 AND watcher = ?4",
+                    (last, now, target, watcher),
+                )
+                queue_model.append_notice(
+                    conn, watcher, target, last, render(target).context_key, now, queue_cap, quiet
+                )
                 if not was_live and not quiet and not is_subagent_key(watcher):
                     return [WakeRequest(watcher, target)]
                 return []
-            conn.execute("UPDATE cursors SET last_seen = ?1, notified = ?1, material = ?1, updated_at = ?2"
-                         " WHERE target = ?3 AND watcher = ?4", (last, now, target, watcher))
+            conn.execute(
+                "UPDATE cursors SET last_seen = ?1, notified = ?1, material = ?1, updated_at = ?2"
+                " WHERE target = ?3 AND watcher = ?4",
+                (last, now, target, watcher),
+            )
             queue_model.remove_slot(conn, watcher, target, queue_cap)
         return []
 
@@ -163,11 +214,15 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
             rows = conn.execute(
                 "UPDATE cursors SET notified = material, updated_at = ?1 WHERE material > last_seen"
                 " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
-                " RETURNING watcher, target, last_seen, provenance", (now,)).fetchall()
+                " RETURNING watcher, target, last_seen, provenance",
+                (now,),
+            ).fetchall()
             rows.sort()
             for watcher, target, last_seen, provenance in rows:
                 quiet = provenance == "ambient-group"
-                queue_model.append_notice(conn, watcher, target, last_seen, render(target).context_key, now, queue_cap, quiet)
+                queue_model.append_notice(
+                    conn, watcher, target, last_seen, render(target).context_key, now, queue_cap, quiet
+                )
                 if not quiet and not is_subagent_key(watcher):
                     wakes.append(WakeRequest(watcher, target))
         return len(rows), wakes

@@ -11,7 +11,6 @@ from ...listing import ListPosition, list_filter
 from ..base import Sessions
 from ..records import MessageRow, SessionRow, dumps
 from ..rows import LIST_ORDER, MAX_LIST_BRANCHES, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
-
 from . import queue_model, upkeep
 from .connection import SQLiteConnection
 
@@ -19,33 +18,54 @@ from .connection import SQLiteConnection
 class SQLiteSessions(SQLiteConnection, Sessions):
     def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
         with self._tx() as conn:
-            existing = conn.execute(f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
-                                    (row.session_key, row.agent_id)).fetchone()
+            existing = conn.execute(
+                f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
+                (row.session_key, row.agent_id),
+            ).fetchone()
             if existing is None:
-                conn.execute(f"INSERT INTO sessions ({SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                             (row.session_key, row.agent_id, row.session_id, row.kind, row.spawned_by, row.label,
-                              row.active_run_id, None if row.goal is None else dumps(row.goal), row.created_at,
-                              row.updated_at))
+                conn.execute(
+                    f"INSERT INTO sessions ({SESSION_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        row.session_key,
+                        row.agent_id,
+                        row.session_id,
+                        row.kind,
+                        row.spawned_by,
+                        row.label,
+                        row.active_run_id,
+                        None if row.goal is None else dumps(row.goal),
+                        row.created_at,
+                        row.updated_at,
+                    ),
+                )
                 return row, True
             current = session_from_row(existing)
             current.kind = row.kind or current.kind
             current.spawned_by = row.spawned_by if row.spawned_by is not None else current.spawned_by
             current.label = row.label if row.label is not None else current.label
             current.updated_at = row.updated_at
-            conn.execute("UPDATE sessions SET kind = ?, spawned_by = ?, label = ?, updated_at = ?"
-                         " WHERE session_key = ? AND agent_id = ?",
-                         (current.kind, current.spawned_by, current.label, current.updated_at,
-                          row.session_key, row.agent_id))
+            conn.execute(
+                "UPDATE sessions SET kind = ?, spawned_by = ?, label = ?, updated_at = ?"
+                " WHERE session_key = ? AND agent_id = ?",
+                (current.kind, current.spawned_by, current.label, current.updated_at, row.session_key, row.agent_id),
+            )
             return current, False
 
     def get_session(self, session_key: str, agent_id: str) -> SessionRow | None:
         with self._lock:
-            row = self._conn.execute(f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?",
-                                     (session_key, agent_id)).fetchone()
+            row = self._conn.execute(
+                f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?", (session_key, agent_id)
+            ).fetchone()
         return None if row is None else session_from_row(row)
 
-    def list_sessions(self, agent_id: str | None, kinds: Sequence[str] | None, limit: int,
-                      agents: Sequence[str] | None = None, after: ListPosition | None = None) -> list[SessionRow]:
+    def list_sessions(
+        self,
+        agent_id: str | None,
+        kinds: Sequence[str] | None,
+        limit: int,
+        agents: Sequence[str] | None = None,
+        after: ListPosition | None = None,
+    ) -> list[SessionRow]:
         flt = list_filter(agent_id, kinds, agents)
         if flt.empty:
             return []
@@ -57,13 +77,15 @@ class SQLiteSessions(SQLiteConnection, Sessions):
             sql, args = self._list_walk(flt.agents, flt.kinds, after, limit)
         elif len(pairs) == 1:
             agent, kind = pairs[0]
-            sql, args = self._list_walk(None if agent is None else (agent,), None if kind is None else (kind,),
-                                        after, limit)
+            sql, args = self._list_walk(
+                None if agent is None else (agent,), None if kind is None else (kind,), after, limit
+            )
         else:
             parts, args = [], []
             for agent, kind in pairs:
-                part, part_args = self._list_walk(None if agent is None else (agent,),
-                                                  None if kind is None else (kind,), after, limit)
+                part, part_args = self._list_walk(
+                    None if agent is None else (agent,), None if kind is None else (kind,), after, limit
+                )
                 parts.append(f"SELECT * FROM ({part})")
                 args += part_args
             sql = " UNION ALL ".join(parts) + f" ORDER BY {LIST_ORDER} LIMIT ?"
@@ -72,8 +94,9 @@ class SQLiteSessions(SQLiteConnection, Sessions):
             return [session_from_row(r) for r in self._conn.execute(sql, args)]
 
     @staticmethod
-    def _list_walk(agents: Sequence[str] | None, kinds: Sequence[str] | None, after: ListPosition | None,
-                   limit: int) -> tuple[str, list[Any]]:
+    def _list_walk(
+        agents: Sequence[str] | None, kinds: Sequence[str] | None, after: ListPosition | None, limit: int
+    ) -> tuple[str, list[Any]]:
         """One walk of the listing order from ``after`` on; one agent and one kind use an index prefix."""
         where: list[str] = []
         args: list[Any] = []
@@ -93,8 +116,12 @@ class SQLiteSessions(SQLiteConnection, Sessions):
         sql = f"SELECT {SESSION_COLS} FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
         return sql + f" ORDER BY {LIST_ORDER} LIMIT ?", [*args, limit]
 
-    _UPDATABLE = {"session_id": "session_id", "active_run_id": "active_run_id", "goal": "goal_json",
-                  "spawned_by": "spawned_by"}
+    _UPDATABLE = {
+        "session_id": "session_id",
+        "active_run_id": "active_run_id",
+        "goal": "goal_json",
+        "spawned_by": "spawned_by",
+    }
 
     def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
         sets: list[str] = ["updated_at = ?"]
@@ -103,41 +130,76 @@ class SQLiteSessions(SQLiteConnection, Sessions):
             sets.append(f"{self._UPDATABLE[name]} = ?")
             args.append(dumps(value) if name == "goal" and value is not None else value)
         with self._tx() as conn:
-            return conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE session_key = ? AND agent_id = ?",
-                                (*args, session_key, agent_id)).rowcount > 0
+            return (
+                conn.execute(
+                    f"UPDATE sessions SET {', '.join(sets)} WHERE session_key = ? AND agent_id = ?",
+                    (*args, session_key, agent_id),
+                ).rowcount
+                > 0
+            )
 
     def end_run(self, session_key: str, agent_id: str, run_id: str, now: int) -> bool:
         with self._tx() as conn:
-            return conn.execute("UPDATE sessions SET active_run_id = NULL, updated_at = ? WHERE session_key = ?"
-                                " AND agent_id = ? AND active_run_id = ?",
-                                (now, session_key, agent_id, run_id)).rowcount > 0
+            return (
+                conn.execute(
+                    "UPDATE sessions SET active_run_id = NULL, updated_at = ? WHERE session_key = ?"
+                    " AND agent_id = ? AND active_run_id = ?",
+                    (now, session_key, agent_id, run_id),
+                ).rowcount
+                > 0
+            )
 
-    def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
-                      context_prefix: str, queue_cap: int = 20) -> bool:
+    def reset_session(
+        self, session_key: str, agent_id: str, new_session_id: str, now: int, context_prefix: str, queue_cap: int = 20
+    ) -> bool:
         with self._tx() as conn:
-            found = conn.execute("UPDATE sessions SET session_id = ?, active_run_id = NULL, updated_at = ?"
-                                 " WHERE session_key = ? AND agent_id = ?",
-                                 (new_session_id, now, session_key, agent_id)).rowcount > 0
+            found = (
+                conn.execute(
+                    "UPDATE sessions SET session_id = ?, active_run_id = NULL, updated_at = ?"
+                    " WHERE session_key = ? AND agent_id = ?",
+                    (new_session_id, now, session_key, agent_id),
+                ).rowcount
+                > 0
+            )
             if found:
                 conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
-                conn.execute("DELETE FROM system_events WHERE session_key = ? AND context_key LIKE ?",
-                             (session_key, context_prefix + "%"))
+                conn.execute(
+                    "DELETE FROM system_events WHERE session_key = ? AND context_key LIKE ?",
+                    (session_key, context_prefix + "%"),
+                )
                 queue_model.after_removal(conn, {session_key}, queue_cap)
             return found
 
     def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
-            found = conn.execute("DELETE FROM sessions WHERE session_key = ? AND agent_id = ?",
-                                 (session_key, agent_id)).rowcount > 0
+            found = (
+                conn.execute(
+                    "DELETE FROM sessions WHERE session_key = ? AND agent_id = ?", (session_key, agent_id)
+                ).rowcount
+                > 0
+            )
             conn.execute("DELETE FROM upstream_links WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            upkeep.forget_rows(conn, [s for (s,) in conn.execute(
-                "DELETE FROM events WHERE session_key = ? AND agent_id = ? RETURNING sequence", (session_key, agent_id))])
+            upkeep.forget_rows(
+                conn,
+                [
+                    s
+                    for (s,) in conn.execute(
+                        "DELETE FROM events WHERE session_key = ? AND agent_id = ? RETURNING sequence",
+                        (session_key, agent_id),
+                    )
+                ],
+            )
             conn.execute("DELETE FROM heads WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
             conn.execute("DELETE FROM messages WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
-            touched = {w for (w,) in conn.execute("DELETE FROM cursors WHERE target = ? RETURNING watcher",
-                                                  (session_key,))}
-            touched |= {w for (w,) in conn.execute(
-                "DELETE FROM system_events WHERE context_key = ? RETURNING session_key", (context_key,))}
+            touched = {
+                w for (w,) in conn.execute("DELETE FROM cursors WHERE target = ? RETURNING watcher", (session_key,))
+            }
+            touched |= {
+                w
+                for (w,) in conn.execute(
+                    "DELETE FROM system_events WHERE context_key = ? RETURNING session_key", (context_key,)
+                )
+            }
             conn.execute("DELETE FROM cursors WHERE watcher = ?", (session_key,))
             conn.execute("DELETE FROM watch_mutes WHERE watcher = ?1 OR target = ?1", (session_key,))
             conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
@@ -152,15 +214,29 @@ class SQLiteSessions(SQLiteConnection, Sessions):
             row = conn.execute(
                 "INSERT INTO messages (session_key, agent_id, role, text, provenance, source_session_key, channel,"
                 " imported, created_at) VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
-                (msg.session_key, msg.agent_id, msg.role, msg.text, msg.provenance, msg.source_session_key,
-                 msg.channel, int(msg.imported), msg.created_at)).fetchone()
+                (
+                    msg.session_key,
+                    msg.agent_id,
+                    msg.role,
+                    msg.text,
+                    msg.provenance,
+                    msg.source_session_key,
+                    msg.channel,
+                    int(msg.imported),
+                    msg.created_at,
+                ),
+            ).fetchone()
         msg.id = row[0]
         return msg
 
-    def messages(self, session_key: str, agent_id: str, limit: int, after_id: int = 0,
-                 role: str | None = None) -> list[MessageRow]:
-        sql = (f"SELECT {MESSAGE_COLS} FROM messages WHERE session_key = ? AND agent_id = ? AND id > ?"
-               + (" AND role = ?" if role else "") + " ORDER BY id DESC LIMIT ?")
+    def messages(
+        self, session_key: str, agent_id: str, limit: int, after_id: int = 0, role: str | None = None
+    ) -> list[MessageRow]:
+        sql = (
+            f"SELECT {MESSAGE_COLS} FROM messages WHERE session_key = ? AND agent_id = ? AND id > ?"
+            + (" AND role = ?" if role else "")
+            + " ORDER BY id DESC LIMIT ?"
+        )
         args: list[Any] = [session_key, agent_id, after_id] + ([role] if role else []) + [limit]
         with self._lock:
             rows = self._conn.execute(sql, args).fetchall()
@@ -168,6 +244,11 @@ class SQLiteSessions(SQLiteConnection, Sessions):
 
     def own_user_texts(self, session_key: str, agent_id: str, limit: int) -> list[str]:
         with self._lock:
-            return [r[0] for r in self._conn.execute(
-                "SELECT text FROM messages WHERE session_key = ? AND agent_id = ? AND role = 'user'"
-                " AND imported = 0 ORDER BY id DESC LIMIT ?", (session_key, agent_id, limit))]
+            return [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT text FROM messages WHERE session_key = ? AND agent_id = ? AND role = 'user'"
+                    " AND imported = 0 ORDER BY id DESC LIMIT ?",
+                    (session_key, agent_id, limit),
+                )
+            ]

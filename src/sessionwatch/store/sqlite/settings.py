@@ -20,16 +20,21 @@ class SQLiteDataSettings(SQLiteConnection, DataSettings):
     def init_data_settings(self, values: Mapping[str, int], now: int) -> dict[str, int]:
         """Store the values not stored yet (concurrent openers: the first wins); returns what is stored."""
         with self._tx() as conn:
-            conn.executemany("INSERT INTO data_settings (name, value, updated_at) VALUES (?, ?, ?)"
-                             " ON CONFLICT (name) DO NOTHING", [(n, int(v), now) for n, v in values.items()])
+            conn.executemany(
+                "INSERT INTO data_settings (name, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                [(n, int(v), now) for n, v in values.items()],
+            )
             return {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings")}
 
     def set_data_settings(self, changes: Mapping[str, int], now: int) -> tuple[dict[str, int], dict[str, int]]:
         """Change stored values in one transaction; returns (old, new)."""
         with self._tx() as conn:
             old = {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings")}
-            conn.executemany("INSERT INTO data_settings (name, value, updated_at) VALUES (?, ?, ?)"
-                             " ON CONFLICT (name) DO UPDATE SET value = excluded.value,"
-                             " updated_at = excluded.updated_at", [(n, int(v), now) for n, v in changes.items()])
+            conn.executemany(
+                "INSERT INTO data_settings (name, value, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET value = excluded.value,"
+                " updated_at = excluded.updated_at",
+                [(n, int(v), now) for n, v in changes.items()],
+            )
             new = {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings")}
         return old, new

@@ -20,5 +20,8 @@ class SQLiteStore(SQLiteLog, SQLiteQueue, SQLiteSessions, SQLiteLinks, SQLiteTok
     def probe_write(self, now: int) -> None:
         """One small write transaction: raises when the store no longer accepts writes."""
         with self._tx() as conn:
-            conn.execute("INSERT INTO meta (key, value) VALUES ('health_probe_at', ?)"
-                         " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(now),))
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('health_probe_at', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(now),),
+            )

@@ -11,9 +11,18 @@ from .connection import SQLiteConnection
 class SQLiteTokens(SQLiteConnection, Tokens):
     def create_token(self, token: TokenRow) -> TokenRow:
         with self._tx() as conn:
-            conn.execute(f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (?,?,?,?,?,?,?)",
-                         (token.token_id, token.token_hash, token.name, dumps(list(token.agents)),
-                          int(token.admin), token.created_at, token.revoked_at))
+            conn.execute(
+                f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (?,?,?,?,?,?,?)",
+                (
+                    token.token_id,
+                    token.token_hash,
+                    token.name,
+                    dumps(list(token.agents)),
+                    int(token.admin),
+                    token.created_at,
+                    token.revoked_at,
+                ),
+            )
         return token
 
     def get_token(self, token_id: str) -> TokenRow | None:
@@ -23,10 +32,16 @@ class SQLiteTokens(SQLiteConnection, Tokens):
 
     def tokens(self) -> list[TokenRow]:
         with self._lock:
-            return [token_from_row(r) for r in self._conn.execute(
-                f"SELECT {TOKEN_COLS} FROM tokens ORDER BY created_at, token_id")]
+            return [
+                token_from_row(r)
+                for r in self._conn.execute(f"SELECT {TOKEN_COLS} FROM tokens ORDER BY created_at, token_id")
+            ]
 
     def revoke_token(self, token_id: str, now: int) -> bool:
         with self._tx() as conn:
-            return conn.execute("UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL",
-                                (now, token_id)).rowcount > 0
+            return (
+                conn.execute(
+                    "UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", (now, token_id)
+                ).rowcount
+                > 0
+            )

@@ -22,8 +22,10 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
-    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                 (key, value))
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
 
 
 def event_rows(conn: sqlite3.Connection) -> int:
@@ -33,8 +35,11 @@ def event_rows(conn: sqlite3.Connection) -> int:
     if kept is None or upto is None:  # first prune on this store: count once
         total = int(conn.execute("SELECT count(*) FROM events WHERE sequence <= ?", (hi,)).fetchone()[0])
     elif hi > int(upto):
-        total = int(kept) + int(conn.execute("SELECT count(*) FROM events WHERE sequence > ? AND sequence <= ?",
-                                             (int(upto), hi)).fetchone()[0])
+        total = int(kept) + int(
+            conn.execute(
+                "SELECT count(*) FROM events WHERE sequence > ? AND sequence <= ?", (int(upto), hi)
+            ).fetchone()[0]
+        )
     else:
         total = int(kept)
     if kept is None or upto is None or hi > int(upto) or total != int(kept):
@@ -59,14 +64,21 @@ def expire_cursors(conn: sqlite3.Connection, cutoff: int, budget: int) -> list[s
     start = tuple(json.loads(at)) if at else None
     gone: list[str] = []
     if start is not None:
-        rows = conn.execute("SELECT target, watcher, updated_at FROM cursors WHERE (target, watcher) > (?, ?)"
-                            " ORDER BY target, watcher LIMIT ?", (*start, budget)).fetchall()
+        rows = conn.execute(
+            "SELECT target, watcher, updated_at FROM cursors WHERE (target, watcher) > (?, ?)"
+            " ORDER BY target, watcher LIMIT ?",
+            (*start, budget),
+        ).fetchall()
     else:
-        rows = conn.execute("SELECT target, watcher, updated_at FROM cursors ORDER BY target, watcher LIMIT ?",
-                            (budget,)).fetchall()
+        rows = conn.execute(
+            "SELECT target, watcher, updated_at FROM cursors ORDER BY target, watcher LIMIT ?", (budget,)
+        ).fetchall()
     if len(rows) < budget and start is not None:  # wrapped: the rest of the budget from the start
-        rows += conn.execute("SELECT target, watcher, updated_at FROM cursors WHERE (target, watcher) <= (?, ?)"
-                             " ORDER BY target, watcher LIMIT ?", (*start, budget - len(rows))).fetchall()
+        rows += conn.execute(
+            "SELECT target, watcher, updated_at FROM cursors WHERE (target, watcher) <= (?, ?)"
+            " ORDER BY target, watcher LIMIT ?",
+            (*start, budget - len(rows)),
+        ).fetchall()
     stale = [(t, w) for t, w, u in rows if u < cutoff]
     for t, w in stale:
         conn.execute("DELETE FROM cursors WHERE target = ? AND watcher = ?", (t, w))
