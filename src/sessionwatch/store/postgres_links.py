@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
 from .records import Link, Node, dumps
 from .rows import LINK_COLS, link_from_row
 
+T = TypeVar("T")
 
 
 class LinksMixin:
-    _run: Callable[..., Any]
+    if TYPE_CHECKING:  # PostgresStore's: run work on a pooled connection, return what it returns
+        def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T: ...
+
     _one: Callable[..., Any]
     _all: Callable[..., list[Any]]
 
@@ -37,6 +40,8 @@ class LinksMixin:
                     row = conn.execute(f"SELECT {LINK_COLS} FROM upstream_links WHERE session_key = %s"
                                        " AND agent_id = %s FOR UPDATE",
                                        (link.session_key, link.agent_id)).fetchone()
+                if row is None:  # another gateway deleted it again in between (rare): the caller may retry
+                    raise LookupError(f"the upstream link of {link.session_key!r} changed while being written")
                 old = link_from_row(row)
                 updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
                 if old.source() == link.source():

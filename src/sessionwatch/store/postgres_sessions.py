@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
@@ -11,15 +11,18 @@ from ..listing import ListPosition, list_filter
 from .records import MessageRow, SessionRow, dumps
 from .rows import LIST_ORDER, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
 
-
 SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
 LIST_ORDER_S = ", ".join(f"s.{c.strip()}" for c in LIST_ORDER.split(","))
 LIST_ORDER_W = ", ".join(f"w.{c.strip()}" for c in LIST_ORDER.split(","))
 
+T = TypeVar("T")
+
 
 class SessionsMixin:
     _writer: int
-    _run: Callable[..., Any]
+    if TYPE_CHECKING:  # PostgresStore's: run work on a pooled connection, return what it returns
+        def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T: ...
+
     _one: Callable[..., Any]
     _all: Callable[..., list[Any]]
 
@@ -78,7 +81,8 @@ class SessionsMixin:
                   "spawned_by": "spawned_by"}
 
     def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
-        sets, args = ["updated_at = %s"], [now]
+        sets: list[str] = ["updated_at = %s"]
+        args: list[Any] = [now]
         for name, value in fields.items():
             sets.append(f"{self._UPDATABLE[name]} = %s")
             args.append(dumps(value) if name == "goal" and value is not None else value)
