@@ -1,7 +1,7 @@
 """PostgreSQL backend: any number of gateway processes share one database.
 
 Same tables and semantics as the SQLite store. The hot write paths are plpgsql functions
-(``migrations/postgres``) called in one round trip on autocommit connections from a pool. Every
+(``postgres_functions.sql``) called in one round trip on autocommit connections from a pool. Every
 transaction that inserts an event or moves a cursor or a queue first takes the writer lock, a
 transaction-level advisory lock, so sequences (and wake positions) become visible in commit order:
 a reader polling ``sequence > last`` never skips a lower sequence that commits late. Readers take no
@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import select
 import threading
 import time
@@ -30,6 +31,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -103,30 +105,53 @@ def wake_channel(schema: str) -> str:
     return "sessionwatch_wake_" + hashlib.blake2b(schema.encode(), digest_size=6).hexdigest()
 
 
-def _migration_files() -> dict[int, Any]:
+def _migration_files() -> dict[int, Traversable]:
     folder = resources.files("sessionwatch.store").joinpath("migrations/postgres")
     return {int(f.name.split("_", 1)[0]): f for f in folder.iterdir() if f.name.endswith(".sql")}
 
 
+def functions_sql() -> tuple[str, int, str]:
+    """The function definitions (postgres_functions.sql): text, revision, SHA-256 of the text."""
+    text = resources.files("sessionwatch.store").joinpath("postgres_functions.sql").read_text()
+    found = re.search(r"^-- revision: (\d+)$", text, re.MULTILINE)
+    if found is None:
+        raise AssertionError("postgres_functions.sql has no '-- revision: N' line")
+    return text, int(found.group(1)), hashlib.sha256(text.encode()).hexdigest()
+
+
 def _applied(conn: psycopg.Connection[Any]) -> set[int] | None:
-    if conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is None:  # type: ignore[index]
+    row = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
+    if row is None or row[0] is None:
         return None
-    return {v for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+    return {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+
+
+def _functions_stamp(conn: psycopg.Connection[Any]) -> tuple[int, str | None]:
+    """(revision, sha256) of the functions the database holds; (0, None) before any were stamped."""
+    if conn.execute("SELECT to_regclass('meta')").fetchone() in (None, (None,)):
+        return 0, None
+    stamp = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('functions_revision', 'functions_sha256')"))
+    return int(stamp.get("functions_revision", 0)), stamp.get("functions_sha256")
 
 
 def apply_migrations(conninfo: str) -> tuple[int, str]:
-    """Apply numbered migration files not yet in ``schema_migrations``; returns (version, schema).
+    """Apply numbered migration files not yet in ``schema_migrations``, then the functions
+    (postgres_functions.sql) when the database's copy differs; returns (version, schema).
 
     Safe when several gateways start at once: the work runs under a session advisory lock and the
-    applied set is re-read under it. A database already up to date takes no lock.
+    applied set is re-read under it. A database already up to date takes no lock. The functions are
+    left alone when the database holds a higher revision of them, or migrations this version does not
+    know: a newer gateway put them there.
     """
     files = _migration_files()
+    text, revision, digest = functions_sql()
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-        schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
+        row = conn.execute("SELECT current_schema()").fetchone()
+        schema: str | None = None if row is None else row[0]
         if schema is None:
             raise StoreUnavailable("no schema on the search_path exists (create it, or fix options=-csearch_path)")
         applied = _applied(conn)
-        if applied is not None and set(files) <= applied:
+        if applied is not None and set(files) <= applied and _functions_stamp(conn)[1] == digest:
             return max(applied), schema
         key = lock_key(schema, "migrate")
         conn.execute("SELECT pg_advisory_lock(%s)", (key,))
@@ -142,12 +167,30 @@ def apply_migrations(conninfo: str) -> tuple[int, str]:
                     conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, f.name))
                 applied.add(version)
                 log.info("applied PostgreSQL migration %s to schema %s", f.name, schema)
+            _apply_functions(conn, schema, text, revision, digest, newer_schema=bool(applied - set(files)))
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
     unknown = applied - set(files)
     if unknown:
         log.warning("schema %s has migrations this version does not know: %s", schema, sorted(unknown))
     return max(applied), schema
+
+
+def _apply_functions(conn: psycopg.Connection[Any], schema: str, text: str, revision: int, digest: str,
+                     newer_schema: bool) -> None:
+    """(Re)define every function, in one transaction with its stamp; caller holds the migration lock."""
+    held, held_digest = _functions_stamp(conn)
+    if held_digest == digest:
+        return
+    if newer_schema or held > revision:
+        log.warning("schema %s holds functions of a newer sessionwatch (revision %s; this version has %s):"
+                    " left as they are", schema, held, revision)
+        return
+    with conn.transaction():
+        conn.execute(text)  # our own file, not user input
+        conn.execute("INSERT INTO meta (key, value) VALUES ('functions_revision', %s), ('functions_sha256', %s)"
+                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(revision), digest))
+    log.info("applied PostgreSQL functions revision %s to schema %s", revision, schema)
 
 
 class _AdvisoryLock:
