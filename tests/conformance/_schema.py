@@ -86,9 +86,10 @@ def describe_postgres(url: str, bodies: bool = False) -> list[str]:
 
     with psycopg.connect(url, autocommit=True) as conn:
         schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
-        rows: dict[str, list[Any]] = {name: conn.execute(query).fetchall() for name, query in (  # type: ignore[arg-type]
-            ("tables", _PG_TABLES), ("columns", _PG_COLUMNS), ("constraints", _PG_CONSTRAINTS),
-            ("indexes", _PG_INDEXES), ("sequences", _PG_SEQUENCES), ("functions", _PG_FUNCTIONS))}
+        queries = {"tables": _PG_TABLES, "columns": _PG_COLUMNS, "constraints": _PG_CONSTRAINTS,
+                   "indexes": _PG_INDEXES, "sequences": _PG_SEQUENCES, "functions": _PG_FUNCTIONS}
+        rows: dict[str, list[Any]] = {name: conn.execute(query).fetchall()  # type: ignore[arg-type]
+                                      for name, query in queries.items()}
     out: list[str] = []
     for table, options in rows["tables"]:
         out.append(f"table {table}" + (f" ({options})" if options else ""))
