@@ -742,11 +742,15 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         self._committed_here([row["o_wake_seq"]])
         return [] if is_subagent_key(watcher) else [WakeRequest(watcher, target)]
 
+    # twin: store/sqlite_queue.py::has_pending_notice (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_wakes.py::test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake)
     def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
         row = self._call_one(f"SELECT EXISTS ({_QUEUE} WHERE (o_target IS NOT NULL AND NOT o_quiet)"
                              " OR o_ctx ILIKE 'session-state:%%') AS pending", {"session": watcher, "cap": queue_cap})
         return row is not None and bool(row["pending"])
 
+    # twin: store/sqlite.py::SQLiteStore.sweep (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap)
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
         self._queue_cap = queue_cap
 

@@ -97,6 +97,8 @@ class SessionsMixin:
             "UPDATE sessions SET active_run_id = NULL, updated_at = %s WHERE session_key = %s AND agent_id = %s"
             " AND active_run_id = %s", (now, session_key, agent_id, run_id)).rowcount > 0)
 
+    # twin: store/sqlite_sessions.py::SessionsMixin.reset_session (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_watchers.py::test_reset_drops_the_sessions_own_watches_but_keeps_others_on_it)
     def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
                       context_prefix: str, queue_cap: int = 20) -> bool:
         def work(conn: psycopg.Connection[Any]) -> bool:
