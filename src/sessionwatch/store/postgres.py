@@ -170,9 +170,8 @@ def _applied(conn: psycopg.Connection[Any]) -> set[int] | None:
 
 
 def _functions_stamp(conn: psycopg.Connection[Any]) -> tuple[int, str | None]:
-    """(revision, sha256) of the functions the database holds; (0, None) before any were stamped."""
-    if conn.execute("SELECT to_regclass('meta')").fetchone() in (None, (None,)):
-        return 0, None
+    """(revision, sha256) of the functions the database holds; (0, None) before any were stamped. Call
+    once migration 0001 (which creates meta) is applied."""
     stamp = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('functions_revision', 'functions_sha256')"))
     return int(stamp.get("functions_revision", 0)), stamp.get("functions_sha256")
 
