@@ -30,6 +30,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, TypeVar
@@ -37,8 +38,8 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from ..errors import StoreUnavailable
@@ -62,9 +63,7 @@ CURSOR_SLICE = 5_000  # cursor rows the stale-cursor cleanup examines per prune
 SEEN_WAKES = 10_000  # remembered deliveries per kind (NOTIFY, poll, own commits)
 
 
-
-
-def call(function: str, *params: str) -> str:
+def named_call(function: str, *params: str) -> str:
     """``SELECT * FROM function(p_a => %(a)s, ...)``: a call in named notation, each argument bound by
     name from a dict, so neither side depends on the parameter order; results are read by column name
     (dict_row). ``"a::bigint"`` adds a cast where the Python value alone does not say the type (an int
@@ -77,27 +76,33 @@ def call(function: str, *params: str) -> str:
     return f"SELECT * FROM {function}({', '.join(args)})"
 
 
-_RECORD = call("sw_record", "lock::bigint", "dedupe", "key", "session_id", "agent", "kind", "actor_type", "actor_id",
-               "run_id", "occurred_at::bigint", "summary", "body", "watchers::text[]", "only_if_watched",
-               "mode::integer", "ctx", "now::bigint", "cap::integer", "channel", "origin", "link_updated_at::bigint",
-               "link_ref")
-_PRUNE = call("sw_prune", "prune_lock::bigint", "lock::bigint", "now::bigint", "cutoff::bigint", "max_rows::bigint",
-              "force", "interval::bigint", "cap::integer")
-_PRUNE_STEP = call("sw_prune_step", "prune_lock::bigint", "lock::bigint", "cutoff::bigint", "max_rows::bigint",
-                   "batch::integer", "slice::integer", "cap::integer")
-_REGISTER = call("sw_register", "lock::bigint", "watcher", "target", "agent", "provenance", "now::bigint")
-_UNWATCH = call("sw_unwatch", "lock::bigint", "watcher", "target", "ctx", "now::bigint", "cap::integer")
-_ACK = call("sw_ack", "lock::bigint", "watcher", "targets::text[]", "ctxs::text[]", "now::bigint", "cap::integer",
-            "channel", "origin")
-_ENQUEUE = call("sw_enqueue", "lock::bigint", "session", "text", "ctx", "ts::bigint", "cap::integer", "quiet",
-                "target", "ls::bigint")
-_QUEUE = call("sw_queue", "session", "cap::integer")
-_TAKE_QUEUE = call("sw_take_queue", "lock::bigint", "session", "cap::integer")
-_TAKE_ENTRIES = call("sw_take_entries", "lock::bigint", "session", "ids::bigint[]", "cap::integer")
-_RECONCILE = call("sw_reconcile", "lock::bigint", "watcher", "target", "after::bigint", "last::bigint", "ctx",
-                  "now::bigint", "cap::integer", "channel", "origin")
-_APPEND_NOTICES = call("sw_append_notices", "watchers::text[]", "targets::text[]", "ls::bigint[]", "ctxs::text[]",
-                       "quiet::boolean[]", "ts::bigint", "cap::integer", "channel", "origin")
+_RECORD = named_call(
+    "sw_record", "lock::bigint", "dedupe", "key", "session_id", "agent", "kind", "actor_type", "actor_id", "run_id",
+    "occurred_at::bigint", "summary", "body", "watchers::text[]", "only_if_watched", "mode::integer", "ctx",
+    "now::bigint", "cap::integer", "channel", "origin", "link_updated_at::bigint", "link_ref")
+_PRUNE = named_call(
+    "sw_prune", "prune_lock::bigint", "lock::bigint", "now::bigint", "cutoff::bigint", "max_rows::bigint", "force",
+    "interval::bigint", "cap::integer")
+_PRUNE_STEP = named_call(
+    "sw_prune_step", "prune_lock::bigint", "lock::bigint", "cutoff::bigint", "max_rows::bigint", "batch::integer",
+    "slice::integer", "cap::integer")
+_REGISTER = named_call("sw_register", "lock::bigint", "watcher", "target", "agent", "provenance", "now::bigint")
+_UNWATCH = named_call("sw_unwatch", "lock::bigint", "watcher", "target", "ctx", "now::bigint", "cap::integer")
+_ACK = named_call(
+    "sw_ack", "lock::bigint", "watcher", "targets::text[]", "ctxs::text[]", "now::bigint", "cap::integer", "channel",
+    "origin")
+_ENQUEUE = named_call(
+    "sw_enqueue", "lock::bigint", "session", "text", "ctx", "ts::bigint", "cap::integer", "quiet", "target",
+    "ls::bigint")
+_QUEUE = named_call("sw_queue", "session", "cap::integer")
+_TAKE_QUEUE = named_call("sw_take_queue", "lock::bigint", "session", "cap::integer")
+_TAKE_ENTRIES = named_call("sw_take_entries", "lock::bigint", "session", "ids::bigint[]", "cap::integer")
+_RECONCILE = named_call(
+    "sw_reconcile", "lock::bigint", "watcher", "target", "after::bigint", "last::bigint", "ctx", "now::bigint",
+    "cap::integer", "channel", "origin")
+_APPEND_NOTICES = named_call(
+    "sw_append_notices", "watchers::text[]", "targets::text[]", "ls::bigint[]", "ctxs::text[]", "quiet::boolean[]",
+    "ts::bigint", "cap::integer", "channel", "origin")
 # One statement, one snapshot: the page (stored bodies concatenated), its size, the head and the oldest
 # retained sequence.
 _CHANGES = (
@@ -153,6 +158,7 @@ def _migration_files() -> dict[int, Traversable]:
     return {int(f.name.split("_", 1)[0]): f for f in folder.iterdir() if f.name.endswith(".sql")}
 
 
+@lru_cache(maxsize=1)
 def functions_sql() -> tuple[str, int, str]:
     """The function definitions (postgres_functions.sql): text, revision, SHA-256 of the text."""
     text = resources.files("sessionwatch.store").joinpath("postgres_functions.sql").read_text()
@@ -351,7 +357,7 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         return self._run(lambda c: c.execute(query, params).fetchall())
 
     def _call_one(self, query: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The first row of a function call (see ``call``), by column name."""
+        """The first row of a function call (see ``named_call``), by column name."""
         return self._run(lambda c: c.cursor(row_factory=dict_row).execute(query, params).fetchone())
 
     def _call_all(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
