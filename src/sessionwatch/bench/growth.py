@@ -22,6 +22,8 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
+from itertools import pairwise
 from typing import Any
 
 from .. import Gateway
@@ -175,7 +177,7 @@ def verify_bulk(tmp: str) -> dict[str, int]:
         a, b = _rows(paths[0]), _rows(paths[1])
         for table in _COMPARED:
             if a[table] != b[table]:
-                diff = next((x, y) for x, y in zip(a[table] + [None], b[table] + [None]) if x != y)  # type: ignore[operator]
+                diff = next((x, y) for x, y in zip(a[table] + [None], b[table] + [None], strict=False) if x != y)
                 raise SystemExit(f"bulk build differs from the API build in {name}/{table}: {diff}")
             checked[f"{name}.{table}"] = len(a[table])
     return checked
@@ -264,7 +266,7 @@ def dim_sessions(tmp: str, n: int, reps: int) -> dict[str, float]:
             _catch_up(gw)  # nothing pending: sweep, prune and open have nothing to do
             out["list"] = _median_us(lambda: gw.list_sessions(agent_id=AGENT, limit=50), reps)
             for name, fn in EXTRA_SESSION_OPS.items():
-                out[name] = _median_us(lambda: fn(gw), reps)
+                out[name] = _median_us(partial(fn, gw), reps)
             out["sweep"] = _median_us(lambda: gw.store.sweep(gw._render, gw.clock(), gw.settings.queue_cap), reps)
             out["prune"] = _median_us(lambda: gw.prune(force=True), reps)
         finally:
@@ -371,7 +373,7 @@ def growth_factors(sizes: list[int], figures: list[dict[str, float]]) -> dict[st
     out: dict[str, float] = {}
     for op in figures[0]:
         worst = 0.0
-        for (a, fa), (b, fb) in zip(zip(sizes, figures), zip(sizes[1:], figures[1:])):
+        for (a, fa), (b, fb) in pairwise(zip(sizes, figures, strict=True)):
             if op in fa and op in fb and fa[op] > 0:
                 worst = max(worst, (fb[op] / fa[op]) ** (1 / math.log10(b / a)))
         out[op] = round(worst, 2)
