@@ -43,16 +43,26 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from ..errors import StoreUnavailable
-from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
+from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from .base import Render, Store, WakeListener
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, LogBounds, PruneResult, QueueEntry, RecordOutcome,
-                      WakeRequest, loads)
-from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 from .data_settings import PostgresDataSettings
 from .postgres_links import LinksMixin
 from .postgres_sessions import SessionsMixin
 from .postgres_tokens import TokensMixin
+from .records import (
+    ChangesPage,
+    Cursor,
+    EventInput,
+    EventRecord,
+    LogBounds,
+    PruneResult,
+    QueueEntry,
+    RecordOutcome,
+    WakeRequest,
+    loads,
+)
+from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 
 log = logging.getLogger("sessionwatch.store.postgres")
 
@@ -420,7 +430,7 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
                 self.listening.set()
                 backoff = self.backoff_initial_s
                 self._listen_until_error(conn)
-            except Exception as exc:  # the database went away, or refused us: back off and retry
+            except Exception as exc:  # noqa: BLE001 - the database went away, or refused us: back off and retry
                 if not self._stop.is_set():
                     log.warning("wake listener: %s; reconnecting in %.1f s", exc, backoff)
             finally:
@@ -428,7 +438,7 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
                 if conn is not None:
                     try:
                         conn.close()
-                    except Exception:
+                    except Exception:  # noqa: BLE001 - closing a broken connection: nothing left to do
                         pass
             if self._stop.wait(backoff):
                 return
@@ -774,8 +784,8 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
                     "ls": [ls for _, _, ls, _ in rows], "ctxs": [render(t).context_key for _, t, _, _ in rows],
                     "quiet": quiet, "ts": now, "cap": queue_cap, "channel": self.channel,
                     "origin": self.origin}).fetchall()
-            self._committed_here(r["o_wake_seq"] for q, r in zip(quiet, stamped) if not q)
-            return len(rows), [WakeRequest(w, t) for (w, t, _, _), q in zip(rows, quiet)
+            self._committed_here(r["o_wake_seq"] for q, r in zip(quiet, stamped, strict=True) if not q)
+            return len(rows), [WakeRequest(w, t) for (w, t, _, _), q in zip(rows, quiet, strict=True)
                                if not q and not is_subagent_key(w)]
 
         return self._run(work)

@@ -10,7 +10,6 @@ import psycopg
 from .records import Link, Node, dumps
 from .rows import LINK_COLS, link_from_row
 
-
 T = TypeVar("T")
 
 

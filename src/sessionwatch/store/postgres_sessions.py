@@ -11,7 +11,6 @@ from ..listing import ListPosition, list_filter
 from .records import MessageRow, SessionRow, dumps
 from .rows import LIST_ORDER, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
 
-
 SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
 LIST_ORDER_S = ", ".join(f"s.{c.strip()}" for c in LIST_ORDER.split(","))
 LIST_ORDER_W = ", ".join(f"w.{c.strip()}" for c in LIST_ORDER.split(","))

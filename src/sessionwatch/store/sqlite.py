@@ -556,7 +556,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
         with self._read() as conn:
             return sq.has_pending_notice(conn, watcher, queue_cap)
 
-    # twin: store/postgres.py::PostgresStore.sweep + store/postgres_functions.sql::sw_append_notices (bound by tests/conformance/test_stateful.py and
+    # twin: store/postgres.py::PostgresStore.sweep + store/postgres_functions.sql::sw_append_notices
+    #   (bound by tests/conformance/test_stateful.py and
     #   tests/conformance/test_sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap)
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
         wakes: list[WakeRequest] = []
