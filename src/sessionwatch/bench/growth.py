@@ -644,6 +644,13 @@ BOUNDED = {("sessions", "prune")}
 # notice it withdraws) grows with them too (issue 11, open).
 KNOWN = {("sessions", "peek"), ("sessions", "drain"), ("sessions", "hasPending"), ("sessions", "ack"),
          ("watchers", "drain")}
+# PostgreSQL: the most round trips each per-call operation may take, not counting its commit's WAL-flush
+# wait (tests/bench/test_growth_postgres.py). Two are chains: status reads the session, then its head
+# (engine/tools.py, _status); drain and ack-by-id take entries, then acknowledge what they took (the
+# notice texts are rendered in Python), the sweep locks and updates, then appends (same reason).
+# Prune (a claim, then bounded batches) and open (a start-up sequence) are reported, not bounded.
+ROUND_TRIPS = {"select1": 1, "recording": 1, "status": 2, "changesSince": 1, "peek": 1, "hasPending": 1,
+               "list": 1, "ack": 1, "drain": 2, "sweep": 2}
 # The floor, not an operation: reported next to the others, never guarded.
 REFERENCE = {"select1"}
 GUARDED = lambda dim, op: (dim, op) not in BOUNDED and (dim, op) not in KNOWN and op not in REFERENCE  # noqa: E731
@@ -701,6 +708,8 @@ def run(emit: Emit, *, small: bool, tmp: str | None = None, only: set[str] | Non
                         line["backend"] = be.name
                     if op in m.rt:
                         line.update(m.rt[op])
+                        if op in ROUND_TRIPS:
+                            line["budget"] = ROUND_TRIPS[op]
                     if floor is not None and op != "select1":
                         line["select1_us"] = floor
                     emit("growth", **line)

@@ -535,12 +535,14 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         query, args = cursor_query(watcher, target, "%s")
         return [Cursor(*r) for r in self._all(query, args)]
 
-    def _ack(self, conn: psycopg.Connection[Any], watcher: str, targets: Sequence[str], render: Render, now: int,
-             queue_cap: int) -> list[WakeRequest]:
+    def _ack(self, conn: Any, watcher: str, targets: Sequence[str], render: Render, now: int,
+             queue_cap: int, then: str = "") -> list[WakeRequest]:
+        """sw_ack on ``conn`` (a connection, or the ClientCursor of an open transaction with ``then`` =
+        "; COMMIT": the ack and the commit in one round trip)."""
         last = {t: i for i, t in enumerate(targets)}  # reopen in consumption order (a repeat counts last)
         ordered = sorted(last, key=last.__getitem__)
         rows = conn.execute(
-            "SELECT * FROM sw_ack(%s::bigint, %s, %s::text[], %s::text[], %s::bigint, %s::integer, %s, %s)",
+            "SELECT * FROM sw_ack(%s::bigint, %s, %s::text[], %s::text[], %s::bigint, %s::integer, %s, %s)" + then,
             (self._writer, watcher, ordered, [render(t).context_key for t in ordered], now, queue_cap,
              self.channel, self.origin)).fetchall()
         self._committed_here(s for _, _, quiet, s in rows if not quiet)
@@ -586,40 +588,56 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
     def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int,
               queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
-            with conn.transaction():
-                entries = self._entries(session_key, conn.execute(
-                    "SELECT * FROM sw_take_queue(%s::bigint, %s, %s::integer)",
-                    (self._writer, session_key, queue_cap)).fetchall(), render)
-                targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                             if t is not None))
-                wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
-            return entries, wakes
-
-        entries, wakes = self._run(work)
+        entries, wakes = self._run(lambda c: self._take_and_ack(
+            c, "SELECT * FROM sw_take_queue(%s::bigint, %s, %s::integer)", (self._writer, session_key, queue_cap),
+            session_key, decode, render, now, queue_cap))
         if entries:
             self._flush()
         return entries, wakes
+
+    def _take_and_ack(self, conn: psycopg.Connection[Any], take: str, args: Sequence[Any], session_key: str,
+                      decode: Callable[[str | None], str | None], render: Render, now: int,
+                      queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        """Take entries off a queue and acknowledge their notices in one transaction, in two round trips:
+        "BEGIN; take", then "ack; COMMIT" (the ack needs the taken entries, decoded here). Statements
+        sent together go by the simple protocol, so psycopg binds the arguments client-side."""
+        cur = psycopg.ClientCursor(conn)
+        try:
+            cur.execute("BEGIN; " + take, args)
+            cur.nextset()
+            entries = self._entries(session_key, cur.fetchall(), render)
+            targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
+                                         if t is not None))
+            if targets:
+                wakes = self._ack(cur, session_key, targets, render, now, queue_cap, then="; COMMIT")
+            else:
+                cur.execute("COMMIT")
+                wakes = []
+        except BaseException:
+            self._rollback(conn)
+            raise
+        return entries, wakes
+
+    @staticmethod
+    def _rollback(conn: psycopg.Connection[Any]) -> None:
+        """End a transaction a failed multi-statement call left open (a broken connection has no
+        transaction left to end)."""
+        if conn.pgconn.transaction_status in (psycopg.pq.TransactionStatus.INTRANS,
+                                              psycopg.pq.TransactionStatus.INERROR):
+            try:
+                conn.rollback()
+            except psycopg.Error:
+                pass
 
     def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
                             render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
         wanted = sorted({int(i) for i in ids})
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
-            with conn.transaction():
-                entries = self._entries(session_key, conn.execute(
-                    "SELECT * FROM sw_take_entries(%s::bigint, %s, %s::bigint[], %s::integer)",
-                    (self._writer, session_key, wanted, queue_cap)).fetchall(), render)
-                targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                             if t is not None))
-                wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
-            return entries, wakes
-
         if not wanted:
             return [], []
-        entries, wakes = self._run(work)
+        entries, wakes = self._run(lambda c: self._take_and_ack(
+            c, "SELECT * FROM sw_take_entries(%s::bigint, %s, %s::bigint[], %s::integer)",
+            (self._writer, session_key, wanted, queue_cap), session_key, decode, render, now, queue_cap))
         if entries:
             self._flush()
         return entries, wakes
@@ -648,21 +666,30 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         self._queue_cap = queue_cap
 
         def work(conn: psycopg.Connection[Any]) -> tuple[int, list[WakeRequest]]:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._writer,))
-                rows = sorted(conn.execute(
-                    "UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
-                    " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
-                    " RETURNING watcher, target, last_seen, provenance", (now,)).fetchall())
+            # Two round trips: "BEGIN; lock; update", then "append the notices; COMMIT" (the notices are
+            # rendered here). Statements sent together go by the simple protocol (ClientCursor).
+            cur = psycopg.ClientCursor(conn)
+            try:
+                cur.execute("BEGIN; SELECT pg_advisory_xact_lock(%s);"
+                            " UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
+                            " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
+                            " RETURNING watcher, target, last_seen, provenance", (self._writer, now))
+                cur.nextset()
+                cur.nextset()
+                rows = sorted(cur.fetchall())
                 if not rows:
+                    cur.execute("COMMIT")
                     return 0, []
                 quiet = [p == "ambient-group" for _, _, _, p in rows]
-                stamped = conn.execute(
+                stamped = cur.execute(
                     "SELECT * FROM sw_append_notices(%s::text[], %s::text[], %s::bigint[], %s::text[],"
-                    " %s::boolean[], %s::bigint, %s::integer, %s, %s)",
+                    " %s::boolean[], %s::bigint, %s::integer, %s, %s); COMMIT",
                     ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                      [render(r[1]).context_key for r in rows], quiet, now, queue_cap, self.channel,
                      self.origin)).fetchall()
+            except BaseException:
+                self._rollback(conn)
+                raise
             self._committed_here(s for q, (_, s) in zip(quiet, stamped) if not q)
             return len(rows), [WakeRequest(r[0], r[1]) for r, q in zip(rows, quiet)
                                if not q and not is_subagent_key(r[0])]
