@@ -435,11 +435,16 @@ class RoundTrips:
 
 def _label(text: str) -> str:
     text = text.strip().strip('"')
+    parts = re.split(r";\s*(?=BEGIN|COMMIT|SELECT|UPDATE|INSERT|DELETE)", text)
+    if len(parts) > 1:  # statements sent together (simple protocol): one round trip
+        return " + ".join(_label(p) for p in parts)
     m = re.search(r"\b(sw_[a-z_]+)\s*\(", text)
     if m:
         return m.group(1)
     if "pg_current_xact_id" in text:
         return "flush"
+    if "pg_advisory_xact_lock" in text:
+        return "lock"
     return " ".join(text.split()[:3])[:40]
 
 
