@@ -19,7 +19,6 @@ next to the operations of every size.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import sqlite3
@@ -30,6 +29,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
+from itertools import pairwise
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -329,7 +330,7 @@ def verify_bulk(tmp: str, backend: Backend | None = None) -> dict[str, int]:
             a, b = found
             for table in _COMPARED:
                 if a[table] != b[table]:
-                    diff = next((x, y) for x, y in zip(a[table] + [None], b[table] + [None]) if x != y)  # type: ignore[operator]
+                    diff = next((x, y) for x, y in zip(a[table] + [None], b[table] + [None], strict=False) if x != y)
                     raise SystemExit(f"bulk build differs from the API build in {be.name} {name}/{table}: {diff}")
                 checked[f"{name}.{table}"] = len(a[table])
     return checked
@@ -354,7 +355,7 @@ class RoundTrips:
         self._conns: list[Any] = []
         self._lock = threading.Lock()
         self._saved: tuple[Any, Any] | None = None
-        self._file = tempfile.TemporaryFile()
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the counter; uninstall() closes it
         self._traced: list[tuple[Any, Any]] | None = None  # (connection, its prepare_threshold) while counting
 
     def install(self) -> None:
@@ -378,7 +379,7 @@ class RoundTrips:
         import psycopg
 
         if self._saved is not None:
-            psycopg.Connection.connect, psycopg.connect = self._saved  # type: ignore[method-assign,assignment]
+            psycopg.Connection.connect, psycopg.connect = self._saved  # type: ignore[method-assign]
             self._saved = None
         self._file.close()
 
@@ -555,7 +556,7 @@ def dim_sessions(be: Backend, n: int, m: Meter) -> None:
             _catch_up(gw)  # nothing pending: sweep, prune and open have nothing to do
             m.time("list", lambda: gw.list_sessions(agent_id=AGENT, limit=50))
             for name, fn in EXTRA_SESSION_OPS.items():
-                m.time(name, lambda: fn(gw))
+                m.time(name, partial(fn, gw))
             m.time("sweep", lambda: gw.store.sweep(gw._render, gw.clock(), gw.settings.queue_cap))
             m.time("prune", lambda: gw.prune(force=True))
         finally:
@@ -668,7 +669,7 @@ def growth_factors(sizes: list[int], figures: list[dict[str, float]]) -> dict[st
     out: dict[str, float] = {}
     for op in figures[0]:
         worst = 0.0
-        for (a, fa), (b, fb) in zip(zip(sizes, figures), zip(sizes[1:], figures[1:])):
+        for (a, fa), (b, fb) in pairwise(zip(sizes, figures, strict=True)):
             if op in fa and op in fb and fa[op] > 0:
                 worst = max(worst, (fb[op] / fa[op]) ** (1 / math.log10(b / a)))
         out[op] = round(worst, 2)
