@@ -649,11 +649,14 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         query, args = cursor_query(watcher, target, "%s")
         return [Cursor(*r) for r in self._all(query, args)]
 
-    def _ack(self, conn: psycopg.Connection[Any], watcher: str, targets: Sequence[str], render: Render, now: int,
-             queue_cap: int) -> list[WakeRequest]:
+    def _ack(self, conn: psycopg.Connection[Any] | psycopg.ClientCursor[dict[str, Any]], watcher: str,
+             targets: Sequence[str], render: Render, now: int, queue_cap: int, then: str = "") -> list[WakeRequest]:
+        """sw_ack on ``conn`` (a connection, or the dict-row ClientCursor of an open transaction with
+        ``then`` = "; COMMIT": the ack and the commit in one round trip)."""
+        cur = conn.cursor(row_factory=dict_row) if isinstance(conn, psycopg.Connection) else conn
         last = {t: i for i, t in enumerate(targets)}  # reopen in consumption order (a repeat counts last)
         ordered = sorted(last, key=last.__getitem__)
-        reopened = conn.cursor(row_factory=dict_row).execute(_ACK, {
+        reopened = cur.execute(_ACK + then, {
             "lock": self._writer, "watcher": watcher, "targets": ordered,
             "ctxs": [render(t).context_key for t in ordered], "now": now, "cap": queue_cap,
             "channel": self.channel, "origin": self.origin}).fetchall()
@@ -704,40 +707,56 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
     def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int,
               queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
-            with conn.transaction():
-                entries = self._entries(session_key, conn.cursor(row_factory=dict_row).execute(
-                    _TAKE_QUEUE, {"lock": self._writer, "session": session_key, "cap": queue_cap}).fetchall(),
-                    render)
-                targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                             if t is not None))
-                wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
-            return entries, wakes
-
-        entries, wakes = self._run(work)
+        entries, wakes = self._run(lambda c: self._take_and_ack(
+            c, _TAKE_QUEUE, {"lock": self._writer, "session": session_key, "cap": queue_cap},
+            session_key, decode, render, now, queue_cap))
         if entries:
             self._flush()
         return entries, wakes
+
+    def _take_and_ack(self, conn: psycopg.Connection[Any], take: str, args: dict[str, Any], session_key: str,
+                      decode: Callable[[str | None], str | None], render: Render, now: int,
+                      queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        """Take entries off a queue and acknowledge their notices in one transaction, in two round trips:
+        "BEGIN; take", then "ack; COMMIT" (the ack needs the taken entries, decoded here). Statements
+        sent together go by the simple protocol, so psycopg binds the arguments client-side."""
+        cur = psycopg.ClientCursor(conn, row_factory=dict_row)
+        try:
+            cur.execute("BEGIN; " + take, args)
+            cur.nextset()
+            entries = self._entries(session_key, cur.fetchall(), render)
+            targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
+                                         if t is not None))
+            if targets:
+                wakes = self._ack(cur, session_key, targets, render, now, queue_cap, then="; COMMIT")
+            else:
+                cur.execute("COMMIT")
+                wakes = []
+        except BaseException:
+            self._rollback(conn)
+            raise
+        return entries, wakes
+
+    @staticmethod
+    def _rollback(conn: psycopg.Connection[Any]) -> None:
+        """End a transaction a failed multi-statement call left open (a broken connection has no
+        transaction left to end)."""
+        if conn.pgconn.transaction_status in (psycopg.pq.TransactionStatus.INTRANS,
+                                              psycopg.pq.TransactionStatus.INERROR):
+            try:
+                conn.rollback()
+            except psycopg.Error:
+                pass
 
     def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
                             render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
         wanted = sorted({int(i) for i in ids})
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
-            with conn.transaction():
-                entries = self._entries(session_key, conn.cursor(row_factory=dict_row).execute(
-                    _TAKE_ENTRIES, {"lock": self._writer, "session": session_key, "ids": wanted,
-                                    "cap": queue_cap}).fetchall(), render)
-                targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                             if t is not None))
-                wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
-            return entries, wakes
-
         if not wanted:
             return [], []
-        entries, wakes = self._run(work)
+        entries, wakes = self._run(lambda c: self._take_and_ack(
+            c, _TAKE_ENTRIES, {"lock": self._writer, "session": session_key, "ids": wanted, "cap": queue_cap},
+            session_key, decode, render, now, queue_cap))
         if entries:
             self._flush()
         return entries, wakes
@@ -770,20 +789,29 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         self._queue_cap = queue_cap
 
         def work(conn: psycopg.Connection[Any]) -> tuple[int, list[WakeRequest]]:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._writer,))
-                rows: list[tuple[str, str, int, str]] = sorted(conn.execute(
-                    "UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
-                    " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
-                    " RETURNING watcher, target, last_seen, provenance", (now,)).fetchall())
+            # Two round trips: "BEGIN; lock; update", then "append the notices; COMMIT" (the notices are
+            # rendered here). Statements sent together go by the simple protocol (ClientCursor).
+            cur = psycopg.ClientCursor(conn)
+            try:
+                cur.execute("BEGIN; SELECT pg_advisory_xact_lock(%s);"
+                            " UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
+                            " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
+                            " RETURNING watcher, target, last_seen, provenance", (self._writer, now))
+                cur.nextset()
+                cur.nextset()
+                rows: list[tuple[str, str, int, str]] = sorted(cur.fetchall())
                 if not rows:
+                    cur.execute("COMMIT")
                     return 0, []
                 quiet = [p == "ambient-group" for _, _, _, p in rows]
-                stamped = conn.cursor(row_factory=dict_row).execute(_APPEND_NOTICES, {
+                stamped = psycopg.ClientCursor(conn, row_factory=dict_row).execute(_APPEND_NOTICES + "; COMMIT", {
                     "watchers": [w for w, _, _, _ in rows], "targets": [t for _, t, _, _ in rows],
                     "ls": [ls for _, _, ls, _ in rows], "ctxs": [render(t).context_key for _, t, _, _ in rows],
                     "quiet": quiet, "ts": now, "cap": queue_cap, "channel": self.channel,
                     "origin": self.origin}).fetchall()
+            except BaseException:
+                self._rollback(conn)
+                raise
             self._committed_here(r["o_wake_seq"] for q, r in zip(quiet, stamped, strict=True) if not q)
             return len(rows), [WakeRequest(w, t) for (w, t, _, _), q in zip(rows, quiet, strict=True)
                                if not q and not is_subagent_key(w)]
