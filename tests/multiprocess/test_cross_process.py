@@ -13,7 +13,7 @@ import pytest
 
 from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
-from sessionwatch.store.postgres import PostgresStore, _migration_files, lock_key
+from sessionwatch.store.postgres import PostgresStore, _migration_files, functions_sql, lock_key
 from sessionwatch.store.records import WakeRequest
 from tests.support import pg
 from tests.support.waiting import wait_until
@@ -208,6 +208,9 @@ def test_gateways_starting_together_migrate_once() -> None:
             with psycopg.connect(url) as conn:
                 assert conn.execute("SELECT version, count(*) FROM schema_migrations GROUP BY version"
                                     " ORDER BY version").fetchall() == [(v, 1) for v in versions]
+                # and the functions, once, after the migrations (their stamp names this version's file)
+                assert conn.execute("SELECT value FROM meta WHERE key = 'functions_sha256'").fetchone() == (
+                    functions_sql()[2],)
         finally:
             for s in stores:
                 s.close()

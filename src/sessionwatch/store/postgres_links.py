@@ -14,11 +14,10 @@ T = TypeVar("T")
 
 
 class LinksMixin:
-    if TYPE_CHECKING:  # PostgresStore's: run work on a pooled connection, return what it returns
+    if TYPE_CHECKING:  # provided by PostgresStore
         def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T: ...
-
-    _one: Callable[..., Any]
-    _all: Callable[..., list[Any]]
+        def _one(self, query: str, params: Any = None) -> Any: ...
+        def _all(self, query: str, params: Any = None) -> list[Any]: ...
 
     def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
         def work(conn: psycopg.Connection[Any]) -> tuple[Link, str]:
@@ -40,8 +39,7 @@ class LinksMixin:
                     row = conn.execute(f"SELECT {LINK_COLS} FROM upstream_links WHERE session_key = %s"
                                        " AND agent_id = %s FOR UPDATE",
                                        (link.session_key, link.agent_id)).fetchone()
-                if row is None:  # another gateway deleted it again in between (rare): the caller may retry
-                    raise LookupError(f"the upstream link of {link.session_key!r} changed while being written")
+                    assert row is not None, "the row that blocked the insert is gone"
                 old = link_from_row(row)
                 updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
                 if old.source() == link.source():

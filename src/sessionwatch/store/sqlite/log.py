@@ -91,6 +91,8 @@ _WAKE_WATCHERS = "SELECT watcher FROM cursors WHERE target = ? AND material = ? 
 
 
 class SQLiteLog(SQLiteConnection, SignalLog):
+    # twin: store/postgres_functions.sql::sw_record (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once)
     def record(
         self, ev: EventInput, render: Render, now: int, queue_cap: int, want_wakes: bool
     ) -> RecordOutcome | None:
@@ -279,6 +281,8 @@ class SQLiteLog(SQLiteConnection, SignalLog):
                     out[(k, a)] = v
         return {p: out[p] for p in pairs if p in out}
 
+    # twin: store/postgres_functions.sql::sw_prune and sw_prune_step (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/sweep_prune.py::test_pruning_after_recording_is_throttled_to_once_an_hour)
     def prune(
         self,
         now: int,

@@ -28,6 +28,8 @@ _ACK_ONE = (
 
 
 class SQLiteQueue(SQLiteConnection, CursorQueue):
+    # twin: store/postgres_functions.sql::sw_register (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/watchers.py::test_an_explicit_watch_promotes_ambient_and_keeps_watermarks)
     def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str, now: int) -> bool:
         if watcher == target or not is_agent_qualified(watcher) or not is_agent_qualified(target):
             return False
@@ -64,6 +66,8 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
             )
         return True
 
+    # twin: store/postgres_functions.sql::sw_unwatch (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/watchers.py::test_unwatch_drops_cursor_and_pending_notice_and_mutes_the_spawn_parent)
     def unwatch(self, watcher: str, target: str, context_key: str, now: int, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
             queue_model.remove_slot(conn, watcher, target, queue_cap)
@@ -83,6 +87,8 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         with self._lock:
             return [Cursor(*r) for r in self._conn.execute(sql, args)]
 
+    # twin: store/postgres_functions.sql::sw_ack (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once)
     def _ack(
         self, conn: sqlite3.Connection, watcher: str, targets: Sequence[str], render: Render, now: int, queue_cap: int
     ) -> list[WakeRequest]:
@@ -111,6 +117,8 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         with self._tx() as conn:
             return self._ack(conn, watcher, targets, render, now, queue_cap)
 
+    # twin: store/postgres_functions.sql::sw_enqueue (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/queue.py::test_a_hand_queued_copy_of_a_pending_notice_is_deduped)
     def enqueue(
         self,
         session_key: str,
@@ -166,6 +174,8 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
             wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
         return entries, wakes
 
+    # twin: store/postgres_functions.sql::sw_reconcile (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/delivery.py::test_a_truncated_page_leaves_one_notice_quoting_the_new_last_seen)
     def reconcile(
         self, watcher: str, target: str, after: int, last: int, render: Render, now: int, queue_cap: int
     ) -> list[WakeRequest]:
@@ -208,6 +218,9 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         with self._read() as conn:
             return queue_model.has_pending_notice(conn, watcher, queue_cap)
 
+    # twin: store/postgres.py::PostgresStore.sweep + store/postgres_functions.sql::sw_append_notices
+    #   (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap)
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
         wakes: list[WakeRequest] = []
         with self._tx() as conn:

@@ -28,6 +28,8 @@ _LIVE_GENERIC = (
     " ON h.session_key = e.session_key WHERE e.session_key = ?1 AND e.idx > h.drained AND h.appended - e.idx < ?2")
 
 
+# twin: store/postgres_functions.sql::sw_ensure_head (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/queue.py::test_entries_are_per_session)
 def ensure_head(conn: sqlite3.Connection, session_key: str) -> None:
     conn.execute("INSERT INTO queue_heads (session_key) VALUES (?) ON CONFLICT DO NOTHING", (session_key,))
 
@@ -46,6 +48,8 @@ def _next_index(conn: sqlite3.Connection, session_key: str) -> int:
                         (session_key,)).fetchone()[0]
 
 
+# twin: store/postgres_functions.sql::sw_queue (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/delivery.py::test_ids_stay_put_when_the_queue_is_renumbered)
 def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) -> list[QueueEntry]:
     """The live queue, oldest first. An entry's ``id`` is its stable id, not its (movable) index."""
     out: list[tuple[int, QueueEntry]] = []
@@ -59,6 +63,8 @@ def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int
     return [e for _, e in out]
 
 
+# twin: store/postgres.py::PostgresStore.has_pending_notice (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/wakes.py::test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake)
 def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool:
     if conn.execute(_LIVE_SLOTS + " AND c.queued_quiet = 0 LIMIT 1", (watcher, cap)).fetchone():
         return True
@@ -66,6 +72,8 @@ def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool
                         (watcher, cap)).fetchone() is not None
 
 
+# twin: store/postgres_functions.sql::sw_compact (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/queue.py::test_a_replaced_notice_does_not_evict_an_older_entry)
 def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
     """Renumber the live entries to the top of the index range after a removal from the middle."""
     appended, drained = head(conn, session_key)
@@ -97,6 +105,8 @@ def slot_live(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> 
     return None if row is None else (bool(row[0]), row[1])
 
 
+# twin: store/postgres_functions.sql::sw_remove_slot (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/delivery.py::test_a_read_covering_a_queued_notice_withdraws_it)
 def remove_slot(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> bool:
     """Take the pair's notice out of the queue (the cursor stays)."""
     state = slot_live(conn, watcher, target, cap)
@@ -113,6 +123,8 @@ def after_removal(conn: sqlite3.Connection, watchers: set[str], cap: int) -> Non
         _compact(conn, w, cap)
 
 
+# twin: store/postgres_functions.sql::sw_append_notice (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/watchers.py::test_material_updates_while_pending_keep_one_byte_identical_notice)
 def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen: int, context_key: str,
                   ts: int, cap: int, quiet: bool) -> bool:
     """Queue the pair's notice quoting ``last_seen``: dedupe (explicit) or replace (queue-only).
@@ -147,6 +159,8 @@ def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen
     return True
 
 
+# twin: store/postgres_functions.sql::sw_append_generic (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/queue.py::test_dedupe_is_by_context_key_and_exact_text)
 def append_generic(conn: sqlite3.Connection, session_key: str, text: str, context_key: str | None,
                    ts: int, cap: int) -> QueueEntry | None:
     """Queue any other entry, deduped by context key + exact text."""
@@ -163,6 +177,8 @@ def append_generic(conn: sqlite3.Connection, session_key: str, text: str, contex
     return QueueEntry(idx, session_key, text, context_key, ts)
 
 
+# twin: store/postgres_functions.sql::sw_take_queue (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/queue.py::test_drain_returns_system_lines_and_empties_the_queue)
 def drain(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) -> list[QueueEntry]:
     """Remove every entry (live ones are returned)."""
     out = entries(conn, session_key, render, cap)
@@ -171,6 +187,8 @@ def drain(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) 
     return out
 
 
+# twin: store/postgres_functions.sql::sw_take_entries (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/delivery.py::test_ack_removes_exactly_the_given_entries)
 def remove_ids(conn: sqlite3.Connection, session_key: str, ids: set[int], render: Render,
                cap: int) -> list[QueueEntry]:
     """Take the live entries with these stable ids out of the queue (others stay); returns them."""

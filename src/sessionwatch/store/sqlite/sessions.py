@@ -149,6 +149,8 @@ class SQLiteSessions(SQLiteConnection, Sessions):
                 > 0
             )
 
+    # twin: store/postgres_sessions.py::SessionsMixin.reset_session (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/watchers.py::test_reset_drops_the_sessions_own_watches_but_keeps_others_on_it)
     def reset_session(
         self, session_key: str, agent_id: str, new_session_id: str, now: int, context_prefix: str, queue_cap: int = 20
     ) -> bool:
@@ -170,6 +172,8 @@ class SQLiteSessions(SQLiteConnection, Sessions):
                 queue_model.after_removal(conn, {session_key}, queue_cap)
             return found
 
+    # twin: store/postgres_functions.sql::sw_delete_session (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/watchers.py::test_delete_removes_events_head_and_cursors_both_ways)
     def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
             found = (
