@@ -30,7 +30,7 @@ class TestPostgresStore(StoreConformance):
         return PostgresStore(cleanup.enter_context(pg.fresh_database()))
 
     def lower_batches(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from sessionwatch.store import postgres
+        from sessionwatch.store.postgres import log as postgres_log
 
-        monkeypatch.setattr(postgres, "PRUNE_BATCH", 3)
-        monkeypatch.setattr(postgres, "CURSOR_SLICE", 2)
+        monkeypatch.setattr(postgres_log, "PRUNE_BATCH", 3)
+        monkeypatch.setattr(postgres_log, "CURSOR_SLICE", 2)

@@ -1,7 +1,7 @@
 -- The PostgreSQL store's plpgsql functions: the hot write paths (record, acknowledge, drain, enqueue,
 -- reconcile, prune) in one round trip each.
 --
--- Not a migration. store/postgres.py applies this whole file in one transaction on start, after the
+-- Not a migration. store/postgres/connection.py applies this whole file in one transaction on start, after the
 -- numbered migrations and under the same advisory lock, whenever the database's copy differs from this
 -- one (meta keys functions_sha256 and functions_revision). So a fix is an edit here, never a new
 -- migration, and every statement must be idempotent:
@@ -27,7 +27,7 @@
 --
 -- The hot writers (sw_record, sw_ack, sw_take_queue, sw_enqueue) commit without waiting for the WAL
 -- flush, so the writer lock is not held across an fsync; when the session wants durable commits the
--- caller then waits for the flush outside the lock (store/postgres.py, PostgresStore._flush), where
+-- caller then waits for the flush outside the lock (store/postgres/connection.py, PostgresConnection._flush), where
 -- concurrent gateways share one fsync (group commit).
 --
 -- Twins. SQLite encodes the same rules in SQL driven from Python (store/sqlite*.py). Each function that

@@ -218,7 +218,7 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         with self._read() as conn:
             return queue_model.has_pending_notice(conn, watcher, queue_cap)
 
-    # twin: store/postgres.py::PostgresStore.sweep + store/postgres_functions.sql::sw_append_notices
+    # twin: store/postgres/queue.py::PostgresQueue.sweep + store/postgres_functions.sql::sw_append_notices
     #   (bound by sessionwatch/testing/stateful.py and
     #   sessionwatch/testing/sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap)
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:

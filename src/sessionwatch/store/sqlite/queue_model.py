@@ -63,7 +63,7 @@ def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int
     return [e for _, e in out]
 
 
-# twin: store/postgres.py::PostgresStore.has_pending_notice (bound by sessionwatch/testing/stateful.py and
+# twin: store/postgres/queue.py::PostgresQueue.has_pending_notice (bound by sessionwatch/testing/stateful.py and
 #   sessionwatch/testing/wakes.py::test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake)
 def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool:
     if conn.execute(_LIVE_SLOTS + " AND c.queued_quiet = 0 LIMIT 1", (watcher, cap)).fetchone():

@@ -149,7 +149,7 @@ class SQLiteSessions(SQLiteConnection, Sessions):
                 > 0
             )
 
-    # twin: store/postgres_sessions.py::SessionsMixin.reset_session (bound by sessionwatch/testing/stateful.py and
+    # twin: store/postgres/sessions.py::PostgresSessions.reset_session (bound by sessionwatch/testing/stateful.py and
     #   sessionwatch/testing/watchers.py::test_reset_drops_the_sessions_own_watches_but_keeps_others_on_it)
     def reset_session(
         self, session_key: str, agent_id: str, new_session_id: str, now: int, context_prefix: str, queue_cap: int = 20

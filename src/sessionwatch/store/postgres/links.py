@@ -1,24 +1,18 @@
-"""PostgreSQL: adopted catalog links and paired nodes (a mixin of PostgresStore)."""
+"""PostgreSQL: adopted catalog links and paired nodes (the ``UpstreamLinks`` role)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import psycopg
 
-from .records import Link, Node, dumps
-from .rows import LINK_COLS, link_from_row
+from ..base import UpstreamLinks
+from ..records import Link, Node, dumps
+from ..rows import LINK_COLS, link_from_row
+from .connection import PostgresConnection
 
-T = TypeVar("T")
 
-
-class LinksMixin:
-    if TYPE_CHECKING:  # provided by PostgresStore
-        def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T: ...
-        def _one(self, query: str, params: Any = None) -> Any: ...
-        def _all(self, query: str, params: Any = None) -> list[Any]: ...
-
+class PostgresLinks(PostgresConnection, UpstreamLinks):
     def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
         def work(conn: psycopg.Connection[Any]) -> tuple[Link, str]:
             with conn.transaction():

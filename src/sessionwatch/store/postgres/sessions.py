@@ -1,4 +1,4 @@
-"""PostgreSQL: sessions and their transcripts (a mixin of PostgresStore)."""
+"""PostgreSQL: sessions and their transcripts (the ``Sessions`` role)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
-from ..listing import ListPosition, list_filter
-from .records import MessageRow, SessionRow, dumps
-from .rows import LIST_ORDER, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
+from ...listing import ListPosition, list_filter
+from ..base import Sessions
+from ..records import MessageRow, SessionRow, dumps
+from ..rows import (
+    LIST_ORDER,
+    MESSAGE_COLS,
+    SESSION_COLS,
+    message_from_row,
+    session_from_row,
+)
+from .connection import PostgresConnection
 
 SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
 LIST_ORDER_S = ", ".join(f"s.{c.strip()}" for c in LIST_ORDER.split(","))
@@ -18,8 +26,7 @@ LIST_ORDER_W = ", ".join(f"w.{c.strip()}" for c in LIST_ORDER.split(","))
 T = TypeVar("T")
 
 
-class SessionsMixin:
-    _writer: int
+class PostgresSessions(PostgresConnection, Sessions):
 
     if TYPE_CHECKING:  # provided by PostgresStore
         def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T: ...

@@ -1,17 +1,14 @@
-"""PostgreSQL: bearer tokens scoped to agents (a mixin of PostgresStore)."""
+"""PostgreSQL: bearer tokens scoped to agents (the ``Tokens`` role)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from ..base import Tokens
+from ..records import TokenRow, dumps
+from ..rows import TOKEN_COLS, token_from_row
+from .connection import PostgresConnection
 
-from .records import TokenRow, dumps
-from .rows import TOKEN_COLS, token_from_row
 
-
-class TokensMixin:
-    _one: Callable[..., Any]
-    _all: Callable[..., list[Any]]
+class PostgresTokens(PostgresConnection, Tokens):
 
     def create_token(self, token: TokenRow) -> TokenRow:
         self._one(f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s) RETURNING token_id",

@@ -1,0 +1,325 @@
+"""PostgreSQL connection handling: the URL, the pool, migrations and the functions file, the writer
+lock, and the bookkeeping of wakes delivered (shared by the roles that commit wakes and wakes.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from ...errors import StoreUnavailable
+from ..base import WakeListener
+
+log = logging.getLogger("sessionwatch.store.postgres")
+
+
+T = TypeVar("T")
+
+
+OWN_PARAMS = ("pool_size", "pool_min")
+
+
+SEEN_WAKES = 10_000  # remembered deliveries per kind (NOTIFY, poll, own commits)
+
+
+def named_call(function: str, *params: str) -> str:
+    """``SELECT * FROM function(p_a => %(a)s, ...)``: a call in named notation, each argument bound by
+    name from a dict, so neither side depends on the parameter order; results are read by column name
+    (dict_row). ``"a::bigint"`` adds a cast where the Python value alone does not say the type (an int
+    or None is not a bigint, an empty list not a text[]). The parameters are those of
+    postgres_functions.sql, without their ``p_`` prefix."""
+    args = []
+    for param in params:
+        name, _, cast = param.partition("::")
+        args.append(f"p_{name} => %({name})s" + (f"::{cast}" if cast else ""))
+    return f"SELECT * FROM {function}({', '.join(args)})"
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """Separate sessionwatch's own query parameters from the libpq connection string."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    own = {k: v for k, v in query if k in OWN_PARAMS}
+    if not own:
+        return url, own
+    rest = [(k, v) for k, v in query if k not in OWN_PARAMS]
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), own
+
+
+def lock_key(schema: str, name: str) -> int:
+    """A stable signed 64-bit advisory-lock key, distinct per schema (stores in one database)."""
+    digest = hashlib.blake2b(f"sessionwatch:{schema}:{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def wake_channel(schema: str) -> str:
+    """The NOTIFY channel: ``sessionwatch_wake`` for the public schema, else one per schema."""
+    if schema == "public":
+        return "sessionwatch_wake"
+    return "sessionwatch_wake_" + hashlib.blake2b(schema.encode(), digest_size=6).hexdigest()
+
+
+def _migration_files() -> dict[int, Traversable]:
+    folder = resources.files("sessionwatch.store").joinpath("migrations/postgres")
+    return {int(f.name.split("_", 1)[0]): f for f in folder.iterdir() if f.name.endswith(".sql")}
+
+
+@lru_cache(maxsize=1)
+def functions_sql() -> tuple[str, int, str]:
+    """The function definitions (postgres_functions.sql): text, revision, SHA-256 of the text."""
+    text = resources.files("sessionwatch.store").joinpath("postgres_functions.sql").read_text()
+    found = re.search(r"^-- revision: (\d+)$", text, re.MULTILINE)
+    if found is None:
+        raise AssertionError("postgres_functions.sql has no '-- revision: N' line")
+    return text, int(found.group(1)), hashlib.sha256(text.encode()).hexdigest()
+
+
+def _applied(conn: psycopg.Connection[Any]) -> set[int] | None:
+    row = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
+    if row is None or row[0] is None:
+        return None
+    return {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+
+
+def _functions_stamp(conn: psycopg.Connection[Any]) -> tuple[int, str | None]:
+    """(revision, sha256) of the functions the database holds; (0, None) before any were stamped. Call
+    once migration 0001 (which creates meta) is applied."""
+    stamp = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('functions_revision', 'functions_sha256')"))
+    return int(stamp.get("functions_revision", 0)), stamp.get("functions_sha256")
+
+
+def apply_migrations(conninfo: str) -> tuple[int, str]:
+    """Apply numbered migration files not yet in ``schema_migrations``, then the functions
+    (postgres_functions.sql) when the database's copy differs; returns (version, schema).
+
+    Safe when several gateways start at once: the work runs under a session advisory lock and the
+    applied set is re-read under it. A database already up to date takes no lock. The functions are
+    left alone when the database holds a higher revision of them, or migrations this version does not
+    know: a newer gateway put them there.
+    """
+    files = _migration_files()
+    text, revision, digest = functions_sql()
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+        row = conn.execute("SELECT current_schema()").fetchone()
+        schema: str | None = None if row is None else row[0]
+        if schema is None:
+            raise StoreUnavailable("no schema on the search_path exists (create it, or fix options=-csearch_path)")
+        applied = _applied(conn)
+        if applied is not None and set(files) <= applied and _functions_stamp(conn)[1] == digest:
+            return max(applied), schema
+        key = lock_key(schema, "migrate")
+        conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
+                         " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+            applied = _applied(conn) or set()
+            for version, f in sorted(files.items()):
+                if version in applied:
+                    continue
+                with conn.transaction():
+                    conn.execute(f.read_text())
+                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, f.name))
+                applied.add(version)
+                log.info("applied PostgreSQL migration %s to schema %s", f.name, schema)
+            _apply_functions(conn, schema, text, revision, digest, newer_schema=bool(applied - set(files)))
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+    unknown = applied - set(files)
+    if unknown:
+        log.warning("schema %s has migrations this version does not know: %s", schema, sorted(unknown))
+    return max(applied), schema
+
+
+def _apply_functions(conn: psycopg.Connection[Any], schema: str, text: str, revision: int, digest: str,
+                     newer_schema: bool) -> None:
+    """(Re)define every function, in one transaction with its stamp; caller holds the migration lock."""
+    held, held_digest = _functions_stamp(conn)
+    if held_digest == digest:
+        return
+    if newer_schema or held > revision:
+        log.warning("schema %s holds functions of a newer sessionwatch (revision %s; this version has %s):"
+                    " left as they are", schema, held, revision)
+        return
+    with conn.transaction():
+        conn.execute(text)  # our own file, not user input
+        conn.execute("INSERT INTO meta (key, value) VALUES ('functions_revision', %s), ('functions_sha256', %s)"
+                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(revision), digest))
+    log.info("applied PostgreSQL functions revision %s to schema %s", revision, schema)
+
+
+class _AdvisoryLock:
+    """A held session-level advisory lock on a pooled connection; released on exit."""
+
+    def __init__(self, pool: ConnectionPool, conn: psycopg.Connection[Any], key: int) -> None:
+        self._pool, self._conn, self._key = pool, conn, key
+
+    def __enter__(self) -> _AdvisoryLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
+        except psycopg.Error:
+            self._conn.close()  # a broken session has released its locks already
+        self._pool.putconn(self._conn)
+
+
+class PostgresConnection:
+    """A pool of autocommit connections to one schema: the base of every PostgreSQL role. Each role class
+    (``PostgresLog``, ``PostgresQueue``, ...) is this plus the role's methods; ``PostgresStore`` (store.py)
+    is all of them on one pool."""
+
+    url: str
+
+
+    multi_process = True
+    keepalive_s = 30.0
+    backoff_initial_s = 0.2
+    backoff_max_s = 5.0
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._conninfo, own = split_url(url)
+        self.schema_version, self.schema = apply_migrations(self._conninfo)
+        self._writer = lock_key(self.schema, "writer")
+        self._prune_key = lock_key(self.schema, "prune")
+        self.channel = wake_channel(self.schema)
+        self.origin = uuid.uuid4().hex[:16]
+        self._connect_kwargs: dict[str, Any] = {}
+        if "application_name" not in conninfo_to_dict(self._conninfo):
+            self._connect_kwargs["application_name"] = "sessionwatch"
+        size = max(1, int(own.get("pool_size", 10)))
+        self._pool = ConnectionPool(self._conninfo, min_size=min(size, max(0, int(own.get("pool_min", 1)))),
+                                    max_size=size, kwargs={"autocommit": True, **self._connect_kwargs},
+                                    timeout=15.0, name="sessionwatch", open=False)
+        self._pool.open(wait=True, timeout=15.0)
+        self._queue_cap = 20
+        self._wake_lock = threading.Lock()
+        # Wakes already delivered, so NOTIFY and the poll never both deliver one commit's wake.
+        self._by_notify: OrderedDict[tuple[str, str, int], None] = OrderedDict()
+        self._by_poll: OrderedDict[tuple[str, str, int], None] = OrderedDict()
+        self._local_seqs: OrderedDict[int, None] = OrderedDict()
+        self._own_prefix = '{"o":' + json.dumps(self.origin) + ","
+        # Durable commits wanted (the session's synchronous_commit is not off): the hot writers commit
+        # asynchronously under the writer lock, then _flush waits for the WAL outside it.
+        self._flush_after: bool = self._run(
+            lambda c: c.execute("SHOW synchronous_commit").fetchone()[0] != "off")  # type: ignore[index]
+        self._wake_last: int = self._run(
+            lambda c: c.execute("SELECT coalesce(max(last_wake), 0) FROM queue_heads").fetchone()[0])  # type: ignore[index]
+        self._notify_max = 0  # highest wake position delivered (NOTIFY or own commit) since the last poll
+        self._listen_epoch = 0  # LISTEN (re)connections so far
+        self._epoch_at_poll = 0
+        self._listener: WakeListener | None = None
+        self._listen_thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._pipe_r, self._pipe_w = os.pipe()
+        self.listening = threading.Event()  # set while the LISTEN connection is up (tests wait on it)
+        self.listener_connects = 0
+        self._poll_warned_at = 0.0
+        self._closed = False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        os.write(self._pipe_w, b"x")
+        if self._listen_thread is not None:
+            self._listen_thread.join(timeout=5)
+        os.close(self._pipe_r)
+        os.close(self._pipe_w)
+        self._pool.close()
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``work`` on a pooled connection. A connection that broke (the server restarted, the
+        pool held a dead socket) is replaced and the work retried; so is a deadlock victim."""
+        for attempt in range(3):
+            used: psycopg.Connection[Any] | None = None
+            try:
+                with self._pool.connection() as conn:
+                    used = conn
+                    return work(conn)
+            except psycopg.errors.DeadlockDetected:
+                if attempt == 2:
+                    raise
+            except psycopg.OperationalError:
+                if attempt == 2 or used is None or not used.broken:
+                    raise
+                log.warning("PostgreSQL connection lost; retrying on a fresh one")
+                self._pool.check()
+        raise AssertionError("unreachable")
+
+    def _flush(self) -> None:
+        """Wait until everything this process committed is on disk (a write transaction's commit flushes
+        the WAL up to itself). Outside the writer lock, so concurrent gateways share one fsync; the
+        writes are visible to others a moment before they are durable, as with synchronous_commit=off."""
+        if not self._flush_after:
+            return
+        try:
+            self._run(lambda c: c.execute("SELECT pg_current_xact_id()"))
+        except psycopg.Error as exc:  # committed, maybe not yet flushed: nothing to undo or retry
+            log.warning("waiting for the WAL flush failed: %s", exc)
+
+    def _one(self, query: str, params: Any = None) -> Any:
+        return self._run(lambda c: c.execute(query, params).fetchone())
+
+    def _all(self, query: str, params: Any = None) -> list[Any]:
+        return self._run(lambda c: c.execute(query, params).fetchall())
+
+    def _call_one(self, query: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The first row of a function call (see ``named_call``), by column name."""
+        return self._run(lambda c: c.cursor(row_factory=dict_row).execute(query, params).fetchone())
+
+    def _call_all(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self._run(lambda c: c.cursor(row_factory=dict_row).execute(query, params).fetchall())
+
+    def _remember(self, seen: OrderedDict[Any, None], key: Any) -> None:
+        seen[key] = None
+        while len(seen) > SEEN_WAKES:
+            seen.popitem(last=False)
+
+    def _notified(self, watcher: str, target: str, wake_seq: int) -> bool:
+        """A wake arrived by NOTIFY: deliver it unless the poll already did (it always wins otherwise:
+        one commit, one notification per listener)."""
+        key = (watcher, target, wake_seq)
+        with self._wake_lock:
+            self._notify_max = max(self._notify_max, wake_seq)
+            if key in self._by_poll:
+                return False
+            self._remember(self._by_notify, key)
+            return True
+
+    def _unseen(self, watcher: str, target: str, wake_seq: int) -> bool:
+        """The poll found a waking notice: new unless NOTIFY, the poll, or this process's own commit
+        delivered it already."""
+        key = (watcher, target, wake_seq)
+        with self._wake_lock:
+            if key in self._by_notify or key in self._by_poll or wake_seq in self._local_seqs:
+                return False
+            self._remember(self._by_poll, key)
+            return True
+
+    def _committed_here(self, wake_seqs: Iterable[int | None]) -> None:
+        """Wake positions this process committed (and delivered itself): the poll skips them."""
+        with self._wake_lock:
+            for s in wake_seqs:
+                if s:
+                    self._remember(self._local_seqs, s)
+                    self._notify_max = max(self._notify_max, s)
