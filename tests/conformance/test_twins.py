@@ -25,7 +25,7 @@ def _twin_comments() -> list[tuple[Path, str]]:
         for i, line in enumerate(lines):
             if re.match(r"\s*(#|--) twin: ", line):
                 text = line
-                for nxt in lines[i + 1:i + 3]:
+                for nxt in lines[i + 1 : i + 3]:
                     if not nxt.lstrip().startswith(("#", "--")):
                         break
                     text += " " + nxt.strip()
@@ -38,15 +38,19 @@ def _defines(path: Path, symbol: str) -> bool:
     *owner, name = symbol.split(".")
     if path.suffix == ".sql":
         return re.search(rf"FUNCTION {re.escape(name)}\(", source) is not None
-    return (re.search(rf"^\s*def {re.escape(name)}\(", source, re.MULTILINE) is not None
-            and all(re.search(rf"^class {re.escape(o)}\b", source, re.MULTILINE) for o in owner))
+    return re.search(rf"^\s*def {re.escape(name)}\(", source, re.MULTILINE) is not None and all(
+        re.search(rf"^class {re.escape(o)}\b", source, re.MULTILINE) for o in owner
+    )
 
 
 def test_every_twin_comment_names_a_code_copy_and_a_test() -> None:
     comments = _twin_comments()
     assert len(comments) >= 20  # the rules encoded on both backends (queue, notices, prune, sessions)
-    problems = [f"{path.relative_to(ROOT)}: {text}" for path, text in comments
-                if not CODE_REF.search(text) or not TEST_REF.search(text)]
+    problems = [
+        f"{path.relative_to(ROOT)}: {text}"
+        for path, text in comments
+        if not CODE_REF.search(text) or not TEST_REF.search(text)
+    ]
     assert not problems, "twin comments without a code copy or a test:\n" + "\n".join(problems)
 
 

@@ -18,9 +18,9 @@ import pytest
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 from sessionwatch.store.postgres import functions_sql
+from sessionwatch.testing.helpers import notice
 from tests.support import pg
 
-from sessionwatch.testing.helpers import notice
 from ._schema import describe_postgres
 
 OLD = Path(__file__).parent / "old_migrations" / "v0_1_0"

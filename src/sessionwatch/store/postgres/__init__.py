@@ -13,14 +13,14 @@ The hot write paths are plpgsql functions (``store/postgres_functions.sql``) cal
 from __future__ import annotations
 
 from .connection import (
-                         PostgresConnection,
-                         _migration_files,
-                         apply_migrations,
-                         functions_sql,
-                         lock_key,
-                         named_call,
-                         split_url,
-                         wake_channel,
+    PostgresConnection,
+    _migration_files,
+    apply_migrations,
+    functions_sql,
+    lock_key,
+    named_call,
+    split_url,
+    wake_channel,
 )
 from .links import PostgresLinks
 from .log import PostgresLog
@@ -31,6 +31,21 @@ from .store import PostgresStore
 from .tokens import PostgresTokens
 from .wakes import PostgresWakes
 
-__all__ = ["PostgresConnection", "PostgresDataSettings", "PostgresLinks", "PostgresLog", "PostgresQueue",
-           "PostgresSessions", "PostgresStore", "PostgresTokens", "PostgresWakes", "_migration_files",
-           "apply_migrations", "functions_sql", "lock_key", "named_call", "split_url", "wake_channel"]
+__all__ = [
+    "PostgresConnection",
+    "PostgresDataSettings",
+    "PostgresLinks",
+    "PostgresLog",
+    "PostgresQueue",
+    "PostgresSessions",
+    "PostgresStore",
+    "PostgresTokens",
+    "PostgresWakes",
+    "_migration_files",
+    "apply_migrations",
+    "functions_sql",
+    "lock_key",
+    "named_call",
+    "split_url",
+    "wake_channel",
+]

@@ -126,8 +126,10 @@ def apply_migrations(conninfo: str) -> tuple[int, str]:
         key = lock_key(schema, "migrate")
         conn.execute("SELECT pg_advisory_lock(%s)", (key,))
         try:
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
-                         " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             applied = _applied(conn) or set()
             for version, f in sorted(files.items()):
                 if version in applied:
@@ -146,20 +148,28 @@ def apply_migrations(conninfo: str) -> tuple[int, str]:
     return max(applied), schema
 
 
-def _apply_functions(conn: psycopg.Connection[Any], schema: str, text: str, revision: int, digest: str,
-                     newer_schema: bool) -> None:
+def _apply_functions(
+    conn: psycopg.Connection[Any], schema: str, text: str, revision: int, digest: str, newer_schema: bool
+) -> None:
     """(Re)define every function, in one transaction with its stamp; caller holds the migration lock."""
     held, held_digest = _functions_stamp(conn)
     if held_digest == digest:
         return
     if newer_schema or held > revision:
-        log.warning("schema %s holds functions of a newer sessionwatch (revision %s; this version has %s):"
-                    " left as they are", schema, held, revision)
+        log.warning(
+            "schema %s holds functions of a newer sessionwatch (revision %s; this version has %s): left as they are",
+            schema,
+            held,
+            revision,
+        )
         return
     with conn.transaction():
         conn.execute(text)  # our own file, not user input
-        conn.execute("INSERT INTO meta (key, value) VALUES ('functions_revision', %s), ('functions_sha256', %s)"
-                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(revision), digest))
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('functions_revision', %s), ('functions_sha256', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(revision), digest),
+        )
     log.info("applied PostgreSQL functions revision %s to schema %s", revision, schema)
 
 
@@ -187,7 +197,6 @@ class PostgresConnection:
 
     url: str
 
-
     multi_process = True
     keepalive_s = 30.0
     backoff_initial_s = 0.2
@@ -205,9 +214,15 @@ class PostgresConnection:
         if "application_name" not in conninfo_to_dict(self._conninfo):
             self._connect_kwargs["application_name"] = "sessionwatch"
         size = max(1, int(own.get("pool_size", 10)))
-        self._pool = ConnectionPool(self._conninfo, min_size=min(size, max(0, int(own.get("pool_min", 1)))),
-                                    max_size=size, kwargs={"autocommit": True, **self._connect_kwargs},
-                                    timeout=15.0, name="sessionwatch", open=False)
+        self._pool = ConnectionPool(
+            self._conninfo,
+            min_size=min(size, max(0, int(own.get("pool_min", 1)))),
+            max_size=size,
+            kwargs={"autocommit": True, **self._connect_kwargs},
+            timeout=15.0,
+            name="sessionwatch",
+            open=False,
+        )
         self._pool.open(wait=True, timeout=15.0)
         self._queue_cap = 20
         self._wake_lock = threading.Lock()
@@ -218,10 +233,8 @@ class PostgresConnection:
         self._own_prefix = '{"o":' + json.dumps(self.origin) + ","
         # Durable commits wanted (the session's synchronous_commit is not off): the hot writers commit
         # asynchronously under the writer lock, then _flush waits for the WAL outside it.
-        self._flush_after: bool = self._run(
-            lambda c: c.execute("SHOW synchronous_commit").fetchone()[0] != "off")  # type: ignore[index]
-        self._wake_last: int = self._run(
-            lambda c: c.execute("SELECT coalesce(max(last_wake), 0) FROM queue_heads").fetchone()[0])  # type: ignore[index]
+        self._flush_after: bool = str(self._one("SHOW synchronous_commit")[0]) != "off"
+        self._wake_last: int = int(self._one("SELECT coalesce(max(last_wake), 0) FROM queue_heads")[0])
         self._notify_max = 0  # highest wake position delivered (NOTIFY or own commit) since the last poll
         self._listen_epoch = 0  # LISTEN (re)connections so far
         self._epoch_at_poll = 0

@@ -29,13 +29,30 @@ _UNWATCH = named_call("sw_unwatch", "lock::bigint", "watcher", "target", "ctx", 
 
 
 _ACK = named_call(
-    "sw_ack", "lock::bigint", "watcher", "targets::text[]", "ctxs::text[]", "now::bigint", "cap::integer", "channel",
-    "origin")
+    "sw_ack",
+    "lock::bigint",
+    "watcher",
+    "targets::text[]",
+    "ctxs::text[]",
+    "now::bigint",
+    "cap::integer",
+    "channel",
+    "origin",
+)
 
 
 _ENQUEUE = named_call(
-    "sw_enqueue", "lock::bigint", "session", "text", "ctx", "ts::bigint", "cap::integer", "quiet", "target",
-    "ls::bigint")
+    "sw_enqueue",
+    "lock::bigint",
+    "session",
+    "text",
+    "ctx",
+    "ts::bigint",
+    "cap::integer",
+    "quiet",
+    "target",
+    "ls::bigint",
+)
 
 
 _QUEUE = named_call("sw_queue", "session", "cap::integer")
@@ -48,49 +65,104 @@ _TAKE_ENTRIES = named_call("sw_take_entries", "lock::bigint", "session", "ids::b
 
 
 _RECONCILE = named_call(
-    "sw_reconcile", "lock::bigint", "watcher", "target", "after::bigint", "last::bigint", "ctx", "now::bigint",
-    "cap::integer", "channel", "origin")
+    "sw_reconcile",
+    "lock::bigint",
+    "watcher",
+    "target",
+    "after::bigint",
+    "last::bigint",
+    "ctx",
+    "now::bigint",
+    "cap::integer",
+    "channel",
+    "origin",
+)
 
 
 _APPEND_NOTICES = named_call(
-    "sw_append_notices", "watchers::text[]", "targets::text[]", "ls::bigint[]", "ctxs::text[]", "quiet::boolean[]",
-    "ts::bigint", "cap::integer", "channel", "origin")
+    "sw_append_notices",
+    "watchers::text[]",
+    "targets::text[]",
+    "ls::bigint[]",
+    "ctxs::text[]",
+    "quiet::boolean[]",
+    "ts::bigint",
+    "cap::integer",
+    "channel",
+    "origin",
+)
 
 
 class PostgresQueue(PostgresConnection, CursorQueue):
     def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str, now: int) -> bool:
         if watcher == target or not is_agent_qualified(watcher) or not is_agent_qualified(target):
             return False
-        row = self._call_one(_REGISTER, {"lock": self._writer, "watcher": watcher, "target": target,
-                                         "agent": target_agent, "provenance": provenance, "now": now})
+        row = self._call_one(
+            _REGISTER,
+            {
+                "lock": self._writer,
+                "watcher": watcher,
+                "target": target,
+                "agent": target_agent,
+                "provenance": provenance,
+                "now": now,
+            },
+        )
         return row is not None and bool(row["sw_register"])
 
     def unwatch(self, watcher: str, target: str, context_key: str, now: int, queue_cap: int = 20) -> bool:
-        row = self._call_one(_UNWATCH, {"lock": self._writer, "watcher": watcher, "target": target,
-                                        "ctx": context_key, "now": now, "cap": queue_cap})
+        row = self._call_one(
+            _UNWATCH,
+            {
+                "lock": self._writer,
+                "watcher": watcher,
+                "target": target,
+                "ctx": context_key,
+                "now": now,
+                "cap": queue_cap,
+            },
+        )
         return row is not None and bool(row["sw_unwatch"])
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
         query, args = cursor_query(watcher, target, "%s")
         return [Cursor(*r) for r in self._all(query, args)]
 
-    def _ack(self, conn: psycopg.Connection[Any] | psycopg.ClientCursor[dict[str, Any]], watcher: str,
-             targets: Sequence[str], render: Render, now: int, queue_cap: int, then: str = "") -> list[WakeRequest]:
+    def _ack(
+        self,
+        conn: psycopg.Connection[Any] | psycopg.ClientCursor[dict[str, Any]],
+        watcher: str,
+        targets: Sequence[str],
+        render: Render,
+        now: int,
+        queue_cap: int,
+        then: str = "",
+    ) -> list[WakeRequest]:
         """sw_ack on ``conn`` (a connection, or the dict-row ClientCursor of an open transaction with
         ``then`` = "; COMMIT": the ack and the commit in one round trip)."""
         cur = conn.cursor(row_factory=dict_row) if isinstance(conn, psycopg.Connection) else conn
         last = {t: i for i, t in enumerate(targets)}  # reopen in consumption order (a repeat counts last)
         ordered = sorted(last, key=last.__getitem__)
-        reopened = cur.execute(_ACK + then, {
-            "lock": self._writer, "watcher": watcher, "targets": ordered,
-            "ctxs": [render(t).context_key for t in ordered], "now": now, "cap": queue_cap,
-            "channel": self.channel, "origin": self.origin}).fetchall()
+        reopened = cur.execute(
+            _ACK + then,
+            {
+                "lock": self._writer,
+                "watcher": watcher,
+                "targets": ordered,
+                "ctxs": [render(t).context_key for t in ordered],
+                "now": now,
+                "cap": queue_cap,
+                "channel": self.channel,
+                "origin": self.origin,
+            },
+        ).fetchall()
         waking = [r for r in reopened if not r["o_quiet"]]
         self._committed_here(r["o_wake_seq"] for r in waking)
         return [] if is_subagent_key(watcher) else [WakeRequest(watcher, r["o_target"]) for r in waking]
 
-    def acknowledge(self, watcher: str, targets: Sequence[str], render: Render, now: int,
-                    queue_cap: int) -> list[WakeRequest]:
+    def acknowledge(
+        self, watcher: str, targets: Sequence[str], render: Render, now: int, queue_cap: int
+    ) -> list[WakeRequest]:
         if not targets:
             return []
         self._queue_cap = queue_cap
@@ -98,12 +170,31 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         self._flush()
         return wakes
 
-    def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
-                queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
+    def enqueue(
+        self,
+        session_key: str,
+        text: str,
+        context_key: str | None,
+        ts: int,
+        queue_cap: int,
+        queue_only: bool = False,
+        notice: tuple[str, int] | None = None,
+    ) -> QueueEntry | None:
         target, last_seen = notice if notice is not None else (None, None)
-        row = self._call_one(_ENQUEUE, {"lock": self._writer, "session": session_key, "text": text,
-                                        "ctx": context_key, "ts": ts, "cap": queue_cap, "quiet": queue_only,
-                                        "target": target, "ls": last_seen})
+        row = self._call_one(
+            _ENQUEUE,
+            {
+                "lock": self._writer,
+                "session": session_key,
+                "text": text,
+                "ctx": context_key,
+                "ts": ts,
+                "cap": queue_cap,
+                "quiet": queue_only,
+                "target": target,
+                "ls": last_seen,
+            },
+        )
         idx = None if row is None else row["o_idx"]
         if row is None or idx is None:
             return None
@@ -119,29 +210,55 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         for r in rows:
             if r["o_target"] is not None:  # a notice slot: its text is rendered from the target and last_seen
                 t = render(r["o_target"])
-                out.append(QueueEntry(r["o_idx"], session_key, t.text(r["o_ls"]), t.context_key, r["o_ts"],
-                                      r["o_quiet"], target=r["o_target"]))
+                out.append(
+                    QueueEntry(
+                        r["o_idx"],
+                        session_key,
+                        t.text(r["o_ls"]),
+                        t.context_key,
+                        r["o_ts"],
+                        r["o_quiet"],
+                        target=r["o_target"],
+                    )
+                )
             else:
                 out.append(QueueEntry(r["o_idx"], session_key, r["o_text"], r["o_ctx"], r["o_ts"]))
         return out
 
     def peek(self, session_key: str, render: Render, queue_cap: int = 20) -> list[QueueEntry]:
-        return self._entries(session_key, self._call_all(_QUEUE, {"session": session_key, "cap": queue_cap}),
-                             render)
+        return self._entries(session_key, self._call_all(_QUEUE, {"session": session_key, "cap": queue_cap}), render)
 
-    def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int,
-              queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    def drain(
+        self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
-        entries, wakes = self._run(lambda c: self._take_and_ack(
-            c, _TAKE_QUEUE, {"lock": self._writer, "session": session_key, "cap": queue_cap},
-            session_key, decode, render, now, queue_cap))
+        entries, wakes = self._run(
+            lambda c: self._take_and_ack(
+                c,
+                _TAKE_QUEUE,
+                {"lock": self._writer, "session": session_key, "cap": queue_cap},
+                session_key,
+                decode,
+                render,
+                now,
+                queue_cap,
+            )
+        )
         if entries:
             self._flush()
         return entries, wakes
 
-    def _take_and_ack(self, conn: psycopg.Connection[Any], take: str, args: dict[str, Any], session_key: str,
-                      decode: Callable[[str | None], str | None], render: Render, now: int,
-                      queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    def _take_and_ack(
+        self,
+        conn: psycopg.Connection[Any],
+        take: str,
+        args: dict[str, Any],
+        session_key: str,
+        decode: Callable[[str | None], str | None],
+        render: Render,
+        now: int,
+        queue_cap: int,
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         """Take entries off a queue and acknowledge their notices in one transaction, in two round trips:
         "BEGIN; take", then "ack; COMMIT" (the ack needs the taken entries, decoded here). Statements
         sent together go by the simple protocol, so psycopg binds the arguments client-side."""
@@ -150,8 +267,9 @@ class PostgresQueue(PostgresConnection, CursorQueue):
             cur.execute("BEGIN; " + take, args)
             cur.nextset()
             entries = self._entries(session_key, cur.fetchall(), render)
-            targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                         if t is not None))
+            targets = list(
+                dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
+            )
             if targets:
                 wakes = self._ack(cur, session_key, targets, render, now, queue_cap, then="; COMMIT")
             else:
@@ -166,33 +284,63 @@ class PostgresQueue(PostgresConnection, CursorQueue):
     def _rollback(conn: psycopg.Connection[Any]) -> None:
         """End a transaction a failed multi-statement call left open (a broken connection has no
         transaction left to end)."""
-        if conn.pgconn.transaction_status in (psycopg.pq.TransactionStatus.INTRANS,
-                                              psycopg.pq.TransactionStatus.INERROR):
+        if conn.pgconn.transaction_status in (
+            psycopg.pq.TransactionStatus.INTRANS,
+            psycopg.pq.TransactionStatus.INERROR,
+        ):
             try:
                 conn.rollback()
             except psycopg.Error:
                 pass
 
-    def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
-                            render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    def acknowledge_entries(
+        self,
+        session_key: str,
+        ids: Sequence[int],
+        decode: Callable[[str | None], str | None],
+        render: Render,
+        now: int,
+        queue_cap: int,
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
         wanted = sorted({int(i) for i in ids})
         if not wanted:
             return [], []
-        entries, wakes = self._run(lambda c: self._take_and_ack(
-            c, _TAKE_ENTRIES, {"lock": self._writer, "session": session_key, "ids": wanted, "cap": queue_cap},
-            session_key, decode, render, now, queue_cap))
+        entries, wakes = self._run(
+            lambda c: self._take_and_ack(
+                c,
+                _TAKE_ENTRIES,
+                {"lock": self._writer, "session": session_key, "ids": wanted, "cap": queue_cap},
+                session_key,
+                decode,
+                render,
+                now,
+                queue_cap,
+            )
+        )
         if entries:
             self._flush()
         return entries, wakes
 
-    def reconcile(self, watcher: str, target: str, after: int, last: int, render: Render, now: int,
-                  queue_cap: int) -> list[WakeRequest]:
+    def reconcile(
+        self, watcher: str, target: str, after: int, last: int, render: Render, now: int, queue_cap: int
+    ) -> list[WakeRequest]:
         self._queue_cap = queue_cap
-        row = self._call_one(_RECONCILE, {
-            "lock": self._writer, "watcher": watcher, "target": target, "after": after, "last": last,
-            "ctx": render(target).context_key, "now": now, "cap": queue_cap, "channel": self.channel,
-            "origin": self.origin})
+        row = self._call_one(
+            _RECONCILE,
+            {
+                "lock": self._writer,
+                "watcher": watcher,
+                "target": target,
+                "after": after,
+                "last": last,
+                "ctx": render(target).context_key,
+                "now": now,
+                "cap": queue_cap,
+                "channel": self.channel,
+                "origin": self.origin,
+            },
+        )
         assert row is not None  # OUT parameters: always one row
         if row["o_changed"]:
             self._flush()
@@ -204,8 +352,11 @@ class PostgresQueue(PostgresConnection, CursorQueue):
     # twin: store/sqlite/queue_model.py::has_pending_notice (bound by sessionwatch/testing/stateful.py and
     #   sessionwatch/testing/wakes.py::test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake)
     def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
-        row = self._call_one(f"SELECT EXISTS ({_QUEUE} WHERE (o_target IS NOT NULL AND NOT o_quiet)"
-                             " OR o_ctx ILIKE 'session-state:%%') AS pending", {"session": watcher, "cap": queue_cap})
+        row = self._call_one(
+            f"SELECT EXISTS ({_QUEUE} WHERE (o_target IS NOT NULL AND NOT o_quiet)"
+            " OR o_ctx ILIKE 'session-state:%%') AS pending",
+            {"session": watcher, "cap": queue_cap},
+        )
         return row is not None and bool(row["pending"])
 
     # twin: store/sqlite/queue.py::SQLiteQueue.sweep (bound by sessionwatch/testing/stateful.py and
@@ -218,10 +369,13 @@ class PostgresQueue(PostgresConnection, CursorQueue):
             # rendered here). Statements sent together go by the simple protocol (ClientCursor).
             cur = psycopg.ClientCursor(conn)
             try:
-                cur.execute("BEGIN; SELECT pg_advisory_xact_lock(%s);"
-                            " UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
-                            " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
-                            " RETURNING watcher, target, last_seen, provenance", (self._writer, now))
+                cur.execute(
+                    "BEGIN; SELECT pg_advisory_xact_lock(%s);"
+                    " UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
+                    " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
+                    " RETURNING watcher, target, last_seen, provenance",
+                    (self._writer, now),
+                )
                 cur.nextset()
                 cur.nextset()
                 rows: list[tuple[str, str, int, str]] = sorted(cur.fetchall())
@@ -229,16 +383,32 @@ class PostgresQueue(PostgresConnection, CursorQueue):
                     cur.execute("COMMIT")
                     return 0, []
                 quiet = [p == "ambient-group" for _, _, _, p in rows]
-                stamped = psycopg.ClientCursor(conn, row_factory=dict_row).execute(_APPEND_NOTICES + "; COMMIT", {
-                    "watchers": [w for w, _, _, _ in rows], "targets": [t for _, t, _, _ in rows],
-                    "ls": [ls for _, _, ls, _ in rows], "ctxs": [render(t).context_key for _, t, _, _ in rows],
-                    "quiet": quiet, "ts": now, "cap": queue_cap, "channel": self.channel,
-                    "origin": self.origin}).fetchall()
+                stamped = (
+                    psycopg.ClientCursor(conn, row_factory=dict_row)
+                    .execute(
+                        _APPEND_NOTICES + "; COMMIT",
+                        {
+                            "watchers": [w for w, _, _, _ in rows],
+                            "targets": [t for _, t, _, _ in rows],
+                            "ls": [ls for _, _, ls, _ in rows],
+                            "ctxs": [render(t).context_key for _, t, _, _ in rows],
+                            "quiet": quiet,
+                            "ts": now,
+                            "cap": queue_cap,
+                            "channel": self.channel,
+                            "origin": self.origin,
+                        },
+                    )
+                    .fetchall()
+                )
             except BaseException:
                 self._rollback(conn)
                 raise
             self._committed_here(r["o_wake_seq"] for q, r in zip(quiet, stamped, strict=True) if not q)
-            return len(rows), [WakeRequest(w, t) for (w, t, _, _), q in zip(rows, quiet, strict=True)
-                               if not q and not is_subagent_key(w)]
+            return len(rows), [
+                WakeRequest(w, t)
+                for (w, t, _, _), q in zip(rows, quiet, strict=True)
+                if not q and not is_subagent_key(w)
+            ]
 
         return self._run(work)

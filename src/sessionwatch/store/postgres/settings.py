@@ -21,8 +21,11 @@ class PostgresDataSettings(PostgresConnection, DataSettings):
         def work(conn: Any) -> dict[str, int]:
             with conn.transaction():
                 for n, v in values.items():
-                    conn.execute("INSERT INTO data_settings (name, value, updated_at) VALUES (%s, %s, %s)"
-                                 " ON CONFLICT (name) DO NOTHING", (n, int(v), now))
+                    conn.execute(
+                        "INSERT INTO data_settings (name, value, updated_at) VALUES (%s, %s, %s)"
+                        " ON CONFLICT (name) DO NOTHING",
+                        (n, int(v), now),
+                    )
                 return self._settings_rows(conn)
 
         return self._run(work)
@@ -33,9 +36,12 @@ class PostgresDataSettings(PostgresConnection, DataSettings):
                 # the row lock of each changed name orders concurrent `settings set` runs
                 old = {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings FOR UPDATE")}
                 for n, v in changes.items():
-                    conn.execute("INSERT INTO data_settings (name, value, updated_at) VALUES (%s, %s, %s)"
-                                 " ON CONFLICT (name) DO UPDATE SET value = excluded.value,"
-                                 " updated_at = excluded.updated_at", (n, int(v), now))
+                    conn.execute(
+                        "INSERT INTO data_settings (name, value, updated_at) VALUES (%s, %s, %s)"
+                        " ON CONFLICT (name) DO UPDATE SET value = excluded.value,"
+                        " updated_at = excluded.updated_at",
+                        (n, int(v), now),
+                    )
                 return old, self._settings_rows(conn)
 
         return self._run(work)

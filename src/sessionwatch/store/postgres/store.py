@@ -12,13 +12,25 @@ from .tokens import PostgresTokens
 from .wakes import PostgresWakes
 
 
-class PostgresStore(PostgresLog, PostgresQueue, PostgresSessions, PostgresLinks, PostgresTokens, PostgresDataSettings,
-                    PostgresWakes, Store):
+class PostgresStore(
+    PostgresLog,
+    PostgresQueue,
+    PostgresSessions,
+    PostgresLinks,
+    PostgresTokens,
+    PostgresDataSettings,
+    PostgresWakes,
+    Store,
+):
     """The scale-out backend. Thread-safe: a connection pool plus one LISTEN connection."""
 
     multi_process = True
 
     def probe_write(self, now: int) -> None:
-        self._run(lambda conn: conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('health_probe_at', %s) ON CONFLICT (key) DO UPDATE"
-            " SET value = excluded.value", (str(now),)))
+        self._run(
+            lambda conn: conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('health_probe_at', %s) ON CONFLICT (key) DO UPDATE"
+                " SET value = excluded.value",
+                (str(now),),
+            )
+        )

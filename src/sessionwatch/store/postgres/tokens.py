@@ -9,11 +9,19 @@ from .connection import PostgresConnection
 
 
 class PostgresTokens(PostgresConnection, Tokens):
-
     def create_token(self, token: TokenRow) -> TokenRow:
-        self._one(f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s) RETURNING token_id",
-                  (token.token_id, token.token_hash, token.name, dumps(list(token.agents)), token.admin,
-                   token.created_at, token.revoked_at))
+        self._one(
+            f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s) RETURNING token_id",
+            (
+                token.token_id,
+                token.token_hash,
+                token.name,
+                dumps(list(token.agents)),
+                token.admin,
+                token.created_at,
+                token.revoked_at,
+            ),
+        )
         return token
 
     def get_token(self, token_id: str) -> TokenRow | None:
@@ -24,6 +32,8 @@ class PostgresTokens(PostgresConnection, Tokens):
         return [token_from_row(r) for r in self._all(f"SELECT {TOKEN_COLS} FROM tokens ORDER BY created_at, token_id")]
 
     def revoke_token(self, token_id: str, now: int) -> bool:
-        row = self._one("UPDATE tokens SET revoked_at = %s WHERE token_id = %s AND revoked_at IS NULL"
-                        " RETURNING token_id", (now, token_id))
+        row = self._one(
+            "UPDATE tokens SET revoked_at = %s WHERE token_id = %s AND revoked_at IS NULL RETURNING token_id",
+            (now, token_id),
+        )
         return row is not None

@@ -26,15 +26,15 @@ log = logging.getLogger("sessionwatch.store.postgres")
 _POLL = (
     "SELECT c.watcher, c.target, c.wake_seq FROM cursors c JOIN queue_heads h ON h.session_key = c.watcher"
     " WHERE c.watcher = ANY (%(ws)s::text[]) AND c.wake_seq > %(last)s::bigint AND c.provenance = 'explicit'"
-    " AND NOT c.queued_quiet AND c.queued_idx > h.drained AND h.appended - c.queued_idx < %(cap)s::integer")
+    " AND NOT c.queued_quiet AND c.queued_idx > h.drained AND h.appended - c.queued_idx < %(cap)s::integer"
+)
 
 
 class PostgresWakes(PostgresConnection):
     def listen_wakes(self, listener: WakeListener) -> None:
         self._listener = listener
         if self._listen_thread is None and not self._closed:
-            self._listen_thread = threading.Thread(target=self._listen_loop, name="sessionwatch-pg-listen",
-                                                   daemon=True)
+            self._listen_thread = threading.Thread(target=self._listen_loop, name="sessionwatch-pg-listen", daemon=True)
             self._listen_thread.start()
 
     def _listen_loop(self) -> None:
@@ -42,9 +42,16 @@ class PostgresWakes(PostgresConnection):
         while not self._stop.is_set():
             conn: psycopg.Connection[Any] | None = None
             try:
-                conn = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=5, keepalives=1,
-                                       keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
-                                       **self._connect_kwargs)
+                conn = psycopg.connect(
+                    self._conninfo,
+                    autocommit=True,
+                    connect_timeout=5,
+                    keepalives=1,
+                    keepalives_idle=30,
+                    keepalives_interval=10,
+                    keepalives_count=3,
+                    **self._connect_kwargs,
+                )
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
                 with self._wake_lock:
                     self._listen_epoch += 1
