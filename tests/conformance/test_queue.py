@@ -159,3 +159,52 @@ def test_acknowledge_without_consuming_then_new_material(family: Gateway) -> Non
     assert marks(gw, MAIN, CHILD) == (seq, seq, seq)
     human(gw, CHILD)
     assert texts(gw, MAIN) == ["g0"] + [f"g{i}" for i in range(2, 20)] + [notice(CHILD, seq)]
+
+
+def test_compaction_keeps_every_live_notice_of_a_wide_watcher(gw: Gateway) -> None:
+    """A watcher of many targets: removals from the middle renumber the queue, then more appends than the
+    cap follow. The queue must stay exactly what an eager capped list holds (no live notice lost, none
+    revived), whichever way the store finds the live notices."""
+    gw.put_session(MAIN)
+    targets = [f"agent:a:t{i}" for i in range(40)]
+    for t in targets:
+        gw.put_session(t)
+        assert gw.watch(MAIN, t)
+    model: list[str] = []  # the queue an eager capped list would hold, oldest first
+
+    def push(text: str) -> None:
+        model.append(text)
+        del model[:-20]
+
+    def material(t: str) -> None:
+        seen = gw.state_version(t)
+        human(gw, t)
+        push(notice(t, seen))
+
+    def ack(*texts_to_take: str) -> None:
+        entries = gw.peek_system_events(MAIN)
+        taken = [e["id"] for e in entries if e["text"] in texts_to_take]
+        assert gw.ack_system_events(MAIN, taken) == {"acknowledged": len(texts_to_take)}
+        for text in texts_to_take:
+            model.remove(text)
+
+    for t in targets[:20]:
+        material(t)
+    assert texts(gw, MAIN) == model
+    ack(model[-1])  # the newest: every older notice moves up one index
+    material(targets[20])
+    assert texts(gw, MAIN) == model  # the oldest notice, renumbered above later pushes, is still there
+    ack(model[5], model[10])
+    for i in range(3):
+        gw.enqueue_system_event(MAIN, f"tick {i}")
+        push(f"tick {i}")
+        assert texts(gw, MAIN) == model
+    for t in targets[21:36]:
+        material(t)
+        assert texts(gw, MAIN) == model
+    ack(model[0], model[7])
+    for t in targets[36:]:
+        material(t)
+        assert texts(gw, MAIN) == model
+    assert [e["text"] for e in gw.drain_system_events(MAIN)] == model
+    assert texts(gw, MAIN) == []

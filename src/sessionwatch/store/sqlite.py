@@ -85,8 +85,9 @@ _MATERIAL_UPDATE = (
     " queued_idx = CASE WHEN provenance = 'explicit' AND NOT " + _NOTICE_QUEUED + " THEN -1 ELSE queued_idx END"
     " WHERE target = ?3 AND material < ?1 AND watcher IS NOT ?4")
 # Append the marked notices: next index per watcher queue, then stamp the slots.
-_BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1"
-               " WHERE session_key IN (SELECT watcher FROM cursors WHERE target = ?1 AND queued_idx = -1)")
+# The bump also lists the target among the watcher's slots (sqlite_queue), in the same row write.
+_BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1, slots = " + sq.PUSH_SLOT.format(cap="?2", target="?1")
+               + " WHERE session_key IN (SELECT watcher FROM cursors WHERE target = ?1 AND queued_idx = -1)")
 _FILL_SLOTS = (
     "UPDATE cursors SET queued_idx = h.appended, queued_id = h.appended, queued_ls = last_seen, queued_ts = ?2,"
     " queued_quiet = 0 FROM queue_heads h WHERE h.session_key = cursors.watcher AND cursors.target = ?1"
@@ -268,7 +269,7 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                         moved += 1
                     moved += conn.execute(_MATERIAL_UPDATE, (seq, now, key, ev.actor_id, queue_cap)).rowcount
                     if moved:
-                        if conn.execute(_BUMP_HEADS, (key,)).rowcount:
+                        if conn.execute(_BUMP_HEADS, (key, queue_cap)).rowcount:
                             conn.execute(_FILL_SLOTS, (key, now))
                         ctx = None
                         for w, last_seen in conn.execute(_AMBIENT_MOVED, (key, seq)).fetchall():

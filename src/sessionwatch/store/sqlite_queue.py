@@ -6,11 +6,20 @@ removing a live entry from the middle renumbers the remaining live entries to th
 (``_compact``), which keeps "oldest evicted first" exact for later appends. Stale-state notices sit
 in their cursor row (``queued_*``); other entries sit in ``system_events``.
 
+The watcher's ``queue_heads.slots`` (migration 0007) lists the targets whose slots may be live, so
+reading the queue costs at most N primary-key lookups into ``cursors`` whatever the number of targets
+watched. It covers every live slot: a notice append pushes its target (keeping the last N pushes) in the
+same row update that takes the index, and a compaction, which renumbers entries, rewrites it to exactly
+the live slots. Each element stands for a distinct append index, in index order, so a live slot (fewer
+than N appends after it) is always among the last N. Elements may be stale (re-queued or removed
+slots); reads filter by liveness.
+
 All functions run inside the caller's transaction.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -19,10 +28,16 @@ from .records import QueueEntry
 
 LIVE = "idx > h.drained AND h.appended - idx < ?"
 
+# The IN list drives primary-key (target, watcher) lookups; IN also drops repeated targets.
 _LIVE_SLOTS = (
     "SELECT c.queued_idx, c.target, c.queued_ls, c.queued_ts, c.queued_quiet, c.queued_id FROM cursors c"
-    " JOIN queue_heads h ON h.session_key = c.watcher WHERE c.watcher = ?1 AND c.queued_idx > h.drained"
-    " AND h.appended - c.queued_idx < ?2")
+    " JOIN queue_heads h ON h.session_key = c.watcher WHERE c.watcher = ?1"
+    " AND c.target IN (SELECT value FROM json_each((SELECT slots FROM queue_heads WHERE session_key = ?1)))"
+    " AND c.queued_idx > h.drained AND h.appended - c.queued_idx < ?2")
+# Push a target onto a head's slot list, keeping the last N (?cap) pushes; used inside the UPDATE that
+# takes the append index, so the list costs no extra write.
+PUSH_SLOT = ("json_insert(CASE WHEN json_array_length(slots) >= {cap} THEN json_remove(slots, '$[0]')"
+             " ELSE slots END, '$[#]', {target})")
 _LIVE_GENERIC = (
     "SELECT e.idx, e.context_key, e.text, e.ts, e.eid FROM system_events e JOIN queue_heads h"
     " ON h.session_key = e.session_key WHERE e.session_key = ?1 AND e.idx > h.drained AND h.appended - e.idx < ?2")
@@ -44,6 +59,14 @@ def _next_index(conn: sqlite3.Connection, session_key: str) -> int:
     ensure_head(conn, session_key)
     return conn.execute("UPDATE queue_heads SET appended = appended + 1 WHERE session_key = ? RETURNING appended",
                         (session_key,)).fetchone()[0]
+
+
+def _next_slot_index(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> int:
+    """Take the next append index for the pair's notice and list its target among the slots."""
+    ensure_head(conn, watcher)
+    return conn.execute("UPDATE queue_heads SET appended = appended + 1, slots = "
+                        + PUSH_SLOT.format(cap="?3", target="?2") + " WHERE session_key = ?1 RETURNING appended",
+                        (watcher, target, cap)).fetchone()[0]
 
 
 def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) -> list[QueueEntry]:
@@ -86,6 +109,9 @@ def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
             conn.execute("UPDATE system_events SET idx = ? WHERE session_key = ? AND idx = ?", (new, session_key, old))
     conn.execute("DELETE FROM system_events WHERE session_key = ?1 AND (idx <= ?2 OR ?3 - idx >= ?4)",
                  (session_key, drained, appended, cap))
+    # Renumbering can move an old slot above newer pushes: the list becomes exactly the live slots.
+    conn.execute("UPDATE queue_heads SET slots = ? WHERE session_key = ?",
+                 (json.dumps([ref for _, where, ref in live if where == "slot"]), session_key))
 
 
 def slot_live(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> tuple[bool, int] | None:
@@ -141,7 +167,7 @@ def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen
         # One slot per pair: a reopen while the older notice is still queued replaces it.
         conn.execute("UPDATE cursors SET queued_idx = 0 WHERE target = ? AND watcher = ?", (target, watcher))
         _compact(conn, watcher, cap)
-    idx = _next_index(conn, watcher)
+    idx = _next_slot_index(conn, watcher, target, cap)
     conn.execute("UPDATE cursors SET queued_idx = ?1, queued_id = ?1, queued_ls = ?2, queued_ts = ?3, queued_quiet = ?4"
                  " WHERE target = ?5 AND watcher = ?6", (idx, last_seen, ts, int(quiet), target, watcher))
     return True
@@ -166,7 +192,7 @@ def append_generic(conn: sqlite3.Connection, session_key: str, text: str, contex
 def drain(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) -> list[QueueEntry]:
     """Remove every entry (live ones are returned)."""
     out = entries(conn, session_key, render, cap)
-    conn.execute("UPDATE queue_heads SET drained = appended WHERE session_key = ?", (session_key,))
+    conn.execute("UPDATE queue_heads SET drained = appended, slots = '[]' WHERE session_key = ?", (session_key,))
     conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
     return out
 
