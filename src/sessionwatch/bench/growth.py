@@ -356,11 +356,9 @@ PER = {("watchers", "recording"): "watcher", ("pending", "sweep"): "pending", ("
 # Rows whose cost is bounded rather than flat: an explicit prune with nothing due examines the next
 # slice of cursors (CURSOR_SLICE rows), so it grows until the store holds more cursors than a slice.
 BOUNDED = {("sessions", "prune")}
-# Rows that still grow, left for later work (docs/benchmarks.md says why): a watcher's queue reads walk
-# every cursor of the watcher, and an ack of one watcher of many targets (whose queue holds the
-# notice it withdraws) grows with them too (issue 11, open).
-KNOWN = {("sessions", "peek"), ("sessions", "drain"), ("sessions", "hasPending"), ("sessions", "ack"),
-         ("watchers", "drain")}
+# Rows that still grow, left for later work (docs/benchmarks.md says why). Empty since a watcher's queue
+# reads look up its listed slots (queue_heads.slots, migration 0007) instead of walking its cursors.
+KNOWN: set[tuple[str, str]] = set()
 GUARDED = lambda dim, op: (dim, op) not in BOUNDED and (dim, op) not in KNOWN  # noqa: E731
 
 

@@ -102,10 +102,13 @@ _STALE_SLOTS = (
 _AMBIENT_MOVED = ("SELECT watcher, last_seen FROM cursors WHERE target = ? AND material = ?"
                   " AND provenance = 'ambient-group'")
 _WAKE_WATCHERS = "SELECT watcher FROM cursors WHERE target = ? AND material = ? AND provenance = 'explicit'"
+# Several targets: the update, then its rows read back by key. (With RETURNING, SQLite 3.40 stopped using
+# the IN list as key lookups and visited every cursor of the watcher: 81 µs at 10k targets instead of 8.)
 _ACK = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
-    " WHERE watcher = ?2 AND target IN (SELECT value FROM json_each(?3))"
-    " RETURNING target, last_seen, material, provenance")
+    " WHERE watcher = ?2 AND target IN (SELECT value FROM json_each(?3))")
+_ACKED = ("SELECT target, last_seen, material, provenance FROM cursors"
+          " WHERE watcher = ?1 AND target IN (SELECT value FROM json_each(?2))")
 _ACK_ONE = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
     " WHERE target = ?3 AND watcher = ?2 RETURNING target, last_seen, material, provenance")
@@ -459,7 +462,9 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
         if len(targets) == 1:
             rows = conn.execute(_ACK_ONE, (now, watcher, targets[0])).fetchall()
         else:
-            rows = conn.execute(_ACK, (now, watcher, json.dumps(list(targets)))).fetchall()
+            listed = json.dumps(list(targets))
+            conn.execute(_ACK, (now, watcher, listed))
+            rows = conn.execute(_ACKED, (watcher, listed)).fetchall()
         wakes: list[WakeRequest] = []
         order = {t: i for i, t in enumerate(targets)}
         rows.sort(key=lambda r: order[r[0]])  # reopen in the order the notices were consumed

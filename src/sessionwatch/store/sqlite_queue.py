@@ -43,6 +43,14 @@ _LIVE_GENERIC = (
     " ON h.session_key = e.session_key WHERE e.session_key = ?1 AND e.idx > h.drained AND h.appended - e.idx < ?2")
 
 
+# Every head's slot list from its cursors, for the cap ?1: the backfill of migration 0007, and a change of
+# the stored queue cap (a larger cap makes older appends live again, which the last-N pushes may miss).
+REBUILD_SLOTS = (
+    "UPDATE queue_heads SET slots = coalesce((SELECT json_group_array(target) FROM (SELECT c.target FROM cursors c"
+    " WHERE c.watcher = queue_heads.session_key AND c.queued_idx > queue_heads.drained"
+    " AND queue_heads.appended - c.queued_idx < ?1 ORDER BY c.queued_idx)), '[]')")
+
+
 def ensure_head(conn: sqlite3.Connection, session_key: str) -> None:
     conn.execute("INSERT INTO queue_heads (session_key) VALUES (?) ON CONFLICT DO NOTHING", (session_key,))
 
