@@ -86,7 +86,7 @@ _MATERIAL_UPDATE = (
     " WHERE target = ?3 AND material < ?1 AND watcher IS NOT ?4")
 # Append the marked notices: next index per watcher queue, then stamp the slots.
 # The bump also lists the target among the watcher's slots (sqlite_queue), in the same row write.
-_BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1, slots = " + sq.PUSH_SLOT.format(cap="?2", target="?1")
+_BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1, " + sq.PUSH_SLOT.format(cap="?2", target="?1")
                + " WHERE session_key IN (SELECT watcher FROM cursors WHERE target = ?1 AND queued_idx = -1)")
 _FILL_SLOTS = (
     "UPDATE cursors SET queued_idx = h.appended, queued_id = h.appended, queued_ls = last_seen, queued_ts = ?2,"

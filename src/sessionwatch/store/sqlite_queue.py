@@ -19,7 +19,6 @@ All functions run inside the caller's transaction.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
@@ -28,16 +27,20 @@ from .records import QueueEntry
 
 LIVE = "idx > h.drained AND h.appended - idx < ?"
 
-# The IN list drives primary-key (target, watcher) lookups; IN also drops repeated targets.
+# The list is split in SQL (a recursive CTE); the IN list drives key lookups and drops repeated targets.
 _LIVE_SLOTS = (
     "SELECT c.queued_idx, c.target, c.queued_ls, c.queued_ts, c.queued_quiet, c.queued_id FROM cursors c"
     " JOIN queue_heads h ON h.session_key = c.watcher WHERE c.watcher = ?1"
-    " AND c.target IN (SELECT value FROM json_each((SELECT slots FROM queue_heads WHERE session_key = ?1)))"
+    " AND c.target IN (WITH RECURSIVE s(t, rest) AS (SELECT NULL, slots FROM queue_heads WHERE session_key = ?1"
+    " UNION ALL SELECT substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1) FROM s"
+    " WHERE rest <> '') SELECT t FROM s WHERE t IS NOT NULL)"
     " AND c.queued_idx > h.drained AND h.appended - c.queued_idx < ?2")
-# Push a target onto a head's slot list, keeping the last N (?cap) pushes; used inside the UPDATE that
-# takes the append index, so the list costs no extra write.
-PUSH_SLOT = ("json_insert(CASE WHEN json_array_length(slots) >= {cap} THEN json_remove(slots, '$[0]')"
-             " ELSE slots END, '$[#]', {target})")
+# Push a target onto a head's slot list, keeping the last N ({cap}) pushes; used inside the UPDATE that
+# takes the append index, so the list costs no extra write. The list is plain text, each target followed
+# by a space (keys never hold whitespace), with its length in slot_count: a push is a substr and a
+# concatenation (a JSON list parsed three times per push cost 2x on the widest fan-out).
+PUSH_SLOT = ("slots = CASE WHEN slot_count >= {cap} THEN substr(slots, instr(slots, ' ') + 1) ELSE slots END"
+             " || {target} || ' ', slot_count = CASE WHEN slot_count >= {cap} THEN slot_count ELSE slot_count + 1 END")
 _LIVE_GENERIC = (
     "SELECT e.idx, e.context_key, e.text, e.ts, e.eid FROM system_events e JOIN queue_heads h"
     " ON h.session_key = e.session_key WHERE e.session_key = ?1 AND e.idx > h.drained AND h.appended - e.idx < ?2")
@@ -46,9 +49,11 @@ _LIVE_GENERIC = (
 # Every head's slot list from its cursors, for the cap ?1: the backfill of migration 0007, and a change of
 # the stored queue cap (a larger cap makes older appends live again, which the last-N pushes may miss).
 REBUILD_SLOTS = (
-    "UPDATE queue_heads SET slots = coalesce((SELECT json_group_array(target) FROM (SELECT c.target FROM cursors c"
-    " WHERE c.watcher = queue_heads.session_key AND c.queued_idx > queue_heads.drained"
-    " AND queue_heads.appended - c.queued_idx < ?1 ORDER BY c.queued_idx)), '[]')")
+    "UPDATE queue_heads SET (slots, slot_count) = (SELECT coalesce(max(l.listed), ''), count(*) FROM ("
+    # group_concat as a window function concatenates in the window's order (oldest append first)
+    " SELECT group_concat(c.target || ' ', '') OVER (ORDER BY c.queued_idx ROWS BETWEEN UNBOUNDED PRECEDING"
+    " AND UNBOUNDED FOLLOWING) AS listed FROM cursors c WHERE c.watcher = queue_heads.session_key"
+    " AND c.queued_idx > queue_heads.drained AND queue_heads.appended - c.queued_idx < ?1) l)")
 
 
 def ensure_head(conn: sqlite3.Connection, session_key: str) -> None:
@@ -72,7 +77,7 @@ def _next_index(conn: sqlite3.Connection, session_key: str) -> int:
 def _next_slot_index(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> int:
     """Take the next append index for the pair's notice and list its target among the slots."""
     ensure_head(conn, watcher)
-    return conn.execute("UPDATE queue_heads SET appended = appended + 1, slots = "
+    return conn.execute("UPDATE queue_heads SET appended = appended + 1, "
                         + PUSH_SLOT.format(cap="?3", target="?2") + " WHERE session_key = ?1 RETURNING appended",
                         (watcher, target, cap)).fetchone()[0]
 
@@ -118,8 +123,9 @@ def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
     conn.execute("DELETE FROM system_events WHERE session_key = ?1 AND (idx <= ?2 OR ?3 - idx >= ?4)",
                  (session_key, drained, appended, cap))
     # Renumbering can move an old slot above newer pushes: the list becomes exactly the live slots.
-    conn.execute("UPDATE queue_heads SET slots = ? WHERE session_key = ?",
-                 (json.dumps([ref for _, where, ref in live if where == "slot"]), session_key))
+    listed = [ref for _, where, ref in live if where == "slot"]
+    conn.execute("UPDATE queue_heads SET slots = ?, slot_count = ? WHERE session_key = ?",
+                 ("".join(t + " " for t in listed), len(listed), session_key))
 
 
 def slot_live(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> tuple[bool, int] | None:
@@ -200,7 +206,8 @@ def append_generic(conn: sqlite3.Connection, session_key: str, text: str, contex
 def drain(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) -> list[QueueEntry]:
     """Remove every entry (live ones are returned)."""
     out = entries(conn, session_key, render, cap)
-    conn.execute("UPDATE queue_heads SET drained = appended, slots = '[]' WHERE session_key = ?", (session_key,))
+    conn.execute("UPDATE queue_heads SET drained = appended, slots = '', slot_count = 0 WHERE session_key = ?",
+                 (session_key,))
     conn.execute("DELETE FROM system_events WHERE session_key = ?", (session_key,))
     return out
 
