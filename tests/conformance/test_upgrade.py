@@ -1,6 +1,6 @@
 """A store created by schema version 1 keeps its queue across the upgrade to stable entry ids (0002):
 the live entries keep their order and get ids, the next append gets a fresh id, and ack by id works.
-The notice is found only if 0007 backfilled the watcher's slot list (queue_heads.slots) from its cursors."""
+The notice is found only if 0007 backfilled the watcher's slot chain (queue_heads.last_slot) from its cursors."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .sqlite_queue import REBUILD_SLOTS
+from .sqlite_queue import RELINK_ALL
 
 
 class SQLiteDataSettings:
@@ -37,8 +37,9 @@ class SQLiteDataSettings:
                              " updated_at = excluded.updated_at", [(n, int(v), now) for n, v in changes.items()])
             new = {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings")}
             if "queue_cap" in changes and old.get("queue_cap") != new["queue_cap"]:
-                # One full pass, on an explicit settings change only (see sqlite_queue.REBUILD_SLOTS).
-                conn.execute(REBUILD_SLOTS, (new["queue_cap"],))
+                # One full pass, on an explicit settings change only (see sqlite_queue.RELINK_ALL).
+                for statement in RELINK_ALL:
+                    conn.execute(statement)
         return old, new
 
     def probe_write(self, now: int) -> None:
@@ -76,12 +77,9 @@ class PostgresDataSettings:
                                  " updated_at = excluded.updated_at", (n, int(v), now))
                 new = self._settings_rows(conn)
                 if "queue_cap" in changes and old.get("queue_cap") != new["queue_cap"]:
-                    # Slot lists for the new cap (migration 0007's backfill): a larger cap makes older
-                    # appends live again, which the last-N pushes may not list. One pass, on this change only.
-                    conn.execute(
-                        "UPDATE queue_heads h SET slots = coalesce((SELECT array_agg(c.target ORDER BY c.queued_idx)"
-                        " FROM cursors c WHERE c.watcher = h.session_key AND c.queued_idx > h.drained"
-                        " AND h.appended - c.queued_idx < %s), '{}')", (new["queue_cap"],))
+                    # Slot chains for the new cap (migration 0007's backfill): a larger cap makes older
+                    # appends live again, which a chain cut at an earlier compaction may not reach.
+                    conn.execute("SELECT sw_relink_queues()")
                 return old, new
 
         return self._run(work)  # type: ignore[attr-defined,no-any-return]

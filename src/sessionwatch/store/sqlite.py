@@ -84,14 +84,15 @@ _MATERIAL_UPDATE = (
     " material = ?1, updated_at = ?2,"
     " queued_idx = CASE WHEN provenance = 'explicit' AND NOT " + _NOTICE_QUEUED + " THEN -1 ELSE queued_idx END"
     " WHERE target = ?3 AND material < ?1 AND watcher IS NOT ?4")
-# Append the marked notices: next index per watcher queue, then stamp the slots.
-# The bump also lists the target among the watcher's slots (sqlite_queue), in the same row write.
-_BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1, " + sq.PUSH_SLOT.format(cap="?2", target="?1")
-               + " WHERE session_key IN (SELECT watcher FROM cursors WHERE target = ?1 AND queued_idx = -1)")
+# Append the marked notices: fill each slot with its watcher's next index and, as its predecessor in the
+# watcher's slot chain, the head's newest slot (sqlite_queue); then bump the heads of the slots just
+# filled (the only slots whose index is above their head's) and make the target their newest slot.
 _FILL_SLOTS = (
-    "UPDATE cursors SET queued_idx = h.appended, queued_id = h.appended, queued_ls = last_seen, queued_ts = ?2,"
-    " queued_quiet = 0 FROM queue_heads h WHERE h.session_key = cursors.watcher AND cursors.target = ?1"
-    " AND cursors.queued_idx = -1")
+    "UPDATE cursors SET queued_idx = h.appended + 1, queued_id = h.appended + 1, queued_prev = h.last_slot,"
+    " queued_ls = last_seen, queued_ts = ?2, queued_quiet = 0 FROM queue_heads h"
+    " WHERE h.session_key = cursors.watcher AND cursors.target = ?1 AND cursors.queued_idx = -1")
+_BUMP_HEADS = ("UPDATE queue_heads SET appended = appended + 1, last_slot = ?1 FROM cursors c"
+               " WHERE c.target = ?1 AND c.watcher = queue_heads.session_key AND c.queued_idx = queue_heads.appended + 1")
 # Explicit rows about to be re-marked whose live notice quotes an older last_seen (after a re-seed or an
 # acknowledge that consumed nothing): their old entry is taken out first, so the append that replaces it
 # does not evict an older entry of the queue. ?1 target, ?2 actor, ?3 queue cap.
@@ -272,8 +273,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                         moved += 1
                     moved += conn.execute(_MATERIAL_UPDATE, (seq, now, key, ev.actor_id, queue_cap)).rowcount
                     if moved:
-                        if conn.execute(_BUMP_HEADS, (key, queue_cap)).rowcount:
-                            conn.execute(_FILL_SLOTS, (key, now))
+                        if conn.execute(_FILL_SLOTS, (key, now)).rowcount:
+                            conn.execute(_BUMP_HEADS, (key,))
                         ctx = None
                         for w, last_seen in conn.execute(_AMBIENT_MOVED, (key, seq)).fetchall():
                             ctx = ctx or render(key).context_key

@@ -1,54 +1,114 @@
 -- 0007: a watcher's queue reads cost its queue (at most N entries), not the number of targets it watches
--- (see sqlite/0007 and store/sqlite_queue.py for the model). queue_heads.slots covers every live notice
--- slot of the queue, oldest append first, at most N long: a notice append pushes its target (dropping
--- the oldest when full) in the same row update that takes the append index; a compaction rewrites it
--- to exactly the live slots. Reads look those targets up by key instead of walking cursors_by_watcher.
--- This migration redefines: sw_compact, sw_append_notice, sw_record, sw_queue, sw_take_queue.
-ALTER TABLE queue_heads ADD COLUMN slots text[] COLLATE "C" NOT NULL DEFAULT '{}';
--- Backfill: the slots live under the stored cap (20 when none is stored yet), oldest first.
-UPDATE queue_heads h SET slots = coalesce((
-    SELECT array_agg(c.target ORDER BY c.queued_idx) FROM cursors c
-     WHERE c.watcher = h.session_key AND c.queued_idx > h.drained
-       AND h.appended - c.queued_idx < coalesce((SELECT d.value FROM data_settings d WHERE d.name = 'queue_cap'), 20)),
-    '{}');
+-- (see sqlite/0007 and store/sqlite_queue.py for the model). The live notice slots form a chain through
+-- the cursor rows, newest first: queue_heads.last_slot is the target of the newest notice append, and
+-- cursors.queued_prev the target of the watcher's notice appended just before this one. A notice append
+-- sets both in the row writes it makes anyway; a compaction (sw_compact) relinks exactly the live slots.
+-- Reads (sw_queue) follow the chain by the cursors primary key, at most N steps, stopping at the first
+-- node that is missing, not live, or whose queued_id does not decrease (a node re-appended since).
+-- This migration defines sw_relink_queues and redefines: sw_compact, sw_append_notice, sw_record,
+-- sw_queue.
+ALTER TABLE queue_heads ADD COLUMN last_slot text COLLATE "C";
+ALTER TABLE cursors ADD COLUMN queued_prev text COLLATE "C";
+
+-- Every watcher's chain from its cursors: queued slots linked in append order (dead ones end a walk),
+-- each head pointing at its newest. The backfill below, and a change of the stored queue cap (a larger
+-- cap makes older appends live again, which a chain cut at an earlier compaction may not reach).
+CREATE FUNCTION sw_relink_queues() RETURNS void
+LANGUAGE sql AS $$
+    UPDATE cursors c SET queued_prev = l.prev
+      FROM (SELECT x.target, x.watcher, lag(x.target) OVER (PARTITION BY x.watcher ORDER BY x.queued_idx) AS prev
+              FROM cursors x WHERE x.queued_idx > 0) l
+     WHERE c.target = l.target AND c.watcher = l.watcher AND c.queued_prev IS DISTINCT FROM l.prev;
+    UPDATE queue_heads h SET last_slot = (SELECT c.target FROM cursors c WHERE c.watcher = h.session_key
+                                             AND c.queued_idx > 0 ORDER BY c.queued_idx DESC LIMIT 1);
+$$;
+SELECT sw_relink_queues();
+
+-- The chain walk of p_session's queue (newest first); p_over steps over slots just taken out
+-- (queued_idx = 0, queued_id kept) for sw_compact. o_go: may the walk go on past this node (a row with
+-- o_go false ends it). At most p_bound rows.
+CREATE FUNCTION sw_walk(p_session text, p_cap integer, p_over boolean, p_bound integer)
+RETURNS TABLE (o_target text, o_idx bigint, o_id bigint, o_prev text, o_ls bigint, o_ts bigint, o_quiet boolean,
+               o_live boolean, o_go boolean, o_n integer)
+LANGUAGE sql STABLE AS $$
+    WITH RECURSIVE chain AS (
+        SELECT c.target::text AS target, c.queued_idx AS idx, c.queued_id AS id, c.queued_prev::text AS prev,
+               c.queued_ls AS ls, c.queued_ts AS ts, c.queued_quiet AS quiet,
+               c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap AS live,
+               (c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap) OR (p_over AND c.queued_idx = 0) AS go,
+               1 AS n
+          FROM queue_heads h JOIN cursors c ON c.target = h.last_slot AND c.watcher = h.session_key
+         WHERE h.session_key = p_session
+        UNION ALL
+        SELECT c.target::text, c.queued_idx, c.queued_id, c.queued_prev::text, c.queued_ls, c.queued_ts, c.queued_quiet,
+               c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap,
+               (c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap) OR (p_over AND c.queued_idx = 0),
+               w.n + 1
+          FROM chain w JOIN cursors c ON c.target = w.prev AND c.watcher = p_session
+          JOIN queue_heads h ON h.session_key = p_session
+         WHERE w.go AND w.n < p_bound AND c.queued_id < w.id)
+    SELECT * FROM chain;
+$$;
 
 -- Renumber a queue's live entries to the top of its index range after a removal from the middle, drop
--- dead generic rows, and rewrite the slot list to exactly the live slots (renumbering can move an old
--- slot above newer pushes). Negative indices first: no transient key collisions.
+-- dead generic rows, and relink the slot chain over exactly the live slots (sqlite_queue._compact).
+-- The live slots come from the chain walk, which steps over the slots the caller just took out; when
+-- the walk meets a deleted cursor row (bulk deletions: delete-session, reset, stale-cursor expiry, an
+-- unwatch linked behind a live slot) they come from the watcher's cursors instead.
+-- Negative indices first: no transient key collisions.
 CREATE OR REPLACE FUNCTION sw_compact(p_session text, p_cap integer) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_app   bigint;
-    v_dr    bigint;
-    v_slots text[];
-    v_moved bigint;
+    v_app    bigint;
+    v_dr     bigint;
+    v_last   text;
+    v_bound  integer := 2 * p_cap + 1;  -- live slots, those just taken out, and the node ending the walk
+    v_slots  text[];
+    v_prev   text;
+    v_go     boolean;
+    v_n      integer;
+    v_scan   boolean := false;
+    v_moved  bigint;
 BEGIN
     PERFORM sw_ensure_head(p_session);
-    SELECT h.appended, h.drained, h.slots INTO v_app, v_dr, v_slots FROM queue_heads h WHERE h.session_key = p_session;
-    -- One statement numbers the live entries (one snapshot) and moves both kinds.
+    SELECT h.appended, h.drained, h.last_slot INTO v_app, v_dr, v_last FROM queue_heads h WHERE h.session_key = p_session;
+    SELECT coalesce(array_agg(w.o_target ORDER BY w.o_n) FILTER (WHERE w.o_live), '{}'),
+           (array_agg(w.o_prev ORDER BY w.o_n DESC))[1], (array_agg(w.o_go ORDER BY w.o_n DESC))[1], max(w.o_n)
+      INTO v_slots, v_prev, v_go, v_n
+      FROM sw_walk(p_session, p_cap, true, v_bound) w;
+    IF v_n IS NULL THEN
+        v_scan := v_last IS NOT NULL;  -- the newest node was deleted
+    ELSIF v_go AND v_prev IS NOT NULL THEN
+        v_scan := v_n >= v_bound
+                  OR NOT EXISTS (SELECT 1 FROM cursors c WHERE c.target = v_prev AND c.watcher = p_session);
+    END IF;
+    IF v_scan THEN
+        SELECT coalesce(array_agg(c.target::text ORDER BY c.queued_idx DESC), '{}') INTO v_slots FROM cursors c
+         WHERE c.watcher = p_session AND c.queued_idx > v_dr AND v_app - c.queued_idx < p_cap;
+    END IF;
+    -- One statement numbers the live entries (one snapshot), moves both kinds and relinks the slots.
     WITH live AS (
-        SELECT l.slot, l.ref, l.idx, v_app - count(*) OVER () + row_number() OVER (ORDER BY l.idx) AS new_idx
-          FROM (SELECT true AS slot, c.target::text AS ref, c.queued_idx AS idx FROM cursors c
-                 WHERE c.watcher = p_session AND c.target = ANY (v_slots)
-                   AND c.queued_idx > v_dr AND v_app - c.queued_idx < p_cap
+        SELECT l.slot, l.ref, l.idx, l.prev, v_app - count(*) OVER () + row_number() OVER (ORDER BY l.idx) AS new_idx
+          FROM (SELECT true AS slot, c.target::text AS ref, c.queued_idx AS idx, c.queued_prev::text AS prev
+                  FROM cursors c
+                 WHERE c.target = ANY (v_slots) AND c.watcher = p_session
                 UNION ALL
-                SELECT false, NULL, e.idx FROM system_events e
+                SELECT false, NULL, e.idx, NULL FROM system_events e
                  WHERE e.session_key = p_session AND e.idx > v_dr AND v_app - e.idx < p_cap) l),
+    linked AS (
+        SELECT l.ref, l.idx, l.prev, l.new_idx, lag(l.ref) OVER (ORDER BY l.idx) AS new_prev FROM live l WHERE l.slot),
     slots AS (
-        UPDATE cursors c SET queued_idx = l.new_idx FROM live l
-         WHERE l.slot AND l.new_idx <> l.idx AND c.watcher = p_session AND c.target = l.ref
+        UPDATE cursors c SET queued_idx = k.new_idx, queued_prev = k.new_prev FROM linked k
+         WHERE (k.new_idx <> k.idx OR k.prev IS DISTINCT FROM k.new_prev) AND c.watcher = p_session AND c.target = k.ref
         RETURNING 1),
     generic AS (
         UPDATE system_events e SET idx = -l.new_idx FROM live l
          WHERE NOT l.slot AND l.new_idx <> l.idx AND e.session_key = p_session AND e.idx = l.idx
-        RETURNING 1),
-    listed AS (
-        UPDATE queue_heads h
-           SET slots = coalesce((SELECT array_agg(l.ref ORDER BY l.idx) FROM live l WHERE l.slot), '{}')
-         WHERE h.session_key = p_session
         RETURNING 1)
-    SELECT (SELECT count(*) FROM slots) + (SELECT count(*) FROM generic) + (SELECT count(*) FROM listed)
-      INTO v_moved;
+    SELECT (SELECT count(*) FROM slots) + (SELECT count(*) FROM generic) INTO v_moved;
+    IF v_slots[1] IS DISTINCT FROM v_last THEN
+        UPDATE queue_heads h SET last_slot = v_slots[1] WHERE h.session_key = p_session;
+    END IF;
     UPDATE system_events e SET idx = -e.idx WHERE e.session_key = p_session AND e.idx < 0;
     DELETE FROM system_events e WHERE e.session_key = p_session AND (e.idx <= v_dr OR v_app - e.idx >= p_cap);
 END $$;
@@ -100,16 +160,17 @@ BEGIN
     IF p_wake AND NOT p_quiet THEN
         v_wake := nextval('wake_position');
     END IF;
-    -- The index and the slot list in one row write (the list keeps the last p_cap pushes).
-    UPDATE queue_heads h SET appended = h.appended + 1, last_wake = coalesce(v_wake, h.last_wake),
-                             slots = array_append(CASE WHEN cardinality(h.slots) >= p_cap
-                                                       THEN h.slots[cardinality(h.slots) - p_cap + 2:]
-                                                       ELSE h.slots END, p_target)
-     WHERE h.session_key = p_watcher RETURNING h.appended INTO v_idx;
-    UPDATE cursors c SET queued_idx = v_idx, queued_id = v_idx, queued_ls = p_ls, queued_ts = p_ts,
-                         queued_quiet = p_quiet,
+    -- The slot takes the head's next index and, as its predecessor in the chain, the head's newest slot;
+    -- then the head moves on (the same two row writes as without the chain).
+    UPDATE cursors c SET queued_idx = h.appended + 1, queued_id = h.appended + 1, queued_prev = h.last_slot,
+                         queued_ls = p_ls, queued_ts = p_ts, queued_quiet = p_quiet,
                          wake_seq = coalesce(v_wake, c.wake_seq)
-     WHERE c.target = p_target AND c.watcher = p_watcher;
+      FROM queue_heads h
+     WHERE h.session_key = p_watcher AND c.target = p_target AND c.watcher = p_watcher
+    RETURNING c.queued_idx INTO v_idx;
+    UPDATE queue_heads h SET appended = h.appended + 1, last_wake = coalesce(v_wake, h.last_wake),
+                             last_slot = p_target
+     WHERE h.session_key = p_watcher;
     RETURN v_idx;
 END $$;
 
@@ -209,34 +270,21 @@ BEGIN
         -- The fan-out, two statements whatever the number of watchers (and no join a bad row estimate
         -- could turn quadratic). Rows moved: every registered watcher except the actor (self-suppression)
         -- and the rows marked above. Those that are explicit and whose notice is not queued live and
-        -- current take the next index of their watcher's queue: bump those heads first...
-        -- (the bump also pushes p_key onto each head's slot list: the same row write, see sw_compact)
-        UPDATE queue_heads h SET appended = h.appended + 1, last_wake = v_wake,
-                                 slots = array_append(CASE WHEN cardinality(h.slots) >= p_cap
-                                                           THEN h.slots[cardinality(h.slots) - p_cap + 2:]
-                                                           ELSE h.slots END, p_key)
-         WHERE h.session_key IN (
-               SELECT c.watcher FROM cursors c
-                WHERE c.target = p_key
-                  AND ((c.material < v_seq AND c.watcher IS DISTINCT FROM p_actor_id) OR c.queued_idx = -1)
-                  AND c.provenance = 'explicit'
-                  AND NOT EXISTS (SELECT 1 FROM queue_heads h2 WHERE h2.session_key = c.watcher
-                                     AND c.queued_idx > h2.drained AND h2.appended - c.queued_idx < p_cap
-                                     AND c.queued_ls = c.last_seen));
-        -- ...then move the cursors (frozen-watermark rule) and fill the requeued slots from their heads.
-        -- The requeue test gives the same answer after the bump: a bumped head only ever makes its
-        -- slot less live, and heads that were not bumped did not change.
+        -- current are requeued: each takes its head's next index and, as its predecessor in the slot
+        -- chain (see sw_compact), the head's newest slot; its wake_seq becomes v_wake, which no other
+        -- row holds...
         UPDATE cursors c
            SET notified = CASE WHEN c.notified = c.last_seen THEN v_seq ELSE c.notified END,
                material = v_seq, updated_at = p_now,
-               (queued_idx, queued_id, queued_ls, queued_ts, queued_quiet, wake_seq) = (
-                   SELECT CASE WHEN q.requeue THEN q.appended ELSE c.queued_idx END,
-                          CASE WHEN q.requeue THEN q.appended ELSE c.queued_id END,
+               (queued_idx, queued_id, queued_prev, queued_ls, queued_ts, queued_quiet, wake_seq) = (
+                   SELECT CASE WHEN q.requeue THEN q.appended + 1 ELSE c.queued_idx END,
+                          CASE WHEN q.requeue THEN q.appended + 1 ELSE c.queued_id END,
+                          CASE WHEN q.requeue THEN q.last_slot ELSE c.queued_prev END,
                           CASE WHEN q.requeue THEN c.last_seen ELSE c.queued_ls END,
                           CASE WHEN q.requeue THEN p_now ELSE c.queued_ts END,
                           CASE WHEN q.requeue THEN false ELSE c.queued_quiet END,
                           CASE WHEN q.requeue THEN v_wake ELSE c.wake_seq END
-                     FROM (SELECT h.appended,
+                     FROM (SELECT h.appended, h.last_slot,
                                   c.provenance = 'explicit' AND NOT coalesce(
                                       c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap
                                       AND c.queued_ls = c.last_seen, false) AS requeue
@@ -246,6 +294,12 @@ BEGIN
            AND ((c.material < v_seq AND c.watcher IS DISTINCT FROM p_actor_id) OR c.queued_idx = -1);
         GET DIAGNOSTICS v_n = ROW_COUNT;  -- rows marked above count twice: only "any moved?" matters
         v_moved := v_moved + v_n;
+        -- ...then the heads of the slots just requeued (found by their wake_seq) take that index, and
+        -- p_key becomes their newest slot.
+        IF v_n > 0 THEN
+            UPDATE queue_heads h SET appended = h.appended + 1, last_wake = v_wake, last_slot = p_key
+             WHERE h.session_key IN (SELECT c.watcher FROM cursors c WHERE c.target = p_key AND c.wake_seq = v_wake);
+        END IF;
         IF v_moved > 0 THEN
             -- Queue-only (ambient) notices use replace semantics, one pair at a time.
             FOR r IN SELECT c.watcher, c.last_seen FROM cursors c
@@ -270,31 +324,17 @@ BEGIN
 END $$;
 
 -- A watcher's live queue, oldest first: notice slots (o_target set) and generic entries. o_idx carries
--- the entry's stable id; the order is the live append index. Slots: key lookups of the listed targets.
+-- the entry's stable id; the order is the live append index. Slots: the chain walk (sw_walk).
 CREATE OR REPLACE FUNCTION sw_queue(p_session text, p_cap integer)
 RETURNS TABLE (o_idx bigint, o_target text, o_ls bigint, o_ts bigint, o_quiet boolean, o_ctx text, o_text text)
 LANGUAGE sql STABLE AS $$
     SELECT q.id, q.target, q.ls, q.ts, q.quiet, q.ctx, q.text FROM (
-        SELECT c.queued_idx AS pos, c.queued_id AS id, c.target::text AS target, c.queued_ls AS ls,
-               c.queued_ts AS ts, c.queued_quiet AS quiet, NULL::text AS ctx, NULL::text AS text
-          FROM queue_heads h JOIN cursors c ON c.watcher = h.session_key AND c.target = ANY (h.slots)
-         WHERE h.session_key = p_session AND c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap
+        SELECT w.o_idx AS pos, w.o_id AS id, w.o_target AS target, w.o_ls AS ls, w.o_ts AS ts,
+               w.o_quiet AS quiet, NULL::text AS ctx, NULL::text AS text
+          FROM sw_walk(p_session, p_cap, false, p_cap + 1) w WHERE w.o_live
         UNION ALL
         SELECT e.idx, e.eid, NULL, NULL, e.ts, false, e.context_key::text, e.text
           FROM system_events e JOIN queue_heads h ON h.session_key = e.session_key
          WHERE e.session_key = p_session AND e.idx > h.drained AND h.appended - e.idx < p_cap) q
     ORDER BY q.pos;
 $$;
-
--- The first half of a drain: under the writer lock, return the live queue and empty it (the slot list
--- too). The caller acknowledges the consumed session-state entries (sw_ack) in the same transaction.
-CREATE OR REPLACE FUNCTION sw_take_queue(p_lock bigint, p_session text, p_cap integer)
-RETURNS TABLE (o_idx bigint, o_target text, o_ls bigint, o_ts bigint, o_quiet boolean, o_ctx text, o_text text)
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_advisory_xact_lock(p_lock);
-    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
-    RETURN QUERY SELECT * FROM sw_queue(p_session, p_cap);
-    UPDATE queue_heads h SET drained = h.appended, slots = '{}' WHERE h.session_key = p_session;
-    DELETE FROM system_events e WHERE e.session_key = p_session;
-END $$;

@@ -1,19 +1,21 @@
 -- 0007: a watcher's queue reads cost its queue (at most N entries), not the number of targets it watches.
--- queue_heads.slots lists the targets that may hold a live notice slot of the queue, oldest append first,
--- each followed by a space (keys never hold whitespace); slot_count is its length, at most N. Each notice
--- append pushes its target (dropping the first when full) in the same row update that takes the append
--- index, and each compaction rewrites it to exactly the live slots. Reads look those targets up by the
--- cursors primary key and keep the live ones, instead of walking cursors_by_watcher. (An index on
+-- The live notice slots of a queue form a chain through the cursor rows, newest first:
+-- queue_heads.last_slot is the target of the newest notice append, and cursors.queued_prev the target of
+-- the watcher's notice appended just before this one. A notice append sets both in the row writes it
+-- makes anyway (the head's index bump, the slot's fill); a compaction relinks exactly the live slots.
+-- Reads follow the chain by the cursors primary key, at most N steps, stopping at the first node that is
+-- missing, not live, or not older (queued_id not decreasing: a node re-appended since). Liveness is a
+-- threshold on the append index, so dead nodes are the chain's oldest suffix. (An index on
 -- (watcher, queued_idx) would have cost a second index write per fan-out row: measured 7x slower on the
--- wide fan-out.) See store/sqlite_queue.py.
-ALTER TABLE queue_heads ADD COLUMN slots TEXT NOT NULL DEFAULT '';
-ALTER TABLE queue_heads ADD COLUMN slot_count INTEGER NOT NULL DEFAULT 0;
--- Backfill: the slots live under the stored cap (20 when none is stored yet), oldest first (group_concat
--- as a window function concatenates in the window's order). Same statement as sqlite_queue.REBUILD_SLOTS.
-UPDATE queue_heads SET (slots, slot_count) = (SELECT coalesce(max(l.listed), ''), count(*) FROM (
-    SELECT group_concat(c.target || ' ', '') OVER (ORDER BY c.queued_idx ROWS BETWEEN UNBOUNDED PRECEDING
-           AND UNBOUNDED FOLLOWING) AS listed
-      FROM cursors c
-     WHERE c.watcher = queue_heads.session_key AND c.queued_idx > queue_heads.drained
-       AND queue_heads.appended - c.queued_idx < coalesce(
-           (SELECT value FROM data_settings WHERE name = 'queue_cap'), 20)) l);
+-- wide fan-out; a list of targets in the head made every fan-out head write ~500 bytes: -27% on the
+-- widest fan-out.) See store/sqlite_queue.py.
+ALTER TABLE queue_heads ADD COLUMN last_slot TEXT;
+ALTER TABLE cursors ADD COLUMN queued_prev TEXT;
+-- Backfill: link every queued slot of each watcher in append order (dead ones end the walk), and point
+-- each head at its newest. Same statements as sqlite_queue.RELINK_ALL.
+UPDATE cursors SET queued_prev = l.prev FROM (
+    SELECT target, watcher, lag(target) OVER (PARTITION BY watcher ORDER BY queued_idx) AS prev
+      FROM cursors WHERE queued_idx > 0) l
+ WHERE cursors.target = l.target AND cursors.watcher = l.watcher;
+UPDATE queue_heads SET last_slot = (SELECT c.target FROM cursors c WHERE c.watcher = queue_heads.session_key
+                                       AND c.queued_idx > 0 ORDER BY c.queued_idx DESC LIMIT 1);
