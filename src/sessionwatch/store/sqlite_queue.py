@@ -33,27 +33,30 @@ from .records import QueueEntry
 LIVE = "idx > h.drained AND h.appended - idx < ?"
 
 LIVE_C = "c.queued_idx > h.drained AND h.appended - c.queued_idx < ?2"
-# The chain walk from the head, one key lookup per step; ?1 watcher, ?2 cap, ?3 the step bound. {go}: may
-# the walk go on past this node. A row with go false ends it (kept, so the caller sees where it stopped).
+# The chain walk from the head, two key lookups per step (the slot key's target, then the cursor); ?1
+# watcher, ?2 cap, ?3 the step bound. {go}: may the walk go on past this node. A row with go false ends
+# it (kept, so the caller sees where it stopped).
 _WALK = (
-    "WITH RECURSIVE chain(target, idx, id, prev, ls, ts, quiet, live, go, n) AS ("
-    " SELECT c.target, c.queued_idx, c.queued_id, c.queued_prev, c.queued_ls, c.queued_ts, c.queued_quiet,"
-    " " + LIVE_C + ", {go}, 1 FROM queue_heads h JOIN cursors c ON c.target = h.last_slot"
-    " AND c.watcher = h.session_key WHERE h.session_key = ?1"
+    "WITH RECURSIVE chain(target, key, idx, id, prev, ls, ts, quiet, live, go, n) AS ("
+    " SELECT c.target, k.id, c.queued_idx, c.queued_id, c.queued_prev, c.queued_ls, c.queued_ts, c.queued_quiet,"
+    " " + LIVE_C + ", {go}, 1 FROM queue_heads h JOIN slot_keys k ON k.id = h.last_slot"
+    " JOIN cursors c ON c.target = k.target AND c.watcher = h.session_key WHERE h.session_key = ?1"
     " UNION ALL"
-    " SELECT c.target, c.queued_idx, c.queued_id, c.queued_prev, c.queued_ls, c.queued_ts, c.queued_quiet,"
-    " " + LIVE_C + ", {go}, w.n + 1 FROM chain w JOIN cursors c ON c.target = w.prev AND c.watcher = ?1"
+    " SELECT c.target, k.id, c.queued_idx, c.queued_id, c.queued_prev, c.queued_ls, c.queued_ts, c.queued_quiet,"
+    " " + LIVE_C + ", {go}, w.n + 1 FROM chain w JOIN slot_keys k ON k.id = w.prev"
+    " JOIN cursors c ON c.target = k.target AND c.watcher = ?1"
     " JOIN queue_heads h ON h.session_key = ?1 WHERE w.go AND w.n < ?3 AND c.queued_id < w.id)")
 _LIVE_SLOTS = (_WALK.format(go="(" + LIVE_C + ")")
                + " SELECT idx, target, ls, ts, quiet, id FROM chain WHERE live")
 # Compaction's walk also steps over slots just taken out (queued_idx = 0, their queued_id kept).
 _COMPACT_WALK = (_WALK.format(go="(" + LIVE_C + " OR c.queued_idx = 0)")
-                 + " SELECT target, idx, prev, live, go, n FROM chain ORDER BY n")
+                 + " SELECT target, key, idx, prev, live, go, n FROM chain ORDER BY n")
 # The live slots from the watcher's cursors: after a cursor row in the chain was deleted.
-_SCAN_SLOTS = ("SELECT c.queued_idx, c.target, c.queued_prev FROM cursors c JOIN queue_heads h"
-               " ON h.session_key = c.watcher WHERE c.watcher = ?1 AND " + LIVE_C)
+_SCAN_SLOTS = ("SELECT c.queued_idx, c.target, k.id, c.queued_prev FROM cursors c JOIN queue_heads h"
+               " ON h.session_key = c.watcher JOIN slot_keys k ON k.target = c.target WHERE c.watcher = ?1 AND "
+               + LIVE_C)
 # A notice append: the slot first (its index is the head's next one, its predecessor the head's newest),
-# then the head (?1 watcher, ?2 target, ?3 last_seen, ?4 ts, ?5 quiet).
+# then the head (?1 watcher, ?2 target, ?3 last_seen, ?4 ts, ?5 quiet; ?2 of the bump: the slot key).
 _FILL_ONE = ("UPDATE cursors SET queued_idx = h.appended + 1, queued_id = h.appended + 1, queued_prev = h.last_slot,"
              " queued_ls = ?3, queued_ts = ?4, queued_quiet = ?5 FROM queue_heads h"
              " WHERE h.session_key = ?1 AND cursors.target = ?2 AND cursors.watcher = ?1")
@@ -67,11 +70,20 @@ _LIVE_GENERIC = (
 # head pointing at its newest. The backfill of migration 0007, and a change of the stored queue cap (a
 # larger cap makes older appends live again, which a chain cut at an earlier compaction may not reach).
 RELINK_ALL = (
-    "UPDATE cursors SET queued_prev = l.prev FROM (SELECT target, watcher, lag(target) OVER"
-    " (PARTITION BY watcher ORDER BY queued_idx) AS prev FROM cursors WHERE queued_idx > 0) l"
-    " WHERE cursors.target = l.target AND cursors.watcher = l.watcher",
-    "UPDATE queue_heads SET last_slot = (SELECT c.target FROM cursors c WHERE c.watcher = queue_heads.session_key"
-    " AND c.queued_idx > 0 ORDER BY c.queued_idx DESC LIMIT 1)")
+    "INSERT INTO slot_keys (target) SELECT DISTINCT target FROM cursors WHERE queued_idx > 0 ON CONFLICT DO NOTHING",
+    "UPDATE cursors SET queued_prev = l.prev FROM (SELECT c.target, c.watcher, lag(k.id) OVER"
+    " (PARTITION BY c.watcher ORDER BY c.queued_idx) AS prev FROM cursors c JOIN slot_keys k ON k.target = c.target"
+    " WHERE c.queued_idx > 0) l WHERE cursors.target = l.target AND cursors.watcher = l.watcher",
+    "UPDATE queue_heads SET last_slot = (SELECT k.id FROM cursors c JOIN slot_keys k ON k.target = c.target"
+    " WHERE c.watcher = queue_heads.session_key AND c.queued_idx > 0 ORDER BY c.queued_idx DESC LIMIT 1)")
+
+
+def slot_key(conn: sqlite3.Connection, target: str) -> int:
+    """The target's slot key (the small integer the chain stores instead of the key text)."""
+    row = conn.execute("SELECT id FROM slot_keys WHERE target = ?", (target,)).fetchone()
+    if row is None:
+        row = conn.execute("INSERT INTO slot_keys (target) VALUES (?) RETURNING id", (target,)).fetchone()
+    return int(row[0])
 
 
 def ensure_head(conn: sqlite3.Connection, session_key: str) -> None:
@@ -112,20 +124,22 @@ def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool
                         (watcher, cap)).fetchone() is not None
 
 
-def _walked_slots(conn: sqlite3.Connection, session_key: str, cap: int) -> list[tuple[int, str, Any]] | None:
-    """The live slots (idx, target, prev) by the chain walk; None when the walk cannot vouch for them."""
+def _walked_slots(conn: sqlite3.Connection, session_key: str, cap: int) -> list[tuple[int, str, int, Any]] | None:
+    """The live slots (idx, target, slot key, prev) by the chain walk; None when the walk cannot vouch
+    for them."""
     bound = 2 * cap + 1  # live slots, plus those just taken out, plus the node that ends the walk
     rows = conn.execute(_COMPACT_WALK, (session_key, cap, bound)).fetchall()
     if not rows:
         last = conn.execute("SELECT last_slot FROM queue_heads WHERE session_key = ?", (session_key,)).fetchone()
         return None if last is not None and last[0] is not None else []  # newest node deleted
-    target, _, prev, _, go, n = rows[-1]
+    _, _, _, prev, _, go, n = rows[-1]
     if go and prev is not None:
         if n >= bound:
             return None
-        if conn.execute("SELECT 1 FROM cursors WHERE target = ? AND watcher = ?", (prev, session_key)).fetchone() is None:
+        if conn.execute("SELECT 1 FROM slot_keys k JOIN cursors c ON c.target = k.target AND c.watcher = ?2"
+                        " WHERE k.id = ?1", (prev, session_key)).fetchone() is None:
             return None  # the walk hit a deleted cursor row
-    return [(idx, t, p) for t, idx, p, live, _, _ in rows if live]
+    return [(idx, t, key, p) for t, key, idx, p, live, _, _ in rows if live]
 
 
 def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
@@ -135,8 +149,8 @@ def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
     slots = _walked_slots(conn, session_key, cap)
     if slots is None:  # rare (bulk cursor deletions): the watcher's cursors
         slots = conn.execute(_SCAN_SLOTS, (session_key, cap)).fetchall()
-    live: list[tuple[int, str, Any, Any]] = [(idx, "slot", target, prev) for idx, target, prev in slots]
-    live += [(idx, "generic", idx, None) for idx, *_ in conn.execute(_LIVE_GENERIC, (session_key, cap))]
+    live: list[tuple[int, str, Any, Any]] = [(idx, "slot", (target, key), prev) for idx, target, key, prev in slots]
+    live += [(idx, "generic", (idx, None), None) for idx, *_ in conn.execute(_LIVE_GENERIC, (session_key, cap))]
     live.sort(key=lambda item: item[0])
     base = appended - len(live)
     before: dict[int, Any] = {}  # each slot's predecessor among the live slots (None for the oldest)
@@ -144,7 +158,7 @@ def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
     for k, (_, where, ref, _) in enumerate(live):
         if where == "slot":
             before[k] = newest
-            newest = ref
+            newest = ref[1]
     # New indices are >= the old ones; renumbering newest first avoids primary-key collisions.
     for k in range(len(live) - 1, -1, -1):
         old, where, ref, prev = live[k]
@@ -152,7 +166,7 @@ def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
         if where == "slot":
             if new != old or prev != before[k]:
                 conn.execute("UPDATE cursors SET queued_idx = ?, queued_prev = ? WHERE target = ? AND watcher = ?",
-                             (new, before[k], ref, session_key))
+                             (new, before[k], ref[0], session_key))
         elif new != old:
             conn.execute("UPDATE system_events SET idx = ? WHERE session_key = ? AND idx = ?", (new, session_key, old))
     conn.execute("DELETE FROM system_events WHERE session_key = ?1 AND (idx <= ?2 OR ?3 - idx >= ?4)",
@@ -216,7 +230,7 @@ def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen
         _compact(conn, watcher, cap)
     ensure_head(conn, watcher)
     conn.execute(_FILL_ONE, (watcher, target, last_seen, ts, int(quiet)))
-    conn.execute(_BUMP_ONE, (watcher, target))
+    conn.execute(_BUMP_ONE, (watcher, slot_key(conn, target)))
     return True
 
 
