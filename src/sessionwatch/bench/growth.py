@@ -357,7 +357,7 @@ PER = {("watchers", "recording"): "watcher", ("pending", "sweep"): "pending", ("
 # slice of cursors (CURSOR_SLICE rows), so it grows until the store holds more cursors than a slice.
 BOUNDED = {("sessions", "prune")}
 # Rows that still grow, left for later work (docs/benchmarks.md says why). A watcher's queue reads no
-# longer walk its cursors (queue_heads.slots, migration 0007), so only this one is left: the drain of one
+# longer walk its cursors (the slot chain, migration 0007), so only this one is left: the drain of one
 # watcher of a target with N watchers measures 1.3-1.9x per 10x, every statement of it (BEGIN included)
 # slower by about the same factor after the untimed fill that fans out to all N (cache and WAL, no walk).
 KNOWN = {("watchers", "drain")}

@@ -9,15 +9,16 @@ in their cursor row (``queued_*``); other entries sit in ``system_events``.
 The live notice slots form a chain through the cursor rows (migration 0007), so reading the queue costs
 at most N primary-key lookups into ``cursors`` whatever the number of targets watched:
 ``queue_heads.last_slot`` is the target of the newest notice append and each slot's ``queued_prev`` the
-target of the watcher's notice appended just before it. A notice append sets both in the row writes it
-makes anyway (the head's index bump, the slot's fill). Reads walk from ``last_slot`` and stop at the
-first node that is missing, not live, or not older than the one before (``queued_id`` not decreasing: a
-node re-appended since jumped to the front). Without removals from the middle, liveness is a threshold
-on the append index, so dead nodes are the chain's oldest suffix and the walk is complete. Removals from
-the middle mark the slot ``queued_idx = 0`` and call ``_compact``, whose walk steps over such nodes and
-which relinks exactly the live slots. A deleted cursor row breaks the chain: ``_compact`` then finds the
-live slots from the watcher's cursors instead (bulk deletions only: delete-session, reset, stale-cursor
-expiry, and an unwatch whose row was linked behind a live slot).
+target of the watcher's notice appended just before it, each as its slot key (``slot_keys``: a small
+integer, so the fan-out's head and slot rows stay as short as before; ``slot_key``). A notice append
+sets both in the row writes it makes anyway (the head's index bump, the slot's fill). Reads walk from
+``last_slot`` and stop at the first node that is missing, not live, or not older than the one before
+(``queued_id`` not decreasing: a node re-appended since jumped to the front). Without removals from the
+middle, liveness is a threshold on the append index, so dead nodes are the chain's oldest suffix and the
+walk is complete. Removals from the middle mark the slot ``queued_idx = 0`` and call ``_compact``, whose
+walk steps over such nodes and which relinks exactly the live slots. A deleted cursor row breaks the
+chain: ``_compact`` then finds the live slots from the watcher's cursors instead (bulk deletions only:
+delete-session, reset, stale-cursor expiry, and an unwatch whose row was linked behind a live slot).
 
 All functions run inside the caller's transaction.
 """
