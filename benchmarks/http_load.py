@@ -18,6 +18,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
+import queue
 import re
 import signal
 import socket
@@ -120,16 +121,22 @@ async def _generate(port: int, per_connection: list[list[bytes]]) -> tuple[array
     return lat, errors[0], start, time.perf_counter()
 
 
-def _load_process(port: int, per_connection: list[list[bytes]], go: Any, out: Any) -> None:
+def _load_process(port: int, per_connection: list[list[bytes]], go: Any, out: Any, limit: float) -> None:
     try:
-        import uvloop  # the load generator should cost as little CPU as possible
+        try:
+            import uvloop  # the load generator should cost as little CPU as possible
 
-        uvloop.install()
-    except ImportError:
-        pass
-    go.wait()
-    lat, errors, start, end = asyncio.run(_generate(port, per_connection))
-    out.put((lat.tobytes(), errors, start, end))
+            uvloop.install()
+        except ImportError:
+            pass
+        go.wait()
+        # One deadline for the whole run (not one per request, which would cost the generator CPU): a
+        # response that never comes fails the run instead of blocking it.
+        lat, errors, start, end = asyncio.run(asyncio.wait_for(_generate(port, per_connection), limit))
+        out.put((lat.tobytes(), errors, start, end))
+    except BaseException as exc:
+        out.put(("error", f"{type(exc).__name__}: {exc}"))
+        raise
 
 
 def run_http(port: int, op: str, requests: list[bytes], clients: int, connections: int,
@@ -138,21 +145,48 @@ def run_http(port: int, op: str, requests: list[bytes], clients: int, connection
     go, out = ctx.Event(), ctx.Queue()
     slots = clients * connections
     shares = [requests[i::slots] for i in range(slots)]
-    procs = [ctx.Process(target=_load_process, args=(port, shares[c * connections:(c + 1) * connections], go, out))
+    # Generous (at least 100 calls/s), but bounded: a stalled server or connection fails within it.
+    limit = max(60.0, len(requests) / 100)
+    procs = [ctx.Process(target=_load_process,
+                         args=(port, shares[c * connections:(c + 1) * connections], go, out, limit))
              for c in range(clients)]
     for p in procs:
         p.start()
     time.sleep(0.3)  # let the generators import and connect-ready
     go.set()
-    results = [out.get(timeout=600) for _ in procs]
-    for p in procs:
-        p.join(10)
+    try:
+        results = _collect(out, procs, op, limit + 10)
+    finally:
+        for p in procs:
+            p.join(10)
+            if p.is_alive():
+                p.kill()
     lat: array = array("q")
     for raw, _, _, _ in results:
         lat.frombytes(raw)
     errors = sum(r[1] for r in results)
     seconds = max(r[3] for r in results) - min(r[2] for r in results)
     return percentiles(lat, seconds, op, errors=errors, clients=clients, connections=slots, **extra)
+
+
+def _collect(out: Any, procs: list[Any], op: str, limit: float) -> list[Any]:
+    """Each generator's result; fails at once, naming the cause, when one reports an error or dies."""
+    deadline = time.monotonic() + limit
+    results: list[Any] = []
+    while len(results) < len(procs):
+        try:
+            item = out.get(timeout=1)
+        except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"{op}: a load-generator process died (exit code {dead[0]})") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{op}: the load generators did not finish within {limit:.0f} s") from None
+            continue
+        if item[0] == "error":
+            raise RuntimeError(f"{op}: a load generator failed: {item[1]}")
+        results.append(item)
+    return results
 
 
 def cpu_seconds(pid: int) -> float | None:

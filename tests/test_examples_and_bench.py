@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -21,6 +23,7 @@ def test_example_program_runs_the_whole_story(tmp_path: Path) -> None:
     assert out.stdout.rstrip().endswith("then 0 pending")
 
 
+@pytest.mark.slow
 def test_benchmark_quick_run_prints_the_peer_shape(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "sessionwatch.bench", "--quick", "--only", "raw,append,ack,prune",
                           "--no-all", "--tmp", str(tmp_path)], capture_output=True, text=True, timeout=300)

@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from sessionwatch.errors import InvalidArgument
-from sessionwatch.keys import (agent_of, check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key,
-                               parse_key)
+from sessionwatch.keys import (
+    agent_of,
+    check_agent_id,
+    infer_kind,
+    is_agent_qualified,
+    is_subagent_key,
+    main_key,
+    parse_key,
+)
 
 
 @pytest.mark.parametrize(("raw", "agent", "rest"), [

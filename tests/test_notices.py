@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from sessionwatch import notice_text
-from sessionwatch.notices import (CONTEXT_PREFIX, context_key_for, format_line, format_timestamp, notice_template,
-                                  parse_notice, target_from_context_key)
+from sessionwatch.notices import (
+    CONTEXT_PREFIX,
+    context_key_for,
+    format_line,
+    format_timestamp,
+    notice_template,
+    parse_notice,
+    target_from_context_key,
+)
 
 
 def test_notice_text_is_the_byte_exact_v1_format() -> None:
@@ -29,7 +36,7 @@ def test_notice_text_depends_only_on_target_and_last_seen() -> None:
 
 
 def test_context_key_is_lowercase_hex_of_utf8() -> None:
-    assert context_key_for("agent:a:b") == "session-state:" + "agent:a:b".encode().hex()
+    assert context_key_for("agent:a:b") == "session-state:" + b"agent:a:b".hex()
     assert context_key_for("agent:ä:b") == "session-state:6167656e743ac3a43a62"
     key = context_key_for("agent:Main:X")
     assert key == key.lower()

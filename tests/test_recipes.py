@@ -62,6 +62,7 @@ def test_langgraph_manager_reconciles_before_the_model_acts_and_hears_each_notic
         assert [m.type for m in again] == ["human", "ai"]  # told once
 
 
+@pytest.mark.slow
 def test_openai_agents_recipe_runs_as_a_script() -> None:
     pytest.importorskip("agents")
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "openai_agents_manager.py")],

@@ -9,10 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from sessionwatch.errors import StoreUnavailable
-
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
+from sessionwatch.errors import StoreUnavailable
 from sessionwatch.store.sqlite import sqlite_path
 
 MAIN = "agent:a:main"

@@ -9,16 +9,32 @@ The names below are loaded on first use (PEP 562), so ``import sessionwatch.<mod
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads each on first use
+    from .engine import TOOLS, Gateway, Subscription, Wake
+    from .errors import (
+        Conflict,
+        Forbidden,
+        InvalidArgument,
+        NotFound,
+        PayloadTooLarge,
+        SessionwatchError,
+        StoreUnavailable,
+        Unauthorized,
+        Unavailable,
+        UnknownTool,
+    )
+    from .notices import notice_text
+    from .settings import Settings
+
+__version__ = "0.2.0"
 
 _LAZY = {
     "Gateway": "engine", "Subscription": "engine", "TOOLS": "engine", "Wake": "engine",
     "Settings": "settings", "notice_text": "notices",
-    **{name: "errors" for name in ("SessionwatchError", "InvalidArgument", "NotFound", "UnknownTool", "Forbidden",
-                                   "Unauthorized", "PayloadTooLarge", "Conflict", "StoreUnavailable",
-                                   "Unavailable")},
+    **dict.fromkeys(("SessionwatchError", "InvalidArgument", "NotFound", "UnknownTool", "Forbidden", "Unauthorized",
+                     "PayloadTooLarge", "Conflict", "StoreUnavailable", "Unavailable"), "errors"),
 }
 
 __all__ = ["Gateway", "Subscription", "TOOLS", "Wake", "Settings", "notice_text", "SessionwatchError",

@@ -28,8 +28,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, error_from_json
 from . import log_follow
+from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, error_from_json
 from .headers import encode_header_value
 from .store.records import PruneResult
 from .types import QueueEntry
@@ -454,7 +454,7 @@ class AsyncGatewayClient(_ClientBase):
 
     async def ack_system_events(self, key: object, ids: Any, *, agent_id: object = None) -> dict[str, Any]:
         """Acknowledge entries (ids from a peek) once you have them: ``{acknowledged: n}``."""
-        return await self._session("POST", key, "/system-events/ack", body=_ack_body(ids, agent_id))  # type: ignore[no-any-return]
+        return await self._session("POST", key, "/system-events/ack", body=_ack_body(ids, agent_id))
 
     async def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
         return (await self._request("POST", "/v1/watch", body=_drop_none(

@@ -96,7 +96,8 @@ def decode_cursor(cursor: object, agent_id: str | None, kinds: Sequence[str] | N
     if not isinstance(body, dict) or body.get("v") != CURSOR_VERSION or set(body) != {"v", "c", "k", "a", "f"}:
         raise InvalidArgument(bad)
     created, key, agent = body["c"], body["k"], body["a"]
-    if type(created) is not int or not -_INT64 <= created < _INT64 or not isinstance(key, str) or not isinstance(agent, str):
+    if (type(created) is not int or not -_INT64 <= created < _INT64 or not isinstance(key, str)
+            or not isinstance(agent, str)):
         raise InvalidArgument(bad)
     try:
         parse_key(key, "cursor")

@@ -27,7 +27,9 @@ class LogParser:
     """Server-sent events, one line at a time; ``feed`` returns a log event or a gap dict when complete."""
 
     def __init__(self) -> None:
-        self.event, self.data, self.id = "message", [], None  # type: ignore[var-annotated]
+        self.event = "message"
+        self.data: list[str] = []
+        self.id: int | None = None
         self.last_id: int | None = None
         self.retry_s = DEFAULT_RETRY_S
 

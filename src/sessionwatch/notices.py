@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 CONTEXT_PREFIX = "session-state:"
 
@@ -55,7 +55,7 @@ def target_from_context_key(context_key: str | None) -> str | None:
 
 def format_timestamp(ms: int) -> str:
     """ISO-8601 UTC with milliseconds, e.g. 2026-11-30T10:20:37.123Z."""
-    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
@@ -73,7 +73,8 @@ def parse_notice(text: str, context_key: str | None) -> tuple[str, int] | None:
     if target is None:
         return None
     t = notice_template(target)
-    middle = text[len(t.prefix):len(text) - len(t.suffix)] if text.startswith(t.prefix) and text.endswith(t.suffix) else ""
+    framed = text.startswith(t.prefix) and text.endswith(t.suffix)
+    middle = text[len(t.prefix):len(text) - len(t.suffix)] if framed else ""
     if not middle.isascii() or not middle.isdigit() or (len(middle) > 1 and middle[0] == "0"):
         return None
     return target, int(middle)

@@ -11,6 +11,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 DAY_MS = 86_400_000
 
@@ -112,7 +113,7 @@ def settings_from_env(base: Settings | None = None, environ: Mapping[str, str] |
 
     env = os.environ if environ is None else environ
     base = base or Settings()
-    changes: dict[str, int | bool] = {}
+    changes: dict[str, Any] = {}  # field name -> value (int or bool), for dataclasses.replace
     explicit = dict(base.explicit)
     for var, name in PROCESS_FLAGS.items():
         raw = env.get(var)

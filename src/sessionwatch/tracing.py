@@ -26,7 +26,7 @@ class OtelTracer(Tracer):
         self._tracer = trace.get_tracer("sessionwatch", tracer_provider=provider)
 
     def span(self, name: str, attributes: dict[str, Any]) -> AbstractContextManager[Any]:
-        return self._tracer.start_as_current_span(name, attributes=attributes)  # type: ignore[no-any-return]
+        return self._tracer.start_as_current_span(name, attributes=attributes)
 
 
 def otel_tracer(provider: Any = None) -> OtelTracer | None:

@@ -11,7 +11,7 @@ keys that are always present are required, the others ``NotRequired``.
 """
 
 # No ``from __future__ import annotations`` here: TypedDict reads NotRequired from evaluated annotations.
-from typing import Any, Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class QueueEntry(TypedDict):
@@ -119,7 +119,7 @@ class ToolError(TypedDict):
     error: ErrorBody
 
 
-ToolResult = Union[SpawnResult, SendResult, StatusResult, ListResult, HistoryResult, UnwatchResult, ToolError]
+ToolResult = SpawnResult | SendResult | StatusResult | ListResult | HistoryResult | UnwatchResult | ToolError
 
 # Tool name -> its result type (what a successful call returns).
 RESULT_TYPES: dict[str, type] = {

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from sessionwatch import Gateway, notice_text
 from sessionwatch.cli.exitcodes import exit_code_for
 from tests.support import pg
+from tests.support.waiting import wait_until
 
 from .conftest import SESSIONWATCH, Runner, clean_env
 
@@ -90,9 +90,8 @@ def test_send_with_timeout_returns_the_reply(sw: Runner, store: str) -> None:
 
     def reply() -> None:
         with Gateway.open(store, timers=False) as gw:
-            deadline = time.monotonic() + 20
-            while not gw.store.messages(KID, "main", 10) and time.monotonic() < deadline:
-                time.sleep(0.05)
+            # Reply once the question has arrived (as the child session would).
+            wait_until(lambda: gw.store.messages(KID, "main", 10), timeout=20, interval=0.05, what="the question")
             gw.append_message(KID, "assistant", "42 apples")
 
     t = threading.Thread(target=reply)
@@ -102,6 +101,7 @@ def test_send_with_timeout_returns_the_reply(sw: Runner, store: str) -> None:
     assert out.code == 0 and out.json()["status"] == "ok" and out.json()["reply"] == "42 apples"
 
 
+@pytest.mark.slow
 def test_prune_token_and_put_global(sw: Runner) -> None:
     pruned = sw("prune", "--json")
     assert pruned.code == 0 and pruned.json()["skipped"] is False
@@ -112,6 +112,7 @@ def test_prune_token_and_put_global(sw: Runner) -> None:
     assert sw("put", "global", "--agent", "ops", "--json").json()["agentId"] == "ops"
 
 
+@pytest.mark.slow
 def test_error_exit_codes(sw: Runner, tmp_path: Path) -> None:
     sw("put", MAIN)
     missing = sw("status", "agent:main:nobody")

@@ -7,6 +7,8 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.store.records import EventInput
@@ -38,6 +40,7 @@ def _retained(url: str) -> tuple[int, bool]:
     return oldest, pruned > 0
 
 
+@pytest.mark.slow
 def test_read_only_sessions_keeps_a_log_above_the_default_cap(sw: Runner, store: str) -> None:
     # The reproduction: with SESSIONWATCH_MAX_EVENTS=200000 a `sessions` cut 50,100 events to 50,000.
     first = _fill(store, Settings(max_events=200_000), 50_100)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.ports import listening_socket, port_of, spawn_serving
 
 from .conftest import SESSIONWATCH, Result, Runner, clean_env
 
@@ -103,10 +104,9 @@ def test_usage_errors_without_json_stay_readable(sw: Runner) -> None:
 # -- serve -------------------------------------------------------------------------------------------
 @pytest.fixture
 def busy_port() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
+    """A port this test listens on, for the whole test: the server's bind must fail."""
+    with listening_socket() as s:
+        yield port_of(s)
 
 
 SERVERS = {"cli": [*SESSIONWATCH, "serve"], "module": [sys.executable, "-m", "sessionwatch.http"]}
@@ -150,11 +150,8 @@ def test_serve_beyond_loopback_without_token_exits_4_from_both(entry: str) -> No
 
 
 def test_serve_ready_line_names_the_store(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([*SESSIONWATCH, "serve", "--port", str(port), "--no-monitor", "--store",
-                             f"sqlite:///{tmp_path}/ready.db"], stderr=subprocess.PIPE, text=True, env=clean_env())
+    proc = spawn_serving([*SESSIONWATCH, "serve", "--no-monitor", "--store", f"sqlite:///{tmp_path}/ready.db"],
+                         listening_socket(), stderr=subprocess.PIPE, text=True, env=clean_env())
     try:
         assert proc.stderr is not None
         seen: list[str] = []

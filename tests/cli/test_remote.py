@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from .conftest import SESSIONWATCH, Result, clean_env
+from tests.support.ports import listening_socket, refusing_port, spawn_serving, url_of
 from tests.support.procs import stop
+from tests.support.waiting import wait_http
+
+from .conftest import SESSIONWATCH, Result, clean_env
 
 pytest.importorskip("sessionwatch.client")
 pytestmark = pytest.mark.slow
@@ -24,31 +24,16 @@ KID = "agent:main:subagent:kid"
 TOKEN = "cli-remote-test-token"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("gw")
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sessionwatch.http", "--port", str(port), "--store",
-                             f"sqlite:///{tmp}/gw.db", "--token", TOKEN, "--no-monitor", "--no-access-log"],
-                            stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "gw.log", "wb"), env=clean_env())
-    url = f"http://127.0.0.1:{port}"
+    sock = listening_socket()  # served with --fd: no port race
+    url = url_of(sock)
+    proc = spawn_serving([sys.executable, "-m", "sessionwatch.http", "--store",
+                          f"sqlite:///{tmp}/gw.db", "--token", TOKEN, "--no-monitor", "--no-access-log"], sock,
+                         stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "gw.log", "wb"), env=clean_env())
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, (Path(tmp) / "gw.log").read_text()
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "gateway did not start"
-            time.sleep(0.05)
+        wait_http(f"{url}/v1/health", proc, timeout=30, log=Path(tmp) / "gw.log")
         yield url
     finally:
         stop(proc, 15)
@@ -86,7 +71,8 @@ def test_remote_errors_keep_their_exit_codes(gateway: str) -> None:
     assert remote(gateway, "status", "agent::bad").code == 2
     denied = remote(gateway, "sessions", token="wrong-token")
     assert denied.code == 4 and "unauthorized" in denied.err, denied
-    down = remote(f"http://127.0.0.1:{_free_port()}", "sessions")
+    with refusing_port() as port:  # nothing listens there
+        down = remote(f"http://127.0.0.1:{port}", "sessions")
     assert down.code == 1, down
 
 

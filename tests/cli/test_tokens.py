@@ -6,18 +6,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
+import pytest
 
 from sessionwatch.client import GatewayClient
-
 from tests.support.commands import SESSIONWATCH
+from tests.support.ports import listening_socket, spawn_serving, url_of
+from tests.support.procs import stop
+from tests.support.waiting import wait_http
 
 from .conftest import Runner, clean_env
-from ..http.conftest import free_port
-from tests.support.procs import stop
 
 ADMIN = "cli-admin-token-0123456789"
 
@@ -29,6 +28,7 @@ def test_token_alone_and_generate_print_a_random_token_and_store_nothing(sw: Run
     assert sw("token", "list", "--json").json() == {"tokens": []}
 
 
+@pytest.mark.slow
 def test_create_list_revoke(sw: Runner, store: str) -> None:
     made = sw("token", "create", "--agent", "ops", "--agent", "dev", "--name", "release bot", "--json")
     assert made.code == 0, made
@@ -52,24 +52,17 @@ def test_create_list_revoke(sw: Runner, store: str) -> None:
     assert sw("--gateway", "http://127.0.0.1:9", "token", "list").code == 2  # tokens live in the store
 
 
+@pytest.mark.slow
 def test_a_scoped_token_tails_only_its_agents_log(sw: Runner, store: str, tmp_path: Path) -> None:
     token = sw("token", "create", "--agent", "ops", "--json").json()["token"]
-    port = free_port()
-    gateway = subprocess.Popen([sys.executable, "-m", "sessionwatch.http", "--port", str(port), "--store", store,
-                                "--token", ADMIN, "--no-monitor", "--no-access-log"], stdout=subprocess.DEVNULL,
-                               stderr=open(tmp_path / "gw.log", "wb"), env=clean_env())
-    url = f"http://127.0.0.1:{port}"
+    sock = listening_socket()  # served with --fd: no port race
+    url = url_of(sock)
+    gateway = spawn_serving([sys.executable, "-m", "sessionwatch.http", "--store", store,
+                             "--token", ADMIN, "--no-monitor", "--no-access-log"], sock, stdout=subprocess.DEVNULL,
+                            stderr=open(tmp_path / "gw.log", "wb"), env=clean_env())
     tail = None
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, (tmp_path / "gw.log").read_text()
-            time.sleep(0.05)
+        wait_http(url + "/v1/health", gateway, log=tmp_path / "gw.log")
         with GatewayClient(url, token=ADMIN) as admin:
             for key in ("agent:ops:main", "agent:dev:main"):
                 admin.put_session(key)

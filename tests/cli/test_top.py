@@ -6,10 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import time
+
+import pytest
 
 from tests.http.conftest import GatewayProcess
 from tests.support.commands import SESSIONWATCH
+from tests.support.waiting import wait_until
 
 from .conftest import Runner, clean_env
 
@@ -47,8 +49,16 @@ def test_once_plain_render(sw: Runner, store: str) -> None:
     assert "Reconcile before acting" in frame.out
 
 
+@pytest.mark.slow
 def test_top_against_a_gateway(tmp_path) -> None:
-    gp = GatewayProcess(f"sqlite:///{tmp_path}/gw.db", tmp_path / "gw.log").start()
+    # The access log shows each refresh of the live view (one GET /v1/cursors per frame).
+    gp = GatewayProcess(f"sqlite:///{tmp_path}/gw.db", tmp_path / "gw.log", env={"SESSIONWATCH_ACCESS_LOG": "1"},
+                        extra_args=["--log-level", "info"]).start()
+
+    def frames() -> int:
+        lines = [ln for ln in gp.log_path.read_text().splitlines() if ln.startswith("{")]
+        return sum(1 for ln in lines if json.loads(ln).get("path") == "/v1/cursors")
+
     try:
         env = clean_env()
 
@@ -70,9 +80,12 @@ def test_top_against_a_gateway(tmp_path) -> None:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**env, "COLUMNS": "200"})
         try:
-            time.sleep(1.5)
+            before = frames()
+            wait_until(lambda: frames() > before, timeout=20, what="a refresh of the live view")
             assert remote("inbound", KID, "second message", "--channel", "webchat").returncode == 0
-            time.sleep(1.5)
+            # The frame after next began after the message, and the one after that proves it was drawn.
+            after = frames()
+            wait_until(lambda: frames() >= after + 3, timeout=20, what="three refreshes after the message")
         finally:
             live.send_signal(signal.SIGINT)  # Ctrl-C: the view stops and leaves its last frame
             stdout, _ = live.communicate(timeout=10)

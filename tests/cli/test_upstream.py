@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from .conftest import SESSIONWATCH, Result, clean_env
+from tests.support.ports import listening_socket, spawn_serving, url_of
 from tests.support.procs import stop
+from tests.support.waiting import wait_http
+
+from .conftest import SESSIONWATCH, Result, clean_env
 
 MAIN = "agent:main:main"
 CC = "agent:main:subagent:cc"
@@ -43,6 +43,7 @@ def _run(store: str, root: Path, *args: str) -> Result:
                                                CODEX_HOME=str(root.parent / "codex"))))
 
 
+@pytest.mark.slow
 def test_adopt_a_thread_and_a_tick_notices_a_person_typing(store: str, claude_root: Path) -> None:
     threads = _run(store, claude_root, "threads", "claude", "--json")
     assert threads.code == 0, threads
@@ -76,29 +77,14 @@ def test_upstream_errors(store: str, claude_root: Path) -> None:
     assert _run(store, claude_root, "adopt", "claude", "00000000-0000-0000-0000-000000000000").code == 3
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def node(claude_root: Path) -> Iterator[tuple[str, str]]:
-    port, token = _free_port(), "node-test-token"
-    proc = subprocess.Popen([*SESSIONWATCH, "node", "--port", str(port), "--token", token,
-                             "--claude-root", str(claude_root)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env())
-    url = f"http://127.0.0.1:{port}"
+    sock, token = listening_socket(), "node-test-token"  # the node serves it (--fd): no port race
+    url = url_of(sock)
+    proc = spawn_serving([*SESSIONWATCH, "node", "--token", token, "--claude-root", str(claude_root)], sock,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env())
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
-            try:
-                httpx.get(f"{url}/v1/node/threads", params={"catalog": "claude"}, timeout=0.5)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "node did not start"
-                time.sleep(0.05)
+        wait_http(f"{url}/v1/node/health", proc)
         yield url, token
     finally:
         stop(proc)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
@@ -553,6 +554,7 @@ class WatchMachine(RuleBasedStateMachine):
                              (c["lastSeen"], c["notified"], c["material"]) for c in cursors}
 
 
+@pytest.mark.slow
 def test_watch_machine_matches_the_model(store_url: str) -> None:
     backend = "sqlite" if store_url.startswith("sqlite") else "postgresql"
     machine = type(f"WatchMachine_{backend}", (WatchMachine,), {"backend": backend})

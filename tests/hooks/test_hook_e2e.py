@@ -25,6 +25,7 @@ import pytest
 
 from sessionwatch import Gateway
 from tests.support.commands import SESSIONWATCH
+from tests.support.waiting import wait_until
 from tests.upstream.writers import ClaudeTranscript
 
 MANAGER = "agent:main:main"
@@ -85,18 +86,13 @@ class World:
         return [e for e in page["events"] if e["kind"] == "human_direct_message"]
 
     def wait_for_messages(self, n: int, timeout: float = 20.0) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.human_messages()
-            if len(found) >= n:
-                return found
-            time.sleep(0.1)
-        raise AssertionError(f"expected {n} human_direct_message events, got {self.human_messages()}")
+        return wait_until(lambda: found if len(found := self.human_messages()) >= n else None, timeout=timeout,
+                          interval=0.1, what=f"{n} human_direct_message events")
 
     def person_types(self, text: str, delay: float = 0.0) -> threading.Thread:
         """The host writes the prompt's row, possibly a moment after the hook started (it often does)."""
         def write() -> None:
-            time.sleep(delay)
+            time.sleep(delay)  # the host's lag is the subject: the hook must wait for the row to appear
             self.worker.prompt(text)
 
         t = threading.Thread(target=write)
@@ -275,23 +271,16 @@ def test_a_codex_worker_prompt_is_recorded_once_and_a_scheduled_one_never(world:
 
 
 def test_against_a_running_gateway(world: World, tmp_path: Path) -> None:
-    import socket
-
+    from tests.support.ports import listening_socket, port_of, spawn_serving, url_of
     from tests.support.procs import stop
+    from tests.support.waiting import wait_http
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([*SESSIONWATCH, "serve", "--port", str(port), "--store", world.store_url,
-                               "--no-monitor"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=world.env)
+    sock = listening_socket()  # served with --fd: no port race
+    port, url = port_of(sock), url_of(sock)
+    server = spawn_serving([*SESSIONWATCH, "serve", "--store", world.store_url, "--no-monitor"], sock,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=world.env)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_http(f"{url}/v1/health", server, timeout=30)
         world.gw.enqueue_system_event(MANAGER, "via the gateway")
         payload = claude_input("UserPromptSubmit", world.manager_thread, world.manager_transcript, prompt="hi")
         cmd = [*SESSIONWATCH, "--gateway", f"http://127.0.0.1:{port}", "hook", "claude-code", "--session", MANAGER,

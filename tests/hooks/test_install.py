@@ -10,8 +10,6 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.commands import SESSIONWATCH
 
 USER_SETTINGS = {

@@ -1,24 +1,19 @@
-"""A real gateway in a subprocess (``python -m sessionwatch.http``) on a free 127.0.0.1 port."""
+"""A real gateway in a subprocess (``python -m sessionwatch.http``) serving a 127.0.0.1 socket the test opened."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.ports import listening_socket, port_of, spawn_serving
+from tests.support.waiting import wait_until
 
 
 def _limit_files(n: int) -> Callable[[], None]:
@@ -33,14 +28,15 @@ class GatewayProcess:
     """One ``python -m sessionwatch.http`` process; ``start()`` returns when health says ok."""
 
     def __init__(self, store_url: str, log_path: Path, *, token: str | None = None, env: dict[str, str] | None = None,
-                 extra_args: list[str] | None = None, port: int | None = None,
+                 extra_args: list[str] | None = None, host: str = "127.0.0.1",
                  nofile: int | None = None) -> None:
         self.store_url = store_url
         self.log_path = log_path
         self.token = token
         self.env = env or {}
         self.extra_args = extra_args or []
-        self.port = port or free_port()
+        self.sock = listening_socket(host)  # handed to the server with --fd (no port race)
+        self.port = port_of(self.sock)
         self.nofile = nofile  # the server's RLIMIT_NOFILE (soft and hard), when a test needs a known one
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -54,13 +50,15 @@ class GatewayProcess:
     def spawn(self) -> subprocess.Popen[bytes]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONWATCH_")}
         env.update({"SESSIONWATCH_ACCESS_LOG": "0", **self.env})
-        args = [sys.executable, "-m", "sessionwatch.http", "--port", str(self.port), "--store", self.store_url,
+        args = [sys.executable, "-m", "sessionwatch.http", "--store", self.store_url,
                 "--no-monitor", "--log-level", "warning", *self.extra_args]
         if self.token:
             args += ["--token", self.token]
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                     preexec_fn=_limit_files(self.nofile) if self.nofile else None)
+        # This process keeps its copy of the socket until stop() or kill9(): start() after stop(keep_socket=True)
+        # serves the same port again.
+        self.proc = spawn_serving(args, self.sock, keep=True, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                  preexec_fn=_limit_files(self.nofile) if self.nofile else None)
         log.close()
         return self.proc
 
@@ -70,23 +68,26 @@ class GatewayProcess:
         return self
 
     def wait_ready(self, timeout: float = 20.0) -> dict:
-        deadline = time.monotonic() + timeout
-        last: object = None
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gateway exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
-            try:
-                res = httpx.get(self.url + "/v1/health", timeout=2)
-                last = res.json()
-                if res.status_code == 200:
-                    return res.json()
-            except httpx.HTTPError as exc:
-                last = exc
-            time.sleep(0.05)
-        raise RuntimeError(f"gateway not ready in {timeout} s: {last}; log: {self.log_path.read_text()[-2000:]}")
+        """Health says ok (the restart sweep has finished; before that it says 503 "starting")."""
+        proc = self.proc
+        assert proc is not None
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
+        def healthy() -> dict | None:
+            if proc.poll() is not None:  # an AssertionError ends the wait at once
+                raise AssertionError(f"gateway exited with {proc.returncode}")
+            res = httpx.get(self.url + "/v1/health", timeout=5)
+            return res.json() if res.status_code == 200 else None
+
+        try:
+            return wait_until(healthy, timeout=timeout, interval=0.05, what="gateway health 200")
+        except AssertionError as exc:
+            raise RuntimeError(f"{exc}; log: {self.log_path.read_text()[-2000:]}") from None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0, keep_socket: bool = False) -> int | None:
+        """Stop the gateway. ``keep_socket``: keep the listening socket for a restart with ``start()`` (until
+        then, connections wait in its backlog); otherwise the port is closed and connections are refused."""
+        if not keep_socket:
+            self.sock.close()
         if self.proc is None or self.proc.poll() is not None:
             return None if self.proc is None else self.proc.returncode
         self.proc.send_signal(sig)
@@ -98,7 +99,9 @@ class GatewayProcess:
             raise
 
     def kill9(self) -> None:
+        """A crash: the process dies and nothing listens on the port any more."""
         assert self.proc is not None
+        self.sock.close()
         self.proc.kill()
         self.proc.wait(10)
 

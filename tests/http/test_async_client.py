@@ -14,9 +14,14 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from sessionwatch import Gateway
 from sessionwatch.client import AsyncGatewayClient
+from tests.support.waiting import await_until
 
 from .test_flow import _normalize, _script
 from .test_sse import _human, _manager_with_child
+
+
+async def _streaming(client: AsyncGatewayClient) -> bool:
+    return bool((await client.health())["streams"] >= 1)
 
 
 class _Blocking:
@@ -45,7 +50,7 @@ def test_async_client_matches_in_process_gateway(gateway_factory, tmp_path: Path
         finally:
             portal.call(client.close)
     assert len(got) == len(expected)
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert g == e, f"call #{i} differs"
 
 
@@ -62,9 +67,7 @@ async def test_async_client_streams_wakes_and_reports_errors(shared_gateway, htt
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(consume)
-            with anyio.fail_after(10):
-                while (await client.health())["streams"] < 1:
-                    await anyio.sleep(0.02)
+            await await_until(lambda: _streaming(client), what="the wake stream subscribed")
             await anyio.to_thread.run_sync(_human, http, child)
         assert got and got[0]["watcher"] == manager and got[0]["target"] == child
 

@@ -113,7 +113,7 @@ def test_wrong_types_and_unknown_fields_are_400(http: httpx.Client, seeded: dict
 
 def test_unknown_sessions_and_bad_keys(http: httpx.Client, seeded: dict[str, Any]) -> None:
     before = snapshot(http)
-    for method, path, op in _operations(seeded):
+    for method, path, _op in _operations(seeded):
         if "{key}" not in path:
             continue
         body = _minimal_body(path)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ import httpx
 
 from sessionwatch.notices import notice_text
 from sessionwatch.store import open_store
+from tests.support.waiting import wait_until
 
 CHILDREN = 12  # below the 20-entry queue cap, so every pending notice must be in the queue
 
@@ -87,9 +88,8 @@ def test_kill9_mid_burst_then_restart_rematerializes_every_notice(gateway_factor
     threads = [threading.Thread(target=burst, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 10
-    while len(acked) < 150 and time.monotonic() < deadline:
-        time.sleep(0.005)
+    with contextlib.suppress(AssertionError):  # checked below, after the threads have stopped
+        wait_until(lambda: len(acked) >= 150, timeout=10, interval=0.005)
     gp.kill9()  # mid-burst: requests are in flight
     stop.set()
     for t in threads:

@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.http.conftest import free_port
 from tests.support.commands import SESSIONWATCH
+from tests.support.ports import listening_socket, port_of, spawn_serving, url_of
+from tests.support.waiting import wait_http
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (CI installs the "
@@ -32,25 +33,17 @@ MAIN, KID, PEER, HELPER = "agent:main:main", "agent:main:subagent:kid", "agent:m
 
 class Serve:
     def __init__(self, tmp: Path, token: str | None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        sock = listening_socket()  # served with --fd: no port race
+        self.port, self.url = port_of(sock), url_of(sock)
         self.token = token
         env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONWATCH_")}
         # A relative store path (run in tmp): the screenshots in the docs show no path of this machine.
-        args = [*SESSIONWATCH, "serve", "--port", str(self.port), "--store", "sqlite:///state.db"]
+        args = [*SESSIONWATCH, "serve", "--store", "sqlite:///state.db"]
         if token:
             args += ["--token", token]
         self.log = open(tmp / "serve.log", "wb")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(self.url + "/v1/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("sessionwatch serve did not become ready: " + (tmp / "serve.log").read_text()[-2000:])
+        self.proc = spawn_serving(args, sock, stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
+        wait_http(self.url + "/v1/health", self.proc, timeout=30, log=tmp / "serve.log")
 
     def http(self) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
@@ -163,7 +156,7 @@ def test_without_a_token_the_page_loads_but_no_data_does(serve: Serve, browser: 
     page = browser.new_page()
     page.goto(serve.url + "/ui")
     page.wait_for_selector("#token-form:not([hidden])", timeout=10_000)
-    time.sleep(0.5)
+    time.sleep(0.5)  # a window in which data would (wrongly) arrive: the test is that none does
     assert page.locator("#sessions-tree li").count() == 0
     assert PEER not in page.content() and page.locator("#log-table tr.log-row").count() == 0
     # a wrong token is refused the same way

@@ -4,7 +4,6 @@ its notices again, exactly once, on its next call (issue 8, item 2)."""
 from __future__ import annotations
 
 import socket
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,6 +13,7 @@ import pytest
 from sessionwatch.client import GatewayClient
 from sessionwatch.errors import SessionwatchError
 from sessionwatch.notices import notice_text
+from tests.support.waiting import wait_until
 
 
 def _family(http: httpx.Client, name: str) -> tuple[str, str, int]:
@@ -25,14 +25,24 @@ def _family(http: httpx.Client, name: str) -> tuple[str, str, int]:
     return manager, child, spawned["stateVersion"]
 
 
+def _queue_reads(base_url: str) -> float:
+    """How many queue reads (store operation "peek": a peek, or a drain before its acknowledgment) the
+    gateway has finished, from GET /metrics."""
+    text = httpx.get(f"{base_url}/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith('sessionwatch_store_operation_seconds_count{operation="peek"}'))
+
+
 def _send_and_hang_up(base_url: str, method: str, path: str, body: bytes = b"") -> None:
-    """Send one complete request, then close the connection without reading a byte of the answer."""
+    """Send one complete request, then close the connection without reading a byte of the answer; return
+    once the gateway has read the queue for it (after the client was gone)."""
     url = urlsplit(base_url)
     head = (f"{method} {path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n").encode()
+    before = _queue_reads(base_url)
     with socket.create_connection((url.hostname, url.port)) as sock:
         sock.sendall(head + body)
-    time.sleep(0.3)  # the gateway handles the request after the client is gone
+    wait_until(lambda: _queue_reads(base_url) > before, what="the gateway reading the queue for the hung-up request")
 
 
 def _texts(entries: list[dict[str, Any]]) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import resource
+import select
 import socket
 import subprocess
 import sys
@@ -17,7 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import GatewayProcess, free_port
+from tests.support.ports import refusing_port
+from tests.support.waiting import wait_until
+
+from .conftest import GatewayProcess
 
 VICTIM = "agent:victim:main"
 EVIL = "https://evil.example"
@@ -98,7 +102,7 @@ def test_a_missing_or_malformed_host_is_refused(gateway_factory) -> None:
     for line in (b"", b"Host: \r\n", b"Host: localhost:99999\r\n", b"Host: localhost:x\r\n",
                  b"Host: [::1\r\n", b"Host: a:b:c\r\n", b"Host: localhost@evil.example\r\n"):
         answer = _raw_get(gp.port, line)
-        assert answer.startswith(b"HTTP/1.1 421") or answer.startswith(b"HTTP/1.1 400"), (line, answer[:200])
+        assert answer.startswith((b"HTTP/1.1 421", b"HTTP/1.1 400")), (line, answer[:200])
     assert _raw_get(gp.port, f"Host: [::1]:{gp.port}\r\n".encode()).startswith(b"HTTP/1.1 200")
     assert _raw_get(gp.port, f"Host: 127.9.9.9:{gp.port}\r\n".encode()).startswith(b"HTTP/1.1 200")
 
@@ -131,7 +135,7 @@ def test_a_wildcard_bind_accepts_the_address_it_was_reached_on(gateway_factory) 
     addr = _outward_address()
     if addr is None:
         pytest.skip("no non-loopback address on this machine")
-    gp = gateway_factory(token=STRONG, extra_args=["--host", "0.0.0.0"]).start()
+    gp = gateway_factory(token=STRONG, host="0.0.0.0").start()
     auth = gp.headers()
     assert httpx.get(f"http://{addr}:{gp.port}/v1/cursors", headers=auth).status_code == 200
     assert httpx.get(f"{gp.url}/v1/cursors", headers=auth).status_code == 200
@@ -195,6 +199,7 @@ def test_1100_slow_connections_do_not_starve_a_valid_request(gateway_factory) ->
             s.close()
 
 
+@pytest.mark.slow
 def test_unfinished_headers_and_bodies_time_out(gateway_factory) -> None:
     gp = gateway_factory(extra_args=["--header-timeout", "0.5", "--body-timeout", "0.5"]).start()
     [slow] = _half_sent(gp.port, 1)
@@ -213,7 +218,7 @@ def test_unfinished_headers_and_bodies_time_out(gateway_factory) -> None:
     # An idle keep-alive connection that starts a second request and stalls is held to the same limit.
     with socket.create_connection(("127.0.0.1", gp.port), timeout=5) as s:
         s.sendall(f"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:{gp.port}\r\n\r\n".encode())
-        time.sleep(0.2)
+        assert select.select([s], [], [], 5)[0], "no answer to the first request"  # idle from here on
         s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1")
         answer = _closed_by_server(s, 5)
         assert answer is not None and answer.count(b"HTTP/1.1 ") == 2 and b"HTTP/1.1 408" in answer, answer
@@ -229,14 +234,16 @@ def test_the_connection_cap_refuses_clearly_when_every_connection_is_busy(gatewa
             s.sendall(f"POST /v1/sessions/{VICTIM}/system-events HTTP/1.1\r\nHost: 127.0.0.1:{gp.port}\r\n"
                       "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode())
             busy.append(s)
-        time.sleep(0.3)
-        res = httpx.get(f"{gp.url}/v1/health", timeout=5)
+        # Until the server has taken all four in, a probe still gets through; then every one gets the 503.
+        res = wait_until(lambda: (r := httpx.get(f"{gp.url}/v1/health", timeout=5)).status_code == 503 and r,
+                         timeout=10, what="the connection cap's 503")
         assert "connections" in _refusal(res, 503, "unavailable")
     finally:
         for s in busy:
             s.close()
-    time.sleep(0.3)
-    assert httpx.get(f"{gp.url}/v1/health", timeout=5).status_code == 200
+    # Once the server has seen them close, there is room again.
+    wait_until(lambda: httpx.get(f"{gp.url}/v1/health", timeout=5).status_code == 200, timeout=10,
+               what="room after the busy connections closed")
 
 
 # -- 3. tokens -----------------------------------------------------------------------------------------------
@@ -249,14 +256,15 @@ def _python_m(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
 
 @pytest.mark.parametrize("token", [" ", "x", "short-token", "has a space in it 0123456789", "tab\tinside-0123456789"])
 def test_weak_tokens_are_refused_beyond_loopback(token: str) -> None:
-    port = free_port()
-    proc = _python_m("--host", "0.0.0.0", "--port", str(port), "--token", token)
-    assert proc.returncode == 4, proc  # forbidden: the CLI exit code, as for serve
-    assert "forbidden" in proc.stderr and "token" in proc.stderr
-    with socket.socket() as s:  # nothing was ever bound
-        assert s.connect_ex(("127.0.0.1", port)) != 0
+    with refusing_port() as port:  # held (not listening) by this test: a gateway that bound anyway would fail
+        proc = _python_m("--host", "0.0.0.0", "--port", str(port), "--token", token)
+        assert proc.returncode == 4, proc  # forbidden: the CLI exit code, as for serve
+        assert "forbidden" in proc.stderr and "token" in proc.stderr
+        with socket.socket() as s:  # nothing listens there
+            assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
+@pytest.mark.slow
 def test_token_file_keeps_the_token_out_of_the_process_list(gateway_factory, tmp_path: Path) -> None:
     secret = tmp_path / "token"
     secret.write_text(STRONG + "\n")
@@ -270,8 +278,9 @@ def test_token_file_keeps_the_token_out_of_the_process_list(gateway_factory, tmp
     assert httpx.get(f"{gp2.url}/v1/cursors").status_code == 401
     empty = tmp_path / "empty"
     empty.write_text("\n")
-    for path in (tmp_path / "missing", empty):
-        proc = _python_m("--port", str(free_port()), "--token-file", str(path))
-        assert proc.returncode == 2 and "token" in proc.stderr and str(path) in proc.stderr, proc
-    proc = _python_m("--port", str(free_port()), "--token", STRONG, "--token-file", str(secret))
-    assert proc.returncode == 2 and "not both" in proc.stderr, proc
+    with refusing_port() as port:  # refused before binding; a gateway that bound anyway would fail differently
+        for path in (tmp_path / "missing", empty):
+            proc = _python_m("--port", str(port), "--token-file", str(path))
+            assert proc.returncode == 2 and "token" in proc.stderr and str(path) in proc.stderr, proc
+        proc = _python_m("--port", str(port), "--token", STRONG, "--token-file", str(secret))
+        assert proc.returncode == 2 and "not both" in proc.stderr, proc

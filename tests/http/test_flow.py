@@ -14,6 +14,7 @@ from sessionwatch import Gateway
 from sessionwatch.client import GatewayClient
 from sessionwatch.errors import InvalidArgument, NotFound
 from sessionwatch.notices import notice_text
+from tests.support.waiting import wait_until
 
 MANAGER = "agent:main:main"
 
@@ -74,7 +75,8 @@ def test_sessions_send_waits_for_reply_off_the_event_loop(http: httpx.Client) ->
 
     waiter = threading.Thread(target=send)
     waiter.start()
-    time.sleep(0.3)
+    # The send has reached the gateway once "ping" is in b's transcript; from there it waits for a reply.
+    wait_until(lambda: "ping" in tool(http, "sessions_history", {"sessionKey": b}, a).text, what="the send's message")
     # While the send waits, the gateway keeps answering other requests.
     started = time.monotonic()
     assert http.get("/v1/health").status_code == 200
@@ -162,5 +164,5 @@ def test_client_matches_in_process_gateway(gateway_factory, tmp_path: Path) -> N
         got = _normalize(_script(client))
         assert client.health()["status"] == "ok"
     assert len(got) == len(expected)
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert g == e, f"call #{i} differs"

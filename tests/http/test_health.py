@@ -21,6 +21,7 @@ import pytest
 from sessionwatch import Gateway, Unavailable
 from sessionwatch.client import GatewayClient
 from tests.support import pg
+from tests.support.waiting import wait_http, wait_until
 
 from .sse_reader import SSEReader
 
@@ -38,15 +39,12 @@ def _family_with_a_notice(url: str) -> None:
 
 
 def _wait_health(http: httpx.Client, status: int, timeout: float = 15) -> dict:
-    deadline = time.monotonic() + timeout
-    body: dict = {}
-    while time.monotonic() < deadline:
+    def answered() -> dict | None:
         res = http.get("/v1/health")
-        body = res.json()
-        if res.status_code == status and body.get("status") != "starting":
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"health never answered {status}: {body}")
+        body: dict = res.json()
+        return body if res.status_code == status and body.get("status") != "starting" else None
+
+    return wait_until(answered, timeout=timeout, interval=0.1, what=f"health {status}")
 
 
 @contextlib.contextmanager
@@ -92,18 +90,13 @@ def test_a_read_only_sqlite_store_is_not_ready(gateway_factory, tmp_path: Path) 
         gp = gateway_factory(url)
         gp.spawn()
         with httpx.Client(base_url=gp.url, timeout=10) as http:
-            deadline = time.monotonic() + 20
-            while True:
-                with contextlib.suppress(httpx.HTTPError):
-                    if http.get("/v1/health/live").status_code == 200:
-                        break
-                assert time.monotonic() < deadline, "the gateway never answered /v1/health/live"
-                time.sleep(0.05)
+            wait_http(f"{gp.url}/v1/health/live", gp.proc, log=gp.log_path)
             _unwritable_store_checks(http)
             assert http.get("/v1/health").json()["sweepRan"] is False  # the restart sweep could not run
 
 
 @pytest.mark.skipif(not pg.available(), reason="needs the PostgreSQL server")
+@pytest.mark.slow
 def test_postgresql_turning_read_only_is_reported_and_recovers(gateway_factory) -> None:
     with pg.fresh_database() as url:
         name = urlsplit(url).path.lstrip("/")
@@ -145,6 +138,7 @@ def test_a_failed_host_read_is_503_over_http(gateway_factory, tmp_path: Path) ->
         assert len(client.events_after(0)) >= 3
 
 
+@pytest.mark.slow
 def test_a_held_sqlite_write_lock_stalls_neither_liveness_nor_sse(gateway_factory, tmp_path: Path) -> None:
     gp = gateway_factory(extra_args=["--keepalive", "0.2"]).start()
     with httpx.Client(base_url=gp.url, timeout=30) as http:
@@ -157,13 +151,15 @@ def test_a_held_sqlite_write_lock_stalls_neither_liveness_nor_sse(gateway_factor
             httpx.put(f"{gp.url}/v1/sessions/agent:h:other", json={}, timeout=30).status_code))
         try:
             writer.start()
-            time.sleep(0.5)  # the write now waits for the lock inside the gateway
+            # The write now waits for the lock inside the gateway. Nothing outside shows that it has started
+            # waiting, so this sleep gives it the time to; the checks below must hold while it waits.
+            time.sleep(0.5)
             started = time.monotonic()
             live = http.get("/v1/health/live")
             assert live.status_code == 200 and time.monotonic() - started < 1.0
             before = len(reader.comments)
-            time.sleep(1.2)
-            assert len(reader.comments) - before >= 3, "SSE keep-alives stalled while the store was locked"
+            wait_until(lambda: len(reader.comments) - before >= 3, timeout=1.2,  # keep-alives every 0.2 s
+                       what="3 SSE keep-alives while the store was locked")
             started = time.monotonic()
             ready = http.get("/v1/health")  # the write probe cannot get the lock: not ready, said in time
             assert ready.status_code == 503 and time.monotonic() - started < 3.0

@@ -6,35 +6,31 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from sessionwatch import Gateway
 from sessionwatch.http.app import create_app
-
-from .conftest import free_port
+from tests.support.ports import ServerThread, listening_socket, spawn_serving
+from tests.support.waiting import wait_until
 
 
 @contextmanager
 def served(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """Serve an app with uvicorn on a thread (a real HTTP server on 127.0.0.1)."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    """Serve an app with uvicorn on a thread (a real HTTP server on a 127.0.0.1 socket opened here)."""
+    with ServerThread(app, lifespan="on") as server:
+        yield server.url
+
+
+def _run_module(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m sessionwatch.http ARGS`` on a socket opened here, to its exit."""
+    proc = spawn_serving([sys.executable, "-m", "sessionwatch.http", *args], listening_socket(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=30)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def test_health_is_503_until_the_restart_sweep_has_finished(tmp_path: Path) -> None:
@@ -54,9 +50,7 @@ def test_health_is_503_until_the_restart_sweep_has_finished(tmp_path: Path) -> N
         assert res.status_code == 503 and res.json()["error"]["code"] == "unavailable"
         assert "starting" in res.json()["error"]["message"]
         release.set()
-        deadline = time.monotonic() + 10
-        while httpx.get(f"{url}/v1/health").status_code != 200 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: httpx.get(f"{url}/v1/health").status_code == 200, what="health 200 after the sweep")
         health = httpx.get(f"{url}/v1/health").json()
         assert health["status"] == "ok" and health["storeUrl"].endswith("s.db") and health["swept"] == 0
     assert opened[0]._closed, "the app opened the gateway, so it must close it on shutdown"
@@ -67,9 +61,8 @@ def test_open_failure_is_reported_not_crashed(tmp_path: Path) -> None:
         raise OSError("disk on fire")
 
     with served(create_app(broken)) as url:
-        deadline = time.monotonic() + 5
-        while httpx.get(f"{url}/v1/health").json()["status"] == "starting" and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: httpx.get(f"{url}/v1/health").json()["status"] != "starting", timeout=5,
+                   what="health past 'starting'")
         res = httpx.get(f"{url}/v1/health")
         assert res.status_code == 503 and res.json()["status"] == "failed"
         assert "disk on fire" in res.json()["message"]
@@ -110,15 +103,11 @@ def test_access_log_is_one_json_line_per_request_and_can_be_silenced(gateway_fac
 def test_module_entry_point_reports_an_unopenable_store(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    proc = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--port", str(free_port()),
-                           "--store", f"sqlite:///{blocker}/state.db", "--no-monitor", "--log-level", "critical"],
-                          capture_output=True, text=True, timeout=30)
+    proc = _run_module("--store", f"sqlite:///{blocker}/state.db", "--no-monitor", "--log-level", "critical")
     assert proc.returncode == 2  # a folder that is a file: a usage error, like `sessionwatch serve`
     assert "invalid_argument" in proc.stderr and "not a folder" in proc.stderr
     corrupt = tmp_path / "corrupt.db"
     corrupt.write_bytes(b"not a database" * 200)
-    proc = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--port", str(free_port()),
-                           "--store", f"sqlite:///{corrupt}", "--no-monitor", "--log-level", "critical"],
-                          capture_output=True, text=True, timeout=30)
+    proc = _run_module("--store", f"sqlite:///{corrupt}", "--no-monitor", "--log-level", "critical")
     assert proc.returncode == 1  # the store cannot be opened: unavailable, said once
     assert proc.stderr.startswith("error (unavailable):") and proc.stderr.count("cannot open store") == 1

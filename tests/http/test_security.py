@@ -13,8 +13,7 @@ import pytest
 
 from sessionwatch.errors import Forbidden
 from sessionwatch.http.server import is_loopback, serve
-
-from .conftest import free_port
+from tests.support.ports import listening_socket, refusing_port, spawn_serving
 
 TOKEN = "s3cret-token"
 
@@ -58,23 +57,38 @@ def test_token_from_environment(gateway_factory) -> None:
 
 
 def test_refuses_to_listen_beyond_loopback_without_a_token() -> None:
-    port = free_port()
-    proc = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--host", "0.0.0.0", "--port", str(port),
-                           "--store", "sqlite:////nonexistent-dir/never-opened.db"],
-                          capture_output=True, text=True, timeout=30,
-                          env={k: v for k, v in __import__("os").environ.items() if k != "SESSIONWATCH_TOKEN"})
-    assert proc.returncode == 4  # forbidden: the exit code of `sessionwatch serve` too
-    assert "forbidden" in proc.stderr and "token" in proc.stderr
-    with socket.socket() as s:  # nothing was ever bound
-        assert s.connect_ex(("127.0.0.1", port)) != 0
+    with refusing_port() as port:  # held (not listening) here: a gateway that bound anyway would fail differently
+        proc = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--host", "0.0.0.0", "--port", str(port),
+                               "--store", "sqlite:////nonexistent-dir/never-opened.db"],
+                              capture_output=True, text=True, timeout=30,
+                              env={k: v for k, v in __import__("os").environ.items() if k != "SESSIONWATCH_TOKEN"})
+        assert proc.returncode == 4  # forbidden: the exit code of `sessionwatch serve` too
+        assert "forbidden" in proc.stderr and "token" in proc.stderr
+        with socket.socket() as s:  # nothing listens there
+            assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_an_inherited_socket_beyond_loopback_needs_a_token_too() -> None:
+    """--fd: the socket's own address is what is exposed, whatever --host says (its default is loopback)."""
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SESSIONWATCH_")}
+    proc = spawn_serving([sys.executable, "-m", "sessionwatch.http", "--store",
+                          "sqlite:////nonexistent-dir/never-opened.db"], listening_socket("0.0.0.0"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 4, (out, err)
+    assert "forbidden" in err and "token" in err
+    bad = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--fd", "987"], capture_output=True, text=True,
+                         timeout=30, env=env)
+    assert bad.returncode == 2 and "--fd 987" in bad.stderr, bad.stderr
 
 
 def test_serve_raises_forbidden_before_binding(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SESSIONWATCH_TOKEN", raising=False)
     started = time.monotonic()
-    for host in ("0.0.0.0", "::", "192.168.1.10", "example.com"):
-        with pytest.raises(Forbidden, match="without a token"):
-            serve("sqlite:////nonexistent-dir/x.db", host=host, port=free_port())
+    with refusing_port() as port:
+        for host in ("0.0.0.0", "::", "192.168.1.10", "example.com"):
+            with pytest.raises(Forbidden, match="without a token"):
+                serve("sqlite:////nonexistent-dir/x.db", host=host, port=port)
     assert time.monotonic() - started < 2
 
 

@@ -8,6 +8,8 @@ import time
 import httpx
 import pytest
 
+from tests.support.waiting import wait_until
+
 from .sse_reader import SSEReader
 
 WINDOW_MS = 1500
@@ -24,6 +26,7 @@ def _human(http: httpx.Client, key: str, text: str = "hey") -> None:
     assert http.post(f"/v1/sessions/{key}/inbound", json={"text": text, "channel": "web"}).status_code == 200
 
 
+@pytest.mark.slow
 def test_first_wake_immediate_then_one_trailing_wake(gateway_factory) -> None:
     gp = gateway_factory(env={"SESSIONWATCH_WAKE_COALESCE_MS": str(WINDOW_MS)}).start()
     with httpx.Client(base_url=gp.url, timeout=10) as http:
@@ -58,7 +61,7 @@ def test_first_wake_immediate_then_one_trailing_wake(gateway_factory) -> None:
             http.post(f"/v1/sessions/{manager}/system-events/drain", json={})
 
             # A pending notice drained before the window ends produces no trailing wake at all.
-            time.sleep(WINDOW_MS / 1000 + 0.1)
+            time.sleep(WINDOW_MS / 1000 + 0.1)  # the coalescing window passes: the clock is the subject here
             _human(http, child, "fresh window")
             fresh = reader.next(2)
             assert fresh is not None and fresh[2]["trailing"] is False
@@ -107,19 +110,16 @@ def test_disconnect_unsubscribes(shared_gateway, http: httpx.Client) -> None:
     assert http.get("/v1/health").json()["streams"] >= 5
     for r in readers:
         r.close()
-    deadline = time.monotonic() + 3
-    while http.get("/v1/health").json()["streams"] != 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert http.get("/v1/health").json()["streams"] == 0
+    wait_until(lambda: http.get("/v1/health").json()["streams"] == 0, timeout=3, what="no stream left")
 
 
 def test_keepalive_comments(gateway_factory) -> None:
     gp = gateway_factory(extra_args=["--keepalive", "0.2"]).start()
     reader = SSEReader(gp.url, "agent:ka:main").start()
     try:
-        time.sleep(0.9)
+        wait_until(lambda: sum(c == ": keep-alive" for c in reader.comments) >= 2, timeout=0.9,  # every 0.2 s
+                   what="two keep-alives")
         assert reader.comments[0].startswith(": subscribed")
-        assert sum(c == ": keep-alive" for c in reader.comments) >= 2
     finally:
         reader.close()
 
@@ -131,6 +131,7 @@ def test_stream_refuses_bad_keys(http: httpx.Client, query: dict[str, str]) -> N
     assert res.status_code == 400 and res.json()["error"]["code"] == "invalid_argument"
 
 
+@pytest.mark.slow
 def test_sigterm_ends_streams_and_finishes_in_flight_requests(gateway_factory) -> None:
     gp = gateway_factory().start()
     with httpx.Client(base_url=gp.url, timeout=10) as http:
@@ -150,7 +151,9 @@ def test_sigterm_ends_streams_and_finishes_in_flight_requests(gateway_factory) -
 
         t = threading.Thread(target=waiting_send)
         t.start()
-        time.sleep(0.3)
+        # In flight once its message is in b's transcript (then it waits for a reply that never comes).
+        wait_until(lambda: '"hi"' in http.post("/v1/tools/sessions_history", json={"sessionKey": b},
+                                               headers={"X-Session-Key": a}).text, what="the send in flight")
         started = time.monotonic()
         assert gp.proc is not None
         gp.proc.send_signal(signal.SIGTERM)
@@ -183,9 +186,7 @@ def test_gateway_client_stream_wakes(shared_gateway, http: httpx.Client) -> None
 
         t = threading.Thread(target=consume)
         t.start()
-        deadline = time.monotonic() + 5
-        while http.get("/v1/health").json()["streams"] < 1 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: http.get("/v1/health").json()["streams"] >= 1, timeout=5, what="the stream subscribed")
         _human(http, child)
         t.join(5)
         assert got and got[0]["watcher"] == manager and got[0]["target"] == child and got[0]["trailing"] is False

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from .sse_reader import SSEReader
 
 
+@pytest.mark.slow
 def test_a_wake_stream_reconnecting_with_a_notice_pending_gets_exactly_one_wake(shared_gateway,
                                                                                 http: httpx.Client) -> None:
     manager = "agent:resume:main"

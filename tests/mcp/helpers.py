@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 from mcp import Client
 
 from sessionwatch.engine.tools import TOOLS
@@ -93,28 +90,20 @@ async def run_every_tool(client: Client) -> None:
 
 @contextlib.contextmanager
 def mcp_http_server(store_url: str, *token_args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``sessionwatch mcp --transport http`` bound to MANAGER on a free port, once it answers; stopped after.
+    """``sessionwatch mcp --transport http`` bound to MANAGER on a socket opened here, once it answers; stopped after.
 
     ``token_args`` are the token options (``--http-token T`` or ``--http-token-file PATH``)."""
     from tests.support.commands import SESSIONWATCH
+    from tests.support.ports import listening_socket, spawn_serving, url_of
     from tests.support.procs import stop
+    from tests.support.waiting import wait_http
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen([*SESSIONWATCH, "--store", store_url, "mcp", "--session", MANAGER, "--transport", "http",
-                             "--port", str(port), *token_args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
+    sock = listening_socket()  # served with --fd: no port race
+    url = f"{url_of(sock)}/mcp"
+    proc = spawn_serving([*SESSIONWATCH, "--store", store_url, "mcp", "--session", MANAGER, "--transport", "http",
+                          *token_args], sock, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "MCP HTTP server did not start"
-                time.sleep(0.05)
+        wait_http(url, proc, status=None)  # any answer: the server is up (without a token it is a 401)
         yield url, proc
     finally:
         stop(proc)

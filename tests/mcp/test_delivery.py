@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from mcp import Client, StdioServerParameters
 from sessionwatch import Gateway
 from sessionwatch.mcpserver import SessionBinding, build_server
 from sessionwatch.notices import notice_text
+from tests.support.waiting import await_until
 
 from .helpers import MANAGER, call_ok, structured
 
@@ -46,16 +46,18 @@ async def _cancel_a_waiting_send(client: Client, url: str, child: str) -> list[A
                                                                 "timeoutSeconds": 30}))
 
         tg.start_soon(waiting_send)
-        deadline = time.monotonic() + 20
-        while "are you there?" not in await anyio.to_thread.run_sync(_messages, url, child):
-            assert time.monotonic() < deadline, "the send never reached the child"
-            await anyio.sleep(0.05)
+        async def reached() -> bool:
+            return "are you there?" in await anyio.to_thread.run_sync(_messages, url, child)
+
+        await await_until(reached, timeout=20, interval=0.05, what="the send reaching the child")
         with Gateway.open(url, timers=False) as person:  # another process: a person types into the child
             person.inbound(child, "a person types while the call waits", channel="webchat")
         tg.cancel_scope.cancel()  # the client gives up: notifications/cancelled goes out
         with Gateway.open(url, timers=False) as other:  # (no await here: still runs after the cancel)
             other.append_message(child, "assistant", "yes, here")  # ends the server-side wait
-    await anyio.sleep(1.5)  # the cancelled call's worker finishes (the wait polls every 0.25 s)
+    # The cancelled call's worker finishes (its wait polls every 0.25 s). What it must not do (consume the
+    # queue) leaves no trace to wait for, so this is a window for it to (wrongly) happen in.
+    await anyio.sleep(1.5)
     return got
 
 
@@ -69,6 +71,7 @@ async def _the_next_call_delivers_it_once(client: Client, child: str, since: int
     assert second["systemEvents"] == []
 
 
+@pytest.mark.slow
 async def test_stdio_a_cancelled_call_leaves_its_notice_for_the_next(sqlite_url: str, mode: str) -> None:
     assert os.path.exists(SW), f"the sessionwatch command is not installed beside {sys.executable}"
     params = StdioServerParameters(command=SW, args=["--store", sqlite_url, "mcp", "--session", MANAGER],
@@ -139,8 +142,12 @@ async def test_without_write_reports_a_cancelled_call_acknowledges_nothing(gw: G
     child = gw.call_tool("sessions_spawn", {"label": "kid"}, caller=MANAGER)["sessionKey"]
     gw.inbound(child, "hi", channel="webchat")
     with anyio.CancelScope() as scope:
-        async def cancel_soon() -> None:
-            await anyio.sleep(0.2)
+        async def cancel_soon() -> None:  # once the send waits for its reply (its message is in the transcript)
+            def sent() -> bool:
+                history = gw.call_tool("sessions_history", {"sessionKey": child}, caller=child)["messages"]
+                return "x" in [m["text"] for m in history]
+
+            await await_until(lambda: anyio.to_thread.run_sync(sent), what="the send waiting")
             scope.cancel()
 
         async with anyio.create_task_group() as tg:

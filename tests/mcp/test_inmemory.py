@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 from mcp import Client
 
 from sessionwatch import Gateway
 from sessionwatch.mcpserver import SessionBinding, build_server
+from tests.support.waiting import wait_until
 
 from .helpers import MANAGER, assert_published_tools, call_ok, run_every_tool, run_notice_scenario, structured
 
@@ -66,7 +66,11 @@ async def test_a_notice_raised_while_a_send_waits_comes_back_with_its_reply(gw: 
         child = (await call_ok(client, "sessions_spawn", {"label": "kid"}))["sessionKey"]
 
         def child_side() -> None:
-            time.sleep(0.2)
+            def asked() -> bool:  # the send waits for its reply once "report" is in the child's transcript
+                history = gw.call_tool("sessions_history", {"sessionKey": child}, caller=child)["messages"]
+                return "report" in [m["text"] for m in history]
+
+            wait_until(asked, what="the send waiting")
             gw.inbound(child, "a person steps in meanwhile", channel="webchat")
             gw.append_message(child, "assistant", "done")
 

@@ -24,7 +24,6 @@ from mcp import Client, StdioServerParameters
 
 from sessionwatch.mcpserver.notices_feed import notices_uri
 from sessionwatch.notices import notice_text
-
 from tests.support.commands import SESSIONWATCH
 
 from .helpers import MANAGER

@@ -16,7 +16,6 @@ from mcp import Client, StdioServerParameters
 from sessionwatch.engine.tools import TOOLS
 from sessionwatch.http import openapi, routes_tools
 from sessionwatch.mcpserver import tool_list
-
 from tests.support.commands import SESSIONWATCH
 
 from .helpers import MANAGER

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +14,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from sessionwatch import Gateway
+from tests.support.commands import SESSIONWATCH
+from tests.support.ports import refusing_port
 
 from .helpers import MANAGER, assert_published_tools, mcp_http_server, run_every_tool, run_notice_scenario
-from tests.support.commands import SESSIONWATCH
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -46,12 +46,6 @@ async def test_stdio_lists_calls_and_carries_a_notice_once(sqlite_url: str, mode
         assert gw.peek_system_events(MANAGER) == []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def http_mcp(sqlite_url: str) -> Iterator[tuple[str, str]]:
     token = "mcp-test-token"
@@ -65,10 +59,9 @@ async def test_streamable_http_with_a_bearer_token(http_mcp: tuple[str, str], sq
     url, token = http_mcp
     refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-            await assert_published_tools(client)
-            await run_notice_scenario(client, _person_types(sqlite_url), child_label=f"kid-{mode}")
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        await assert_published_tools(client)
+        await run_notice_scenario(client, _person_types(sqlite_url), child_label=f"kid-{mode}")
 
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -93,9 +86,10 @@ def test_streamable_http_refuses_pages_like_the_gateway(http_mcp: tuple[str, str
 
 
 def test_streamable_http_token_rules(tmp_path: Path, sqlite_url: str) -> None:
-    weak = subprocess.run([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport", "http",
-                           "--host", "0.0.0.0", "--port", str(_free_port()), "--http-token", "short"],
-                          capture_output=True, text=True, timeout=30)
+    with refusing_port() as port:  # refused before binding; a server that bound anyway would fail differently
+        weak = subprocess.run([*SESSIONWATCH, "--store", sqlite_url, "mcp", "--session", MANAGER, "--transport",
+                               "http", "--host", "0.0.0.0", "--port", str(port), "--http-token", "short"],
+                              capture_output=True, text=True, timeout=30)
     assert weak.returncode == 4 and "weak token" in weak.stderr, weak.stderr
     secret = tmp_path / "mcp-token"
     secret.write_text("mcp-token-from-a-file-0123456789\n")

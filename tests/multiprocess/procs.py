@@ -5,24 +5,19 @@ from __future__ import annotations
 import json
 import os
 import queue
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from tests.support.ports import listening_socket, port_of, spawn_serving
 from tests.support.procs import stop
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def child_env() -> dict[str, str]:
@@ -33,31 +28,26 @@ def child_env() -> dict[str, str]:
 
 
 class HttpGateway:
-    """``python -m sessionwatch.http`` on a free port; ``client`` talks to it."""
+    """``python -m sessionwatch.http`` on a socket this process opened (``--fd``); ``client`` talks to it."""
 
     def __init__(self, store_url: str, log_path: Path) -> None:
-        self.store_url, self.log_path, self.port = store_url, log_path, free_port()
+        sock = listening_socket()
+        self.store_url, self.log_path, self.port = store_url, log_path, port_of(sock)
         self.url = f"http://127.0.0.1:{self.port}"
         log = open(log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sessionwatch.http", "--port", str(self.port), "--store", store_url,
-             "--no-monitor", "--log-level", "warning", "--keepalive", "1"],
+        self.proc = spawn_serving(
+            [sys.executable, "-m", "sessionwatch.http", "--store", store_url,
+             "--no-monitor", "--log-level", "warning", "--keepalive", "1"], sock,
             stdout=log, stderr=subprocess.STDOUT, env=child_env())
         log.close()
         self.client = httpx.Client(base_url=self.url, timeout=20)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gateway exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/v1/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"gateway not ready: {self.log_path.read_text()[-3000:]}")
+        def healthy() -> bool:
+            assert self.proc.poll() is None, f"gateway exited: {self.log_path.read_text()[-3000:]}"
+            return httpx.get(self.url + "/v1/health", timeout=5).status_code == 200
+
+        wait_until(healthy, timeout=timeout, interval=0.05, what=f"gateway health 200 ({self.log_path})")
 
     def call(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
         res = self.client.request(method, path, json=body, **kw)

@@ -26,7 +26,7 @@ def main() -> int:
             return 1
         print(out["event"]["sequence"], flush=True)
         if pace:
-            time.sleep(pace)
+            time.sleep(pace)  # the pace the test asked for (a slow writer beside a fast one), not a wait
     print("done", flush=True)
     gw.close()
     return 0

@@ -166,5 +166,6 @@ def pair(sqlite_url: str) -> Iterator[Pair]:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.slow
 def test_postgres_matches_sqlite_step_by_step(pair: Pair, seed: int) -> None:
     _walk(pair, random.Random(seed), 150)

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
 
 from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
-from sessionwatch.store.postgres import PostgresStore, _migration_files, lock_key
+from sessionwatch.store.postgres import PostgresStore, _migration_files, functions_sql, lock_key
 from sessionwatch.store.records import WakeRequest
 from tests.support import pg
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.postgres,
               pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
@@ -29,13 +30,9 @@ def db() -> Iterator[str]:
         yield url
 
 
-def _wait(pred, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return False
+def _wait(pred: Callable[[], object], timeout: float = 10.0) -> bool:
+    """Poll until ``pred`` holds; an AssertionError naming it when it does not within ``timeout``."""
+    return bool(wait_until(pred, timeout=timeout, what=getattr(pred, "__qualname__", "condition")))
 
 
 def _setup(gw: Gateway) -> None:
@@ -57,7 +54,7 @@ def test_a_notice_committed_by_one_gateway_wakes_the_other_and_not_itself(db: st
         a.inbound(CHILD, "typed", channel="telegram")
         assert got_a == [CHILD]  # the committing gateway delivers its own wake at once
         assert _wait(lambda: got_b == [CHILD], 5), got_b  # the other one through NOTIFY
-        time.sleep(0.3)
+        time.sleep(0.3)  # a window for a duplicate wake to (wrongly) arrive: nothing may happen in it
         a.run_due()
         b.run_due()  # the poll must not repeat what NOTIFY delivered
         assert got_a == [CHILD] and got_b == [CHILD]
@@ -106,6 +103,7 @@ def test_the_poll_starts_from_what_was_queued_when_the_store_opened(db: str) -> 
         reader.close()
 
 
+@pytest.mark.slow
 def test_the_listener_reconnects_and_the_poll_covers_the_gap(db: str) -> None:
     clock = ManualClock()
     a, b = Gateway.open(db, clock=clock), Gateway.open(db, clock=clock)
@@ -122,7 +120,7 @@ def test_the_listener_reconnects_and_the_poll_covers_the_gap(db: str) -> None:
         assert killed
         assert _wait(lambda: not store_b.listening.is_set(), 5)
         a.inbound(CHILD, "typed while b was not listening", channel="web")
-        time.sleep(0.2)
+        time.sleep(0.2)  # the window a NOTIFY would have arrived in; nothing may (b is not listening)
         assert got == []  # the NOTIFY went nowhere
         b.run_due()  # the engine's timer: the poll finds the waking notice
         assert got == [CHILD]
@@ -210,6 +208,9 @@ def test_gateways_starting_together_migrate_once() -> None:
             with psycopg.connect(url) as conn:
                 assert conn.execute("SELECT version, count(*) FROM schema_migrations GROUP BY version"
                                     " ORDER BY version").fetchall() == [(v, 1) for v in versions]
+                # and the functions, once, after the migrations (their stamp names this version's file)
+                assert conn.execute("SELECT value FROM meta WHERE key = 'functions_sha256'").fetchone() == (
+                    functions_sql()[2],)
         finally:
             for s in stores:
                 s.close()

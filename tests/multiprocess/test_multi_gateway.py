@@ -16,6 +16,7 @@ from sessionwatch import Gateway
 from sessionwatch.notices import notice_text
 from sessionwatch.store.postgres import PostgresStore
 from tests.support import pg
+from tests.support.waiting import wait_until
 
 from .procs import HttpGateway, Recorder, WakeReader
 
@@ -98,6 +99,7 @@ def test_a_turn_through_gateway_a_wakes_gateway_c_and_drains_once_through_b(gate
         reader.close()
 
 
+@pytest.mark.slow
 def test_eight_recording_processes_commit_in_sequence_order(db: str) -> None:
     _watch_all(db)
     per_worker = 60
@@ -135,6 +137,7 @@ def test_eight_recording_processes_commit_in_sequence_order(db: str) -> None:
     _assert_one_notice_per_lagging_pair(db)
 
 
+@pytest.mark.slow
 def test_killing_a_gateway_mid_burst_loses_nothing(db: str) -> None:
     _watch_all(db)
     victim = Recorder(db, 0, 100_000, TARGETS)
@@ -143,9 +146,7 @@ def test_killing_a_gateway_mid_burst_loses_nothing(db: str) -> None:
         assert w.ready.wait(60)  # both open (and swept) before either records
     for w in (victim, survivor):
         w.go()
-    deadline = time.monotonic() + 60
-    while len(victim.committed) < 100 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(victim.committed) >= 100, timeout=60, interval=0.01, what="100 commits by the victim")
     victim.proc.kill()
     victim.proc.wait(10)
     survivor.wait()

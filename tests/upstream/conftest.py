@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from sessionwatch import Gateway, Settings
 from sessionwatch.clock import ManualClock
+from tests.support.ports import listening_socket, port_of
 
 WATCHER = "agent:main:main"
 
@@ -102,47 +101,12 @@ def any_harness(store_url: str, roots: tuple[Path, Path]) -> Iterator[Harness]:
     h.close()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ServerThread:
-    """A uvicorn server for an ASGI app on a free loopback port, in a thread."""
-
-    def __init__(self, app: Any, lifespan: str = "off") -> None:
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan=lifespan))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-
 class HangingServer:
     """Accepts connections and never answers: a node that hangs."""
 
     def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
+        self.sock = listening_socket(backlog=16)
+        self.port = port_of(self.sock)
         self.conns: list[socket.socket] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._accept, daemon=True)

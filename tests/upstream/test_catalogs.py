@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -35,9 +35,9 @@ def test_claude_listing_shows_main_transcripts_newest_first(harness: Harness):
 
 
 def test_codex_listing_reads_ids_from_rollout_names(harness: Harness):
-    a = CodexRollout(harness.codex_root, when=datetime(2027, 1, 10, 9, 30, tzinfo=timezone.utc))
+    a = CodexRollout(harness.codex_root, when=datetime(2027, 1, 10, 9, 30, tzinfo=UTC))
     a.user_legacy("first codex prompt")
-    b = CodexRollout(harness.codex_root, when=datetime(2027, 1, 12, 9, 30, tzinfo=timezone.utc))
+    b = CodexRollout(harness.codex_root, when=datetime(2027, 1, 12, 9, 30, tzinfo=UTC))
     b.user_paginated("paginated", "prompt")
     (harness.codex_root / "sessions" / "2027" / "01" / "12" / "rollout-garbage.jsonl").write_text("{}\n")
     listing = {t["threadId"]: t for t in harness.gw.list_threads("codex")}

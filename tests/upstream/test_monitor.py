@@ -236,7 +236,7 @@ def test_spawn_parent_is_told_too(harness: Harness):
     t = ClaudeTranscript(harness.claude_root)
     harness.gw.put_session("agent:main:boss")
     harness.gw.put_session("agent:main:worker", spawned_by="agent:main:boss")
-    key = harness.adopt("claude", t.session_id, session_key="agent:main:worker")
+    harness.adopt("claude", t.session_id, session_key="agent:main:worker")
     t.prompt("typed")
     harness.tick()
     assert len(harness.notices("agent:main:boss")) == 1 and len(harness.notices()) == 1

@@ -16,8 +16,9 @@ import pytest
 
 from sessionwatch.upstream.catalogs import LocalCatalog
 from sessionwatch.upstream.node_server import create_node_app
+from tests.support.ports import ServerThread, listening_socket, port_of, refusing_port, spawn_serving, url_of
+from tests.support.waiting import wait_http
 
-from .conftest import ServerThread, free_port
 from .writers import ClaudeTranscript
 
 TOKEN = "node-doors-token-0123456789"
@@ -31,24 +32,15 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 class NodeProcess:
     def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None, token: bool = True) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        sock = listening_socket()  # the node serves it (--fd): no port race
+        self.port, self.url = port_of(sock), url_of(sock)
         (root / "claude" / "projects").mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "sessionwatch.upstream.node_server", "--port", str(self.port),
+        cmd = [sys.executable, "-m", "sessionwatch.upstream.node_server",
                "--claude-root", str(root / "claude"), "--codex-root", str(root / "codex"), *args]
         if token:
             cmd += ["--token", TOKEN]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(env))
-        deadline = time.monotonic() + 20
-        while True:
-            assert self.proc.poll() is None, self.proc.stderr.read().decode()  # type: ignore[union-attr]
-            try:
-                if httpx.get(self.url + "/v1/node/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "node did not start"
-            time.sleep(0.05)
+        self.proc = spawn_serving(cmd, sock, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(env))
+        wait_http(self.url + "/v1/node/health", self.proc)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -102,7 +94,8 @@ def test_node_sheds_slow_connections_and_times_them_out(start_node) -> None:
             s = socket.create_connection(("127.0.0.1", node.port), timeout=5)
             s.sendall(b"GET /v1/node/threads HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             socks.append(s)
-        time.sleep(0.3)
+        # Accept is FIFO: once this answers, all 60 slow connections have been accepted (and some shed).
+        assert httpx.get(node.url + "/v1/node/threads", headers=AUTH, timeout=10).status_code == 200
         started = time.perf_counter()
         res = httpx.get(node.url + "/v1/node/threads", headers=AUTH, timeout=5)
         assert res.status_code == 200 and time.perf_counter() - started < 1.0
@@ -116,14 +109,17 @@ def test_node_sheds_slow_connections_and_times_them_out(start_node) -> None:
 
 
 def test_node_token_rules_and_token_file(start_node, tmp_path: Path) -> None:
-    for weak in ("x", " ", "short-token", "has spaces but is long enough"):
-        proc = subprocess.run([sys.executable, "-m", "sessionwatch.upstream.node_server", "--host", "0.0.0.0",
-                               "--port", str(free_port()), "--token", weak],
+    # Refused before binding: the port stays held by this test, so a node that bound anyway would fail
+    # to listen (a different message) rather than serve.
+    with refusing_port() as port:
+        for weak in ("x", " ", "short-token", "has spaces but is long enough"):
+            proc = subprocess.run([sys.executable, "-m", "sessionwatch.upstream.node_server", "--host", "0.0.0.0",
+                                   "--port", str(port), "--token", weak],
+                                  capture_output=True, text=True, timeout=30, env=_env())
+            assert proc.returncode == 2 and "forbidden" in proc.stderr, (weak, proc.stderr)
+        proc = subprocess.run([sys.executable, "-m", "sessionwatch.upstream.node_server", "--port", str(port)],
                               capture_output=True, text=True, timeout=30, env=_env())
-        assert proc.returncode == 2 and "forbidden" in proc.stderr, (weak, proc.stderr)
-    proc = subprocess.run([sys.executable, "-m", "sessionwatch.upstream.node_server", "--port", str(free_port())],
-                          capture_output=True, text=True, timeout=30, env=_env())
-    assert proc.returncode == 2 and "needs a token" in proc.stderr, proc.stderr
+        assert proc.returncode == 2 and "needs a token" in proc.stderr, proc.stderr
     secret = tmp_path / "node-token"
     secret.write_text(TOKEN + "\n")
     node = start_node("--token-file", str(secret), token=False)

@@ -10,11 +10,12 @@ import httpx
 import pytest
 
 from sessionwatch import InvalidArgument, NotFound, Settings
-from sessionwatch.errors import StoreUnavailable, Unauthorized
 from sessionwatch.clock import ManualClock
+from sessionwatch.errors import StoreUnavailable, Unauthorized
 from sessionwatch.upstream.node_server import create_node_app
+from tests.support.ports import ServerThread
 
-from .conftest import Harness, HangingServer, ServerThread
+from .conftest import HangingServer, Harness
 from .writers import ClaudeTranscript, CodexRollout
 
 TOKEN = "node-secret-token"

@@ -18,8 +18,9 @@ import pytest
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 from sessionwatch.http.app import create_app
+from tests.support.ports import ServerThread
 
-from .conftest import WATCHER, Harness, ServerThread
+from .conftest import WATCHER, Harness
 from .writers import ClaudeTranscript
 
 

@@ -12,8 +12,7 @@ import json
 import random
 
 import orjson
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessionwatch.upstream.jsonstream import JsonStream
 from sessionwatch.upstream.normalize import digest_text

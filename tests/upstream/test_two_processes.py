@@ -8,43 +8,32 @@ none for its own prompt coming back through that thread.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
 
-from .conftest import free_port
-from .writers import ClaudeTranscript
+from tests.support.ports import listening_socket, spawn_serving, url_of
 from tests.support.procs import stop
+from tests.support.waiting import wait_http
+
+from .writers import ClaudeTranscript
 
 pytestmark = pytest.mark.slow
 TOKEN = "two-process-token"
 WATCHER = "agent:main:main"
 
 
-def spawn(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def spawn(args: list[str], sock: socket.socket, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """``python ARGS --fd N``: the server serves ``sock``, opened by this test (no port race)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONWATCH_")}
     full_env.update(env)
     with open(log, "ab") as fh:
-        return subprocess.Popen([sys.executable, *args], stdout=fh, stderr=subprocess.STDOUT, env=full_env)
-
-
-def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{url} not ready: {log.read_text()[-2000:]}")
+        return spawn_serving([sys.executable, *args], sock, stdout=fh, stderr=subprocess.STDOUT, env=full_env)
 
 
 @pytest.fixture
@@ -53,18 +42,19 @@ def processes(tmp_path: Path):
     (node_root / "projects").mkdir(parents=True)
     gw_root = tmp_path / "gateway-claude"
     (gw_root / "projects").mkdir(parents=True)
-    node_port, gw_port = free_port(), free_port()
-    node = spawn(["-m", "sessionwatch.upstream.node_server", "--port", str(node_port), "--token", TOKEN,
-                  "--claude-root", str(node_root), "--codex-root", str(tmp_path / "laptop-codex")],
+    node_sock, gw_sock = listening_socket(), listening_socket()
+    node_url, gw_url = url_of(node_sock), url_of(gw_sock)
+    node = spawn(["-m", "sessionwatch.upstream.node_server", "--token", TOKEN,
+                  "--claude-root", str(node_root), "--codex-root", str(tmp_path / "laptop-codex")], node_sock,
                  tmp_path / "node.log", {})
-    gw = spawn(["-m", "sessionwatch.http", "--port", str(gw_port), "--store", f"sqlite:///{tmp_path}/gw.db",
-                "--no-monitor", "--log-level", "warning"], tmp_path / "gw.log",
+    gw = spawn(["-m", "sessionwatch.http", "--store", f"sqlite:///{tmp_path}/gw.db",
+                "--no-monitor", "--log-level", "warning"], gw_sock, tmp_path / "gw.log",
                {"CLAUDE_CONFIG_DIR": str(gw_root), "CODEX_HOME": str(tmp_path / "gateway-codex"),
                 "SESSIONWATCH_ACCESS_LOG": "0"})
     try:
-        wait_http(f"http://127.0.0.1:{node_port}/v1/node/health", node, tmp_path / "node.log")
-        wait_http(f"http://127.0.0.1:{gw_port}/v1/health", gw, tmp_path / "gw.log")
-        yield f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{node_port}", node_root, node
+        wait_http(f"{node_url}/v1/node/health", node, log=tmp_path / "node.log")
+        wait_http(f"{gw_url}/v1/health", gw, log=tmp_path / "gw.log")
+        yield gw_url, node_url, node_root, node
     finally:
         for p in (gw, node):
             stop(p)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-BASE_TIME = datetime(2027, 1, 15, 7, 0, 0, tzinfo=timezone.utc)
+BASE_TIME = datetime(2027, 1, 15, 7, 0, 0, tzinfo=UTC)
 
 
 def js_line(entry: dict[str, Any]) -> bytes:

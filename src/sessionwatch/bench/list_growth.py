@@ -17,8 +17,9 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
+from itertools import pairwise
 from typing import Any
 
 from .. import Gateway
@@ -56,10 +57,9 @@ def bulk_sessions(gw: Gateway, rows: list[tuple[str, str, str, str, int, int]]) 
         return
 
     def work(conn: Any) -> None:
-        with conn.transaction(), conn.cursor() as cur:
-            with cur.copy(f"COPY sessions ({_COLS}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
+        with conn.transaction(), conn.cursor() as cur, cur.copy(f"COPY sessions ({_COLS}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
         conn.execute("ANALYZE sessions")
 
     store._run(work)
@@ -137,7 +137,7 @@ def list_growth(store: Callable[[str], AbstractContextManager[str]], emit: Emit,
             bulk_sessions(gw, session_rows(n))
             figures[n] = measure_list(gw, reps)
             emit("sessions_list", sessions=n, **figures[n])
-    for small, big in zip(sizes, sizes[1:]):
+    for small, big in pairwise(sizes):
         tens = math.log10(big / small)  # growth is reported per 10x of sessions
         emit("sessions_list_growth", sessions=f"{small}->{big}",
              **{op: round((figures[big][op] / figures[small][op]) ** (1 / tens), 2) for op in figures[small]
@@ -163,11 +163,11 @@ def index_write_cost(url: str, emit: Emit, n: int = 10_000, writes: int = 300) -
             i = next(counter) % n
             gw.set_goal(f"agent:a{i % AGENTS}:s{i}", "create", objective="bench")
 
+        drop = "; ".join(f"DROP INDEX {name}" for name in INDEXES)
         for label in ("with_indexes", "without_indexes"):
             out[f"put_new_{label}_us"] = _median_us(create, writes)
             out[f"set_goal_{label}_us"] = _median_us(update, writes)
             if label == "with_indexes":
-                drop = "; ".join(f"DROP INDEX {name}" for name in INDEXES)
                 if hasattr(store, "_tx"):
                     with store._tx() as conn:
                         for name in INDEXES:
@@ -189,14 +189,14 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     tmp = tempfile.gettempdir()
 
-    def store(label: str) -> Iterator[str]:
-        return _store(a.store, tmp, label)  # type: ignore[return-value]
+    def store(label: str) -> AbstractContextManager[str]:
+        return _store(a.store, tmp, label)
 
     with store("verify-api") as api_url, store("verify-bulk") as bulk_url:
         verify_bulk(api_url, bulk_url)
     _emit("bulk_verified", rows=300)
     sizes = (100, 1_000, 10_000) if a.quick else (1_000, 10_000, 100_000)
-    list_growth(store, _emit, sizes)  # type: ignore[arg-type]
+    list_growth(store, _emit, sizes)
     with store("write-cost") as url:
         index_write_cost(url, _emit, n=sizes[1])
 

@@ -7,11 +7,12 @@ import random
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import Gateway
-from ..store.records import EventInput
+from ..clock import system_clock
+from ..store.records import EventInput, EventRecord, PruneResult
 from ..store.sqlite import PRAGMAS, SQLiteStore
 
 AGENT = "main"
@@ -23,7 +24,8 @@ def key(name: str) -> str:
 
 
 def event(target: str, i: int) -> EventInput:
-    return EventInput(target, AGENT, "human_direct_message", "human", f"bench event {i}", None, payload={"i": i})
+    now = system_clock()  # the bench's gateways run on the system clock
+    return EventInput(target, AGENT, "human_direct_message", "human", f"bench event {i}", now, payload={"i": i})
 
 
 def pct(lat: list[float]) -> dict[str, float]:
@@ -69,7 +71,7 @@ def row_count(gw: Gateway) -> int:
     return sum(1 for _ in _all_events(gw))
 
 
-def _all_events(gw: Gateway):  # type: ignore[no-untyped-def]
+def _all_events(gw: Gateway) -> Iterator[EventRecord]:
     after = 0
     while True:
         page = gw.store.events_after(after, 1000)
@@ -208,7 +210,7 @@ def sweep_setup(url: str, args: dict[str, Any], emit: Emit) -> None:
         gw.store._conn.execute("UPDATE queue_heads SET drained = appended")
         gw.store._conn.execute("DELETE FROM system_events")
     else:
-        with gw.store._pool.connection() as conn:  # type: ignore[attr-defined]
+        with gw.store._pool.connection() as conn:
             conn.execute("UPDATE queue_heads SET drained = appended")  # same queue model as SQLite
             conn.execute("DELETE FROM system_events")
     emit("sweep_setup", meta=True, pending_cursors=pending_cursors(gw), targets=tn, watchers=p)
@@ -243,7 +245,7 @@ def prune(url: str, args: dict[str, Any], emit: Emit) -> None:
     before = row_count(gw)
     settings = gw.settings
 
-    def prune_once():  # type: ignore[no-untyped-def]
+    def prune_once() -> PruneResult:
         return gw.store.prune(gw.clock(), settings.retention_ms, settings.max_events, force=True,
                               interval_ms=settings.prune_interval_ms)
 

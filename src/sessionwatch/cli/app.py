@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from .. import __version__
 from ..errors import SessionwatchError
 from . import exitcodes
 from .backend import Backend
@@ -193,7 +194,7 @@ def _check_gateway(ctx: click.Context, _param: click.Parameter, value: str | Non
 @click.option("--json", "json_flag", is_flag=True, help="Print machine-readable JSON (also per command).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning",
               show_default=True, help="Log level (logs always go to stderr).")
-@click.version_option(package_name="sessionwatch", prog_name="sessionwatch")
+@click.version_option(__version__, prog_name="sessionwatch")  # the one version, not stale install metadata
 @click.pass_context
 def cli(ctx: click.Context, store: str | None, gateway: str | None, token: str | None, json_flag: bool,
         log_level: str) -> None:

@@ -67,7 +67,7 @@ class Backend:
     def close(self) -> None:
         try:
             self.target.close()
-        except Exception:  # closing is best-effort at exit
+        except Exception:  # noqa: BLE001 - closing is best-effort at exit
             pass
 
     def __getattr__(self, name: str) -> Any:

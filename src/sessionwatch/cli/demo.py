@@ -62,7 +62,7 @@ def local_gateway(startup_timeout: float = 30.0) -> Iterator[tuple[str, str]]:
                     try:
                         if probe.health().get("status") == "ok":
                             break
-                    except Exception:  # not listening yet
+                    except Exception:  # noqa: BLE001 - not listening yet
                         pass
                     if time.monotonic() > deadline:
                         raise StoreUnavailable("the demo gateway did not become healthy in time")
@@ -145,7 +145,9 @@ def run_scenario(client: Any, say: Narrator) -> None:
              "\n".join(f"  #{e['sequence']} {e['kind']} by {e['actorType']}: {e['summary']}" for e in events),
              events=events)
 
-    sent = client.call_tool("sessions_send", {"sessionKey": child, "message": "Understood: Q4 numbers. Carry on.", "watch": True}, caller=manager)
+    sent = client.call_tool("sessions_send",
+                            {"sessionKey": child, "message": "Understood: Q4 numbers. Carry on.", "watch": True},
+                            caller=manager)
     _check(sent.get("status") == "accepted", f"sessions_send failed: {sent}")
     after = client.peek_system_events(manager)
     _check(after == [], f"the manager's own message must not raise a notice, found {after}")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+
 import click
 
-from ..http.server_options import click_options
+from ..serving.options import click_options
 from .app import State, cli, command, pass_state
-from .output import emit
 
 
 @command(cli, "serve")
@@ -24,7 +25,7 @@ from .output import emit
 def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve_token: str | None, log_level: str,
               no_monitor: bool, token_file: str | None, allowed_host: tuple[str, ...],
               allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-              max_connections: int) -> None:
+              max_connections: int, fd: int | None) -> None:
     """Run the HTTP gateway (blocking) on a local store.
 
     Listening beyond loopback needs --token (exit 4 otherwise).
@@ -38,11 +39,11 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
       sessionwatch serve --store postgresql://postgres@127.0.0.1:5432/sessionwatch
     """
     from ..http.server import serve
-    from ..http.server_options import limits_of
+    from ..serving.options import limits_of
 
     serve(serve_store or state.store, host=host, port=port, token=serve_token, log_level=log_level,
           monitor=not no_monitor, token_file=token_file, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
-          limits=limits_of(header_timeout, body_timeout, max_connections))
+          limits=limits_of(header_timeout, body_timeout, max_connections), fd=fd)
 
 
 @command(cli, "mcp")
@@ -65,7 +66,7 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
 def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str, host: str, port: int, path: str,
             http_token: str | None, token_file: str | None, allowed_host: tuple[str, ...],
             allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-            max_connections: int, notice_poll: float) -> None:
+            max_connections: int, fd: int | None, notice_poll: float) -> None:
     """Serve the six sessionwatch tools over MCP, bound to caller session KEY.
 
     Pending notices for KEY ride along in every tool result (as 'System: ...' lines
@@ -83,13 +84,18 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
       sessionwatch mcp --session agent:main:main --transport http --port 7879
       claude mcp add sessionwatch -- sessionwatch mcp --session agent:main:main
     """
-    from ..http.exposure import check_exposure, resolve_token
-    from ..http.origin import RequestPolicy
-    from ..http.server_options import limits_of
     from ..mcpserver import SessionBinding, build_server, run_http, run_stdio
+    from ..serving.exposure import check_exposure, resolve_token
+    from ..serving.options import limits_of
+    from ..serving.origin import RequestPolicy
 
     policy = limits = None
+    sock: socket.socket | None = None  # --fd: the inherited listening socket
     if transport == "http":  # refuse a weak or missing token before opening anything
+        if fd is not None:
+            from ..serving.exposure import adopt_socket
+
+            sock, host = adopt_socket(fd, host)
         http_token = resolve_token(http_token, token_file, env_token="SESSIONWATCH_MCP_TOKEN",
                                    env_file="SESSIONWATCH_MCP_TOKEN_FILE")
         check_exposure(host, http_token, what="the MCP transport", option="--http-token or --http-token-file")
@@ -112,7 +118,7 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
         store = getattr(local, "store", None)
         run_http(server, host=host, port=port, token=http_token, path=path, policy=policy, limits=limits,
                  store=(lambda: store) if store is not None else None,
-                 bound_agent=agent_of(session_key) or agent_id)
+                 bound_agent=agent_of(session_key) or agent_id, sock=sock)
 
 
 @command(cli, "node")
@@ -128,7 +134,7 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
 def node_cmd(state: State, host: str, port: int, node_token: str | None, claude_root: str | None,
              codex_root: str | None, token_file: str | None, allowed_host: tuple[str, ...],
              allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-             max_connections: int) -> None:
+             max_connections: int, fd: int | None) -> None:
     """Serve this machine's Claude Code and Codex transcripts to a gateway (blocking).
 
     Pair it from the gateway side with: sessionwatch pair NODE_ID http://HOST:PORT --token TOKEN
@@ -138,10 +144,9 @@ def node_cmd(state: State, host: str, port: int, node_token: str | None, claude_
       sessionwatch node --token "$(sessionwatch token)"
       sessionwatch node --host 0.0.0.0 --port 8765 --token-file ~/.node-token --claude-root ~/.claude
     """
-    from ..http.server_options import limits_of
-    from ..upstream.node_server import node_token as resolve_node_token
-    from ..upstream.node_server import serve_node
+    from ..serving.options import limits_of
+    from ..upstream.node_server import node_token as resolve_node_token, serve_node
 
     serve_node(host, port, resolve_node_token(node_token, token_file), claude_root=claude_root,
                codex_root=codex_root, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
-               limits=limits_of(header_timeout, body_timeout, max_connections))
+               limits=limits_of(header_timeout, body_timeout, max_connections), fd=fd)

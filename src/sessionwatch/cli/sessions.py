@@ -95,8 +95,8 @@ def status_cmd(state: State, key: str, since: int | None, caller: str | None, ag
     out = state.backend(read_only=True).tool("session_status", args, caller=caller or key, agent_id=agent_id)
 
     def human(c: Console) -> None:
-        info = {k: out[k] for k in ("sessionKey", "agentId", "sessionId", "kind", "stateVersion", "spawnedBy",
-                                    "activeRunId", "goal") if k in out}
+        shown = ("sessionKey", "agentId", "sessionId", "kind", "stateVersion", "spawnedBy", "activeRunId", "goal")
+        info: dict[str, Any] = {k: out[k] for k in shown if k in out}
         c.print(kv_table(f"Session {out['sessionKey']}", info))
         changes = out.get("stateChanges")
         if changes is None:

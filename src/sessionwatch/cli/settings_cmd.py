@@ -39,7 +39,8 @@ def settings_group() -> None:
 
 def _open_store(state: State) -> Any:
     if state.gateway:
-        raise InvalidArgument("the data settings live with the store: run 'settings' with a local --store, not --gateway")
+        raise InvalidArgument("the data settings live with the store: "
+                              "run 'settings' with a local --store, not --gateway")
     from ..engine import default_store_url
     from ..store import open_store
 
@@ -146,12 +147,12 @@ def set_cmd(state: State, queue_cap: int | None, retention_days: int | None, ret
     finally:
         store.close()
     rows = {n: {"old": old.get(n), "new": new.get(n)} for n in DATA_SETTINGS}
-    out = {"store": state.store, "settings": rows, "changed": sorted(n for n in changes if old.get(n) != new.get(n)),
-           "note": REFRESH_NOTE}
+    changed = sorted(n for n in changes if old.get(n) != new.get(n))
+    out = {"store": state.store, "settings": rows, "changed": changed, "note": REFRESH_NOTE}
 
     def human(c: Console) -> None:
         c.print(table("Data settings", ["setting", "old", "new", ""],
-                      [[n, _shown(n, r["old"]), _shown(n, r["new"]), "changed" if n in out["changed"] else ""]
+                      [[n, _shown(n, r["old"]), _shown(n, r["new"]), "changed" if n in changed else ""]
                        for n, r in rows.items()]))
         c.print(REFRESH_NOTE, markup=False)
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import click
+from rich.console import Console
 
 from ..errors import InvalidArgument
 from ..store.base import Store
@@ -87,10 +88,12 @@ def token_create(state: State, agents: tuple[str, ...], admin: bool, name: str |
     with _store(state) as store:
         text, row = create_token(store, agents=agents, admin=admin, name=name)
     scope = "admin" if row.admin else "agents " + ", ".join(row.agents)
-    emit(state.json, {**row.to_json(), "token": text},
-         lambda c: (c.print(text, markup=False),
-                    c.print(f"token {row.token_id} ({scope}); shown once, store it now", markup=False,
-                            style="dim")))
+
+    def human(c: Console) -> None:
+        c.print(text, markup=False)
+        c.print(f"token {row.token_id} ({scope}); shown once, store it now", markup=False, style="dim")
+
+    emit(state.json, {**row.to_json(), "token": text}, human)
 
 
 @command(token_group, "list")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import Any
 
 from ..errors import Conflict, StoreUnavailable
 from ..settings import DATA_SETTINGS, Settings, data_values, explicit_data
@@ -35,7 +36,7 @@ def resolve(store: Store, settings: Settings, now: int, *, read_only: bool = Fal
     if missing and not read_only:
         try:
             stored = store.init_data_settings(missing, now)
-        except Exception as exc:  # an unwritable store still opens (health says it is not ready)
+        except Exception as exc:  # noqa: BLE001 - an unwritable store still opens (health says it is not ready)
             log.warning("could not store the data settings (%s: %s); using %s for now",
                         exc.__class__.__name__, exc, missing)
     conflicts = []
@@ -49,4 +50,5 @@ def resolve(store: Store, settings: Settings, now: int, *, read_only: bool = Fal
                              f"stored value with `sessionwatch settings set {flag} {value}`, or {drop}")
     if conflicts:
         raise Conflict("the store's data settings are shared by every process: " + "; ".join(conflicts))
-    return dataclasses.replace(settings, **{n: stored.get(n, v) for n, v in wanted.items()})
+    resolved: dict[str, Any] = {n: stored.get(n, v) for n, v in wanted.items()}  # field name -> value
+    return dataclasses.replace(settings, **resolved)

@@ -13,27 +13,46 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .. import kinds as K
-from .. import validation as v
+from .. import kinds, validation
 from ..clock import Clock, system_clock
 from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable
-from ..keys import (check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key, parse_key,
-                    SESSION_KINDS)
+from ..keys import SESSION_KINDS, check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key, parse_key
 from ..listing import ListPosition, SessionPage, decode_cursor, encode_cursor
-from ..notices import (CONTEXT_PREFIX, context_key_for, format_line, notice_template, parse_notice,
-                       target_from_context_key)
+from ..notices import (
+    CONTEXT_PREFIX,
+    context_key_for,
+    format_line,
+    notice_template,
+    parse_notice,
+    target_from_context_key,
+)
 from ..settings import Settings
 from ..store import default_sqlite_path, open_store
 from ..store.base import Store
-from ..store.records import (ChangesPage, EMPTY_PAGE, EventInput, EventRecord, LogBounds, MessageRow, PruneResult, QueueEntry,
-                             RecordOutcome, SessionRow)
+from ..store.records import (
+    ChangesPage,
+    EventInput,
+    EventRecord,
+    LogBounds,
+    MessageRow,
+    PruneResult,
+    QueueEntry,
+    RecordOutcome,
+    SessionRow,
+    WakeRequest,
+)
 from ..types import QueueEntry as QueueEntryJSON
 from . import data_settings
 from .drops import DropCounter
 from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
 from .wakes import Subscription, Wake, WakeCallback, WakeHub
+
+if TYPE_CHECKING:  # imported on first use at run time (see Gateway.upstream)
+    from ..upstream.service import UpstreamService
+
+T = TypeVar("T")
 
 log = logging.getLogger("sessionwatch.engine")
 
@@ -64,10 +83,10 @@ def _actor(value: object) -> tuple[str, str | None]:
         return "system", None
     if not isinstance(value, Mapping):
         raise InvalidArgument("actor must be an object {type, id}")
-    kind = v.one_of(value.get("type"), "actor.type", ("human", "agent", "system"))
+    kind = validation.one_of(value.get("type"), "actor.type", ("human", "agent", "system"))
     actor_id = value.get("id")
     if actor_id is not None:
-        actor_id = v.name(actor_id, "actor.id") if kind != "agent" else parse_key(actor_id, "actor.id").raw
+        actor_id = validation.name(actor_id, "actor.id") if kind != "agent" else parse_key(actor_id, "actor.id").raw
     return kind, actor_id
 
 
@@ -110,7 +129,7 @@ class Gateway:
         self.wakes = WakeHub(self.clock, self.settings.wake_coalesce_ms, self._still_pending,
                              on_schedule=self._timer_event.set)
         self._render = notice_template
-        self._upstream: Any = None
+        self._upstream: UpstreamService | None = None
         self.swept = 0
         self.swept_at: int | None = None  # when this process's restart sweep last ran (the dashboard shows it)
         if sweep and not read_only:
@@ -185,7 +204,8 @@ class Gateway:
                     task.run_due(now)
                 except Exception:
                     log.exception("periodic task failed")
-        for req in self._safe(lambda: self.store.poll_wakes(self.wakes.watchers()), []):
+        polled: list[WakeRequest] = self._safe(lambda: self.store.poll_wakes(self.wakes.watchers()), [])
+        for req in polled:
             self.wakes.request([req])
         if now - self._settings_checked_at >= SETTINGS_REFRESH_MS:
             self._refresh_data_settings(now)
@@ -193,8 +213,9 @@ class Gateway:
     def _refresh_data_settings(self, now: int) -> None:
         """Adopt values changed by `sessionwatch settings set` while this process runs."""
         self._settings_checked_at = now
-        stored = self._safe(self.store.data_settings, {})
-        changes = {n: v for n, v in stored.items() if getattr(self.settings, n, v) != v}
+        stored: dict[str, int] = self._safe(self.store.data_settings, {})
+        # field name -> value, for dataclasses.replace (every data setting is an int field)
+        changes: dict[str, Any] = {n: v for n, v in stored.items() if getattr(self.settings, n, v) != v}
         if not changes:
             return
         log.warning("the store's data settings changed: %s", changes)
@@ -216,7 +237,7 @@ class Gateway:
                 log.exception("timer tick failed")
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _host_read(self, fn: Callable[[], Any], what: str) -> Any:
+    def _host_read(self, fn: Callable[[], T], what: str) -> T:
         """A host read that failed is an error (``unavailable``), never an empty success."""
         try:
             return fn()
@@ -231,7 +252,7 @@ class Gateway:
         """Recordings the store refused since this process started: ``{total, byCause}``."""
         return self.drops.to_json()
 
-    def _safe(self, fn: Callable[[], Any], default: Any) -> Any:
+    def _safe(self, fn: Callable[[], T], default: T) -> T:
         """Internal reads (wake bookkeeping) degrade to a default; host reads use ``_host_read``."""
         try:
             return fn()
@@ -342,18 +363,18 @@ class Gateway:
                     label: object = None, created_by: object = None) -> dict[str, Any]:
         skey, agent = self.resolve(key, agent_id)
         if kind is not None:
-            kind = v.one_of(kind, "kind", SESSION_KINDS)
+            kind = validation.one_of(kind, "kind", SESSION_KINDS)
         if spawned_by is not None:
             spawned_by = parse_key(spawned_by, "spawnedBy").raw
-        label = v.optional_name(label, "label")
+        label = validation.optional_name(label, "label")
         creator = _actor(created_by) if created_by is not None else None
         now = self.clock()
         row, created = self.store.put_session(SessionRow(
             session_key=skey, agent_id=agent, session_id=uuid.uuid4().hex, kind=kind or infer_kind(parse_key(skey)),
             created_at=now, updated_at=now, spawned_by=spawned_by, label=label))
         if created and creator is not None:
-            self.record(EventInput(skey, agent, K.CREATED, creator[0], K.CREATED_SUMMARY, now, actor_id=creator[1],
-                                   session_id=row.session_id,
+            self.record(EventInput(skey, agent, kinds.CREATED, creator[0], kinds.CREATED_SUMMARY, now,
+                                   actor_id=creator[1], session_id=row.session_id,
                                    dedupe_key=f"created:{agent}:{skey}:{row.session_id}"))
         out = row.to_json()
         out["created"] = created
@@ -393,7 +414,8 @@ class Gateway:
     def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
         new_id = uuid.uuid4().hex
-        self.store.reset_session(row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX, self.settings.queue_cap)
+        self.store.reset_session(row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX,
+                                 self.settings.queue_cap)
         return self.get_session(row.session_key, row.agent_id)
 
     def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
@@ -409,17 +431,16 @@ class Gateway:
         """A turn arriving in a session. A person's turn records ``human_direct_message`` when the
         session has a spawn parent or a watcher; a group turn first registers main's ambient watch."""
         row = self.session(key, agent_id)
-        body = v.text(text, "text")
-        chan = v.channel(channel)  # blank -> None, summarized "via unknown"
+        body = validation.text(text, "text")
+        chan = validation.channel(channel)  # blank -> None, summarized "via unknown"
         if provenance is not None:
-            provenance = v.one_of(provenance, "provenance", PROVENANCES)
+            provenance = validation.one_of(provenance, "provenance", PROVENANCES)
         source = parse_key(source_session_key, "sourceSessionKey").raw if source_session_key is not None else None
-        human = v.optional_name(human_id, "humanId")
-        lane = v.optional_name(lane, "lane")
-        run = v.optional_name(run_id, "runId")
-        dedupe = v.optional_name(dedupe_key, "dedupeKey")
-        if occurred_at is not None:
-            v.number(occurred_at, "occurredAt", minimum=-math.inf)
+        human = validation.optional_name(human_id, "humanId")
+        lane = validation.optional_name(lane, "lane")
+        run = validation.optional_name(run_id, "runId")
+        dedupe = validation.optional_name(dedupe_key, "dedupeKey")
+        claimed = None if occurred_at is None else validation.number(occurred_at, "occurredAt", minimum=-math.inf)
         # Actor classification (reference §2.5): only a person's turn can become human_direct_message.
         if provenance == "inter_session":
             actor_type = "agent"
@@ -444,8 +465,8 @@ class Gateway:
                 if main != row.session_key and self.store.get_session(main, row.agent_id) is not None:
                     self._register(main, row.session_key, row.agent_id, "ambient-group")
             outcome = self.record(EventInput(
-                row.session_key, row.agent_id, K.HUMAN_DIRECT_MESSAGE, "human", K.human_message_summary(chan),
-                occurred_at if occurred_at is not None else self.clock(), actor_id=human, session_id=row.session_id,
+                row.session_key, row.agent_id, kinds.HUMAN_DIRECT_MESSAGE, "human", kinds.human_message_summary(chan),
+                self._clamp(claimed, self.clock()), actor_id=human, session_id=row.session_id,
                 run_id=run, dedupe_key=dedupe, watchers=(row.spawned_by,) if row.spawned_by else (),
                 only_if_watched=not row.spawned_by))
             event = outcome.event if outcome else None
@@ -455,14 +476,14 @@ class Gateway:
     def set_goal(self, key: object, action: object, *, objective: object = None, status: object = None,
                  actor: object = None, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
-        action = v.one_of(action, "action", K.GOAL_ACTIONS)
+        action = validation.one_of(action, "action", kinds.GOAL_ACTIONS)
         actor_type, actor_id = _actor(actor)
         goal = dict(row.goal or {})
         if action in ("create", "edit"):
-            goal["objective"] = v.text(objective, "objective", max_bytes=64 * 1024)
+            goal["objective"] = validation.text(objective, "objective", max_bytes=64 * 1024)
             goal.setdefault("status", "active")
         elif action == "status":
-            goal["status"] = v.name(status, "status")
+            goal["status"] = validation.name(status, "status")
         else:
             goal = {}
         if action in ("edit", "status") and not row.goal:
@@ -470,28 +491,28 @@ class Gateway:
         now = self.clock()
         self.store.update_session(row.session_key, row.agent_id, now, goal=goal or None)
         outcome = self.record(EventInput(
-            row.session_key, row.agent_id, K.GOAL_CHANGED, actor_type,
-            K.goal_summary(action, goal.get("status")), now, actor_id=actor_id, session_id=row.session_id,
+            row.session_key, row.agent_id, kinds.GOAL_CHANGED, actor_type,
+            kinds.goal_summary(action, goal.get("status")), now, actor_id=actor_id, session_id=row.session_id,
             watchers=(row.spawned_by,) if row.spawned_by else ()))
         return {"recorded": bool(outcome and outcome.event), "goal": goal or None,
                 "event": outcome.event.to_json() if outcome and outcome.event else None}
 
     def begin_run(self, key: object, run_id: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
-        run = v.name(run_id, "runId")
+        run = validation.name(run_id, "runId")
         self.store.update_session(row.session_key, row.agent_id, self.clock(), active_run_id=run)
         return {"sessionKey": row.session_key, "activeRunId": run}
 
     def end_run(self, key: object, run_id: object, status: object, *, agent_id: object = None) -> dict[str, Any]:
         """End a run: ``run_completed`` (ok) or ``run_failed`` {outcome}; the first outcome per run wins."""
         row = self.session(key, agent_id)
-        run = v.name(run_id, "runId")
-        status = v.one_of(status, "status", K.RUN_STATUSES)
+        run = validation.name(run_id, "runId")
+        status = validation.one_of(status, "status", kinds.RUN_STATUSES)
         now = self.clock()
         was_active = self.store.end_run(row.session_key, row.agent_id, run, now)
-        kind = K.RUN_COMPLETED if status == "ok" else K.RUN_FAILED
+        kind = kinds.RUN_COMPLETED if status == "ok" else kinds.RUN_FAILED
         outcome = self.record(EventInput(
-            row.session_key, row.agent_id, kind, "system", K.run_end_summary(status), now,
+            row.session_key, row.agent_id, kind, "system", kinds.run_end_summary(status), now,
             session_id=row.session_id, run_id=run, dedupe_key=f"run-terminal:{run}",
             payload=None if status == "ok" else {"outcome": status},
             watchers=(row.spawned_by,) if row.spawned_by else ()))
@@ -500,9 +521,10 @@ class Gateway:
 
     def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
-        op = v.name(operation_id, "operationId")
-        outcome = self.record(EventInput(row.session_key, row.agent_id, K.COMPACTED, "system", K.COMPACTED_SUMMARY,
-                                         self.clock(), session_id=row.session_id, dedupe_key=f"compacted:{op}"))
+        op = validation.name(operation_id, "operationId")
+        outcome = self.record(EventInput(row.session_key, row.agent_id, kinds.COMPACTED, "system",
+                                         kinds.COMPACTED_SUMMARY, self.clock(), session_id=row.session_id,
+                                         dedupe_key=f"compacted:{op}"))
         return {"recorded": bool(outcome and outcome.inserted),
                 "event": outcome.event.to_json() if outcome and outcome.event else None}
 
@@ -511,8 +533,8 @@ class Gateway:
                        imported: bool = False) -> dict[str, Any]:
         """Append to a session's transcript (an assistant reply answers a waiting ``sessions_send``)."""
         row = self.session(key, agent_id)
-        role = v.one_of(role, "role", ROLES)
-        body = v.text(text, "text", allow_empty=True)
+        role = validation.one_of(role, "role", ROLES)
+        body = validation.text(text, "text", allow_empty=True)
         msg = self.store.append_message(MessageRow(0, row.session_key, row.agent_id, role, body, self.clock(),
                                                    imported=bool(imported)))
         self._notify_messages()
@@ -580,10 +602,10 @@ class Gateway:
     def enqueue_system_event(self, key: object, text: object, *, context_key: object = None,
                              agent_id: object = None) -> dict[str, Any]:
         skey, _ = self.resolve(key, agent_id)
-        body = v.text(text, "text")
+        body = validation.text(text, "text")
         ctx = None
         if context_key is not None:
-            ctx = v.text(context_key, "contextKey", max_bytes=MAX_CONTEXT_KEY).lower()
+            ctx = validation.text(context_key, "contextKey", max_bytes=MAX_CONTEXT_KEY).lower()
         entry = self.store.enqueue(skey, body, ctx, self.clock(), self.settings.queue_cap,
                                    notice=parse_notice(body, ctx))
         return {"queued": entry is not None, "entry": entry_json(entry) if entry else None}
@@ -611,7 +633,7 @@ class Gateway:
         acknowledges the session-state ones as a drain does. Returns ``{acknowledged: n}``; ids that are
         gone already (acknowledged, replaced, evicted) are skipped, so a repeated ack changes nothing."""
         skey, _ = self.resolve(key, agent_id)
-        wanted = v.id_list(ids, "ids")
+        wanted = validation.id_list(ids, "ids")
         if not wanted:
             return {"acknowledged": 0}
         entries, wakes = self.store.acknowledge_entries(skey, wanted, target_from_context_key, self._render,
@@ -674,7 +696,7 @@ class Gateway:
     def changes_since(self, key: object, after: object, *, agent_id: object = None,
                       limit: int | None = None) -> ChangesPage:
         skey, agent = self.resolve(key, agent_id)
-        after = v.sequence(after, "changesSince")
+        after = validation.sequence(after, "changesSince")
         page = self.settings.changes_page_size
         lim = page if limit is None else max(1, min(page, int(limit)))
         return self._host_read(lambda: self.store.changes_since(skey, agent, after, lim), "reading changes")
@@ -683,8 +705,8 @@ class Gateway:
                      agents: frozenset[str] | None = None) -> list[dict[str, Any]]:
         """The whole signal log after a sequence (every session), full payloads: for tailing.
         ``agents`` given: only those agents' events (a scoped token's view)."""
-        a = v.sequence(after, "after")
-        n = v.integer(limit, "limit", minimum=1, maximum=1000)
+        a = validation.sequence(after, "after")
+        n = validation.integer(limit, "limit", minimum=1, maximum=1000)
         if agents is None:
             return [e.to_json() for e in self._host_read(lambda: self.store.events_after(a, n), "reading the log")]
         return [e.to_json() for e in self._host_read(lambda: self.store.events_after(a, n, sorted(agents)),
@@ -725,7 +747,7 @@ class Gateway:
         try:
             self.store.probe_write(self.clock())
             out["writable"] = True
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure is an answer: not writable, and why
             out["message"] = f"the store does not accept writes: {exc.__class__.__name__}: {exc}"[:400]
         if out["writable"] and not self.sweep_ran and not self.read_only:
             self._restart_sweep()
@@ -753,7 +775,7 @@ class Gateway:
 
     # -- upstream monitoring (sessionwatch.upstream; imported on first use) -----------------------
     @property
-    def upstream(self) -> Any:
+    def upstream(self) -> UpstreamService:
         """The upstream service: catalogs, adoption links and the monitor."""
         if self._upstream is None:
             from ..upstream.service import UpstreamService

@@ -9,15 +9,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import kinds as K
-from .. import validation as v
+from .. import kinds, validation
 from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
 from ..listing import MAX_CURSOR_LENGTH
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EMPTY_PAGE, EventInput, MessageRow, SessionRow
-from ..types import HistoryResult, ListResult, ListedSession, SendResult, SpawnResult, StatusResult, UnwatchResult
+from ..types import HistoryResult, ListedSession, ListResult, SendResult, SpawnResult, StatusResult, UnwatchResult
 from .schemas import TOOL_RESULTS, result_or_error
 
 if TYPE_CHECKING:
@@ -125,9 +124,9 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
     if args.get("label") is not None and args.get("sessionKey") is not None:
         raise InvalidArgument("sessions_spawn takes label or sessionKey, not both")
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else caller.agent_id
-    label = v.optional_name(args.get("label"), "label")
-    task = v.text(args["task"], "task") if args.get("task") is not None else None
-    run_id = v.name(args["runId"], "runId") if args.get("runId") is not None else uuid.uuid4().hex
+    label = validation.optional_name(args.get("label"), "label")
+    task = validation.text(args["task"], "task") if args.get("task") is not None else None
+    run_id = validation.name(args["runId"], "runId") if args.get("runId") is not None else uuid.uuid4().hex
     if args.get("sessionKey") is not None:
         child = parse_key(args["sessionKey"], "sessionKey")
         if not child.qualified:
@@ -148,12 +147,12 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
     if existing is None:
         row, _ = gw.store.put_session(SessionRow(child.raw, agent, uuid.uuid4().hex, "subagent", now, now,
                                                  spawned_by=caller.key, label=label))
-        gw.record(EventInput(child.raw, agent, K.CREATED, "agent", K.CREATED_SUMMARY, now, actor_id=caller.key,
+        gw.record(EventInput(child.raw, agent, kinds.CREATED, "agent", kinds.CREATED_SUMMARY, now, actor_id=caller.key,
                              session_id=row.session_id, dedupe_key=f"created:{agent}:{child.raw}:{row.session_id}"))
     else:
         row = existing
     if row.active_run_id != run_id:
-        spawned = gw.record(EventInput(child.raw, agent, K.CHILD_SPAWNED, "agent", K.CHILD_SPAWNED_SUMMARY, now,
+        spawned = gw.record(EventInput(child.raw, agent, kinds.CHILD_SPAWNED, "agent", kinds.CHILD_SPAWNED_SUMMARY, now,
                                        actor_id=caller.key, session_id=row.session_id, run_id=run_id,
                                        dedupe_key=f"child-spawned:{run_id}", watchers=(caller.key,)))
         # this child's own earlier run (ended since) is a no-op, not a restart of that run
@@ -167,18 +166,19 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
                                                    channel="subagent"))
     notes: list[str] = []
     version = _degraded(notes, "the stateVersion", lambda: gw.state_version(child.raw, agent), 0)
-    return _flag({"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id, "stateVersion": version,
-                  "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}, notes)
+    return cast(SpawnResult, _flag({"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id,
+                                    "stateVersion": version,
+                                    "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}, notes))
 
 
 # -- sessions_send -------------------------------------------------------------------------------
 def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SendResult:
     target = _target(gw, args.get("sessionKey"), caller)
-    message = v.text(args.get("message"), "message")
-    watch = v.boolean(args["watch"], "watch") if "watch" in args else None
+    message = validation.text(args.get("message"), "message")
+    watch = validation.boolean(args["watch"], "watch") if "watch" in args else None
     timeout = 0.0
     if args.get("timeoutSeconds") is not None:
-        timeout = v.number(args["timeoutSeconds"], "timeoutSeconds", maximum=MAX_SEND_TIMEOUT_S)
+        timeout = validation.number(args["timeoutSeconds"], "timeoutSeconds", maximum=MAX_SEND_TIMEOUT_S)
     _caller_must_exist(gw, caller)
     msg = gw.store.append_message(MessageRow(0, target.session_key, target.agent_id, "user", message, gw.clock(),
                                              provenance="inter_session", source_session_key=caller.key))
@@ -210,7 +210,7 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     if key is None:
         key = caller.key
     row = _target(gw, key, caller)
-    since = v.sequence(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
+    since = validation.sequence(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
     notes: list[str] = []
     version = _degraded(notes, "the stateVersion", lambda: gw.state_version(row.session_key, row.agent_id), 0)
     out: dict[str, Any] = {"sessionKey": row.session_key, "agentId": row.agent_id, "sessionId": row.session_id,
@@ -244,15 +244,19 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
 
 # -- sessions_list -------------------------------------------------------------------------------
 def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
-    limit = v.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT) if args.get("limit") is not None else 50
+    limit = 50
+    if args.get("limit") is not None:
+        limit = validation.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT)
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else None
-    kinds = v.string_list(args["kinds"], "kinds", SESSION_KINDS) if args.get("kinds") is not None else None
+    wanted_kinds: list[str] | None = None
+    if args.get("kinds") is not None:
+        wanted_kinds = validation.string_list(args["kinds"], "kinds", SESSION_KINDS)
     if agent is not None:
         check_scope(caller.scope, agent, "the sessions")
     cursor = args.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidArgument("cursor must be a string (a nextCursor of sessions_list)")
-    page = gw.list_sessions_page(agent_id=agent, kinds=kinds, limit=limit, agents=caller.scope, cursor=cursor)
+    page = gw.list_sessions_page(agent_id=agent, kinds=wanted_kinds, limit=limit, agents=caller.scope, cursor=cursor)
     rows = page.rows
     notes: list[str] = []
     versions = _degraded(notes, "the stateVersions", lambda: gw._host_read(
@@ -276,19 +280,20 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
         out["nextCursor"] = page.next_cursor
         out["text"] += (f"\n\nMore sessions: call sessions_list again with cursor {page.next_cursor!r} "
                         "(and the same agentId and kinds).")
-    return _flag(out, notes)
+    return cast(ListResult, _flag(out, notes))
 
 
 # -- sessions_history ----------------------------------------------------------------------------
 def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> HistoryResult:
     row = _target(gw, args.get("sessionKey"), caller)
-    limit = v.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
+    limit = validation.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
     notes: list[str] = []
     msgs = _degraded(notes, "the transcript", lambda: gw._host_read(
         lambda: gw.store.messages(row.session_key, row.agent_id, limit), "reading the transcript"), [])
     lines = [f"[{m.role}] {m.text}" for m in msgs]
-    return _flag({"sessionKey": row.session_key, "messages": [m.to_json() for m in msgs],
-                  "text": "\n".join(lines) if lines else f"No messages in {row.session_key}."}, notes)
+    return cast(HistoryResult, _flag({"sessionKey": row.session_key, "messages": [m.to_json() for m in msgs],
+                                      "text": "\n".join(lines) if lines else f"No messages in {row.session_key}."},
+                                     notes))
 
 
 # -- session_unwatch -----------------------------------------------------------------------------
@@ -324,7 +329,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
          "stale notice) to get the exact typed changes after N; as a watcher of that session you have then seen "
          "them (a notice they cover is withdrawn).",
          _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0,
-                                                            "maximum": v.MAX_SEQUENCE}}),
+                                                            "maximum": validation.MAX_SEQUENCE}}),
          _status, READ_ONLY),
     Tool("sessions_list", "List sessions",
          "List sessions with kind, spawn parent and stateVersion (when non-zero), newest created first. "
@@ -367,7 +372,7 @@ def run_tool(gw: Gateway, name: str, args: Mapping[str, Any], caller: str, agent
             caller_agent = check_agent_id(agent_id)
         check_scope(scope, caller_agent, f"caller session {who.raw!r}")
         allowed = set(tool.input_schema["properties"])
-        v.check_args(args, allowed, name)
+        validation.check_args(args, allowed, name)
         for required in tool.input_schema["required"]:
             if args.get(required) is None:
                 raise InvalidArgument(f"{name}: missing required argument {required!r}")

@@ -30,6 +30,7 @@ import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -86,14 +87,15 @@ def is_our_hook(command: object, host: str) -> bool:
         tokens = shlex.split(command)
     except ValueError:
         return False
-    pairs = any(a == "hook" and b == host for a, b in zip(tokens, tokens[1:]))
+    pairs = any(a == "hook" and b == host for a, b in pairwise(tokens))
     return pairs and _is_sessionwatch(tokens)
 
 
 def is_our_server(entry: object) -> bool:
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return False
-    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    raw_args = entry.get("args")
+    args = raw_args if isinstance(raw_args, list) else []
     tokens = [entry["command"], *[a for a in args if isinstance(a, str)]]
     return "mcp" in tokens and _is_sessionwatch(tokens)
 
@@ -259,8 +261,8 @@ def _finish(path: Path, data: dict[str, Any], existed: bool, what: list[str], re
         shutil.copy2(path, backup)
         path.unlink()  # nothing but ours was in it
         return Change(str(path), "removed", what, backup)
-    backup = _write(path, _json_text(data), existed)
-    return Change(str(path), ("updated" if existed else "created"), what, backup)
+    written = _write(path, _json_text(data), existed)
+    return Change(str(path), ("updated" if existed else "created"), what, written)
 
 
 # -- the MCP server ------------------------------------------------------------------------------------
@@ -294,12 +296,12 @@ def _uninstall_server(t: Target) -> Change:
         return _toml_server(path, None)
     data = _read_json(path)
     servers = data.get("mcpServers") if data is not None else None
-    if not isinstance(servers, dict) or not is_our_server(servers.get(SERVER_NAME)):
+    if data is None or not isinstance(servers, dict) or not is_our_server(servers.get(SERVER_NAME)):
         return Change(str(path), "unchanged")
     del servers[SERVER_NAME]
     if not servers:
-        del data["mcpServers"]  # type: ignore[index]
-    return _finish(path, data, True, [f"mcp server {SERVER_NAME}"], removing=True)  # type: ignore[arg-type]
+        del data["mcpServers"]
+    return _finish(path, data, True, [f"mcp server {SERVER_NAME}"], removing=True)
 
 
 def _toml_server(path: Path, server: dict[str, Any] | None) -> Change:
@@ -310,11 +312,11 @@ def _toml_server(path: Path, server: dict[str, Any] | None) -> Change:
     existed = path.exists()
     try:
         doc = tomlkit.parse(path.read_text(encoding="utf-8")) if existed else tomlkit.document()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - tomlkit raises several types; each means the file is not TOML
         raise InvalidArgument(f"{path} is not valid TOML ({exc}); nothing was changed") from None
     servers = doc.get("mcp_servers")
     current = servers.get(SERVER_NAME) if servers is not None else None
-    plain = current.unwrap() if hasattr(current, "unwrap") else current
+    plain = current.unwrap() if current is not None and hasattr(current, "unwrap") else current
     if server is None:  # uninstall
         if not is_our_server(plain):
             return Change(str(path), "unchanged")
@@ -340,9 +342,9 @@ def _toml_server(path: Path, server: dict[str, Any] | None) -> Change:
     table["command"] = server["command"]
     table["args"] = server["args"]
     servers[SERVER_NAME] = table
-    backup = _write(path, tomlkit.dumps(doc), existed)
+    written = _write(path, tomlkit.dumps(doc), existed)
     return Change(str(path), "updated" if existed else "created",
-                  [f"mcp server {SERVER_NAME}" + (" (updated)" if plain is not None else "")], backup)
+                  [f"mcp server {SERVER_NAME}" + (" (updated)" if plain is not None else "")], written)
 
 
 # -- entry points --------------------------------------------------------------------------------------

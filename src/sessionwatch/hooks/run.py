@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Any
 
+from ..types import QueueEntry
 from .delivery import AnswerState, state_dir
 from .hosts import HOSTS, USER_PROMPT_SUBMIT, Host
 
@@ -81,7 +82,7 @@ class _Local:
                           prune_on_open=False)
         self.remote = False
 
-    def peek(self, key: str, agent: str | None) -> list[dict[str, Any]]:
+    def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
         return list(self.gw.peek_system_events(key, agent_id=agent))
 
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
@@ -109,7 +110,7 @@ class _Remote:
         self.client = GatewayClient(url, token=token, timeout=GATEWAY_TIMEOUT_S)
         self.remote = True
 
-    def peek(self, key: str, agent: str | None) -> list[dict[str, Any]]:
+    def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
         return list(self.client.peek_system_events(key, agent_id=agent))
 
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
@@ -124,7 +125,7 @@ class _Remote:
             return []
         try:
             link = self.client.link(who[0], who[1])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - no link is an answer here, not an error
             log.debug("no link for %s: %s", who[0], exc)
             return []
         return [link] if link and link.get("threadId") == thread_id else []
@@ -204,7 +205,7 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
     nudge_links: list[dict[str, Any]] = []
     try:
         backend = open_backend(opts)
-    except Exception as exc:  # the store or gateway is down: answer nothing, now
+    except Exception as exc:  # noqa: BLE001 - the store or gateway is down: answer nothing, now
         log.warning("%s hook: no answer, the store or gateway is unavailable: %s: %s", event,
                     exc.__class__.__name__, exc)
         return 0
@@ -215,17 +216,17 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
         if thread_id or path:
             try:
                 links = backend.thread_links(opts.host.catalog, thread_id, path)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the hook still answers, without the link
                 log.warning("looking up the link of thread %s failed: %s", thread_id, exc)
         who = resolve_session(opts, links)
         if event == USER_PROMPT_SUBMIT and opts.nudge:
-            nudge_links = links if not backend.remote else backend.own_link(who, thread_id)
+            nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
         if who is None:
             log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event,
                       thread_id)
         else:
             deliver(backend, who[0], who[1], opts.host, event, stdout)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a hook never fails the host's prompt
         log.warning("%s hook: no answer: %s: %s", event, exc.__class__.__name__, exc)
     finally:
         backend.close()
@@ -245,7 +246,7 @@ def deliver(backend: _Local | _Remote, key: str, agent: str | None, host: Host, 
         try:
             backend.ack(key, agent, prev["ids"])
             state.clear()
-        except Exception as exc:  # delivered already: never print them again, acknowledge next time
+        except Exception as exc:  # noqa: BLE001 - delivered already: never print them again, acknowledge next time
             log.warning("acknowledging %s for %s failed (retried next run): %s", prev["ids"], key, exc)
             held = set(prev["ids"])
     entries = [e for e in backend.peek(key, agent) if e["id"] not in held]
@@ -287,7 +288,7 @@ def start_nudge(opts: Options, links: list[dict[str, Any]]) -> None:
         return
     try:
         sys.stdout.flush()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a closed stdout must not stop the nudge
         pass
     try:
         pid = os.fork()
@@ -312,7 +313,7 @@ def start_nudge(opts: Options, links: list[dict[str, Any]]) -> None:
 def _nudge(opts: Options, links: list[dict[str, Any]], retry_ms: int) -> None:
     try:
         backend = open_backend(opts)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the nudge is best-effort
         log.warning("nudge: the store or gateway is unavailable: %s", exc)
         return
     if backend is None:
@@ -322,7 +323,7 @@ def _nudge(opts: Options, links: list[dict[str, Any]], retry_ms: int) -> None:
             out = backend.nudge(link["sessionKey"], link["agentId"], retry_ms)
             log.info("nudge %s: %s", link["sessionKey"],
                      {k: out.get(k) for k in ("status", "reason", "sequence", "attempts") if k in out})
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the nudge is best-effort
         log.warning("nudge failed: %s: %s", exc.__class__.__name__, exc)
     finally:
         backend.close()

@@ -8,9 +8,9 @@ import sys
 
 from ..cli.exitcodes import exit_code_for
 from ..errors import SessionwatchError
+from ..serving.options import add_argparse_options, limits_of
 from .app import DEFAULT_MAX_BODY
 from .server import serve
-from .server_options import add_argparse_options, limits_of
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
               monitor=not args.no_monitor, access_log=access, max_body_bytes=args.max_body_bytes,
               keepalive_s=args.keepalive, token_file=args.token_file, allowed_hosts=args.allowed_host,
               allowed_origins=args.allowed_origin,
-              limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections))
+              limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections), fd=args.fd)
     except SessionwatchError as exc:
         # The same line and exit code as 'sessionwatch serve' (docs/cli.md): 1 unavailable (store or
         # address), 2 invalid argument, 4 forbidden.

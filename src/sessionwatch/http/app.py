@@ -11,15 +11,24 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from ..engine import Gateway
-from . import (dashboard, health, log_stream, openapi, routes_log, routes_sessions, routes_tools, routes_ui,
-               routes_upstream, sse)
-from .metrics import Metrics
-from .metrics import routes as metrics_routes
+from ..serving.origin import BrowserGuard, RequestPolicy
+from . import (
+    dashboard,
+    health,
+    log_stream,
+    openapi,
+    routes_log,
+    routes_sessions,
+    routes_tools,
+    routes_ui,
+    routes_upstream,
+    sse,
+)
 from .auth import ANY_TOKEN, Authenticator
 from .endpoints import Call, Endpoint, make_routes
 from .errors import http_exception_handler, internal_error_handler
+from .metrics import Metrics, routes as metrics_routes
 from .middleware import Guard
-from .origin import BrowserGuard, RequestPolicy
 from .runtime import GatewayFactory, Runtime
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
@@ -47,7 +56,8 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
     <token>`` on every route but health: the admin token, or a live token of the store's token table
     (admin or scoped to agents; see http/auth.py). Without ``token`` the gateway is tokenless.
     ``policy`` says which Host names and Origins are accepted (default: loopback names, no Origin; see
-    http/origin.py). ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on SIGTERM/SIGINT).
+    serving/origin.py). ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on
+    SIGTERM/SIGINT).
     """
     runtime = Runtime(gateway_factory_or_gateway, keepalive_s=keepalive_s, on_open_error=on_open_error)
     metrics = runtime.metrics = Metrics(runtime)  # this app's own registry (GET /metrics)
@@ -58,7 +68,7 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
     def doc() -> dict[str, Any]:
         if "doc" not in cached:
             cached["doc"] = openapi.build(endpoints, token_required=token is not None)
-        return cached["doc"]  # type: ignore[no-any-return]
+        return cached["doc"]
 
     endpoints: list[Endpoint] = [*_meta_routes(runtime, doc), *routes_tools.ROUTES, *sse.ROUTES,
                                  *routes_sessions.ROUTES, *routes_log.ROUTES, *routes_upstream.ROUTES,

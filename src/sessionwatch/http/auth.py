@@ -17,7 +17,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +83,7 @@ class Authenticator:
             row = await anyio.to_thread.run_sync(store.get_token, token_id)
         except SessionwatchError:
             raise
-        except Exception as exc:  # a failed read refuses the request; it never lets it through
+        except Exception as exc:  # noqa: BLE001 - a failed read refuses the request; it never lets it through
             log.warning("reading token %s failed: %s", token_id, exc)
             raise StoreUnavailable(f"checking the bearer token failed: {exc.__class__.__name__}") from None
         if len(self._cache) >= _CACHE_MAX:
@@ -159,6 +159,6 @@ def authorize(principal: Principal, touches: Touches, what: str, path: dict[str,
 NOBODY = Principal(admin=False)  # what a request the Guard did not resolve may do: only "any" routes
 
 
-def principal_of(scope: dict[str, Any]) -> Principal:
+def principal_of(scope: Mapping[str, Any]) -> Principal:
     """The principal the Guard resolved for this request (fail-safe: nobody, when none was resolved)."""
-    return scope.get(PRINCIPAL, NOBODY)  # type: ignore[no-any-return]
+    return scope.get(PRINCIPAL, NOBODY)

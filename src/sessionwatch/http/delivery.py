@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
@@ -30,7 +31,7 @@ class DrainNotAcknowledged(RuntimeError):
 
 async def _gone(receive: Receive) -> bool:
     """Has the client disconnected? Looks at what the server already knows, never waits."""
-    await anyio.sleep(0)  # let the event loop take in a pending close first
+    await anyio.lowlevel.checkpoint()  # let the event loop take in a pending close first
     with anyio.CancelScope() as scope:
         scope.cancel()
         message = await receive()

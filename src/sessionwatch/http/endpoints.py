@@ -113,7 +113,7 @@ def make_handler(ep: Endpoint, runtime: Runtime, max_body: int) -> RequestHandle
                 body = await read_object(request, max_body)
                 check(body, ep.body, "request body")
             authorize(principal, touches, ep.op_id, path, query, body)
-            call = Call(request, runtime, gw, path, query, body, principal)  # type: ignore[arg-type]
+            call = Call(request, runtime, gw, path, query, body, principal)
             if is_async:
                 result = await ep.handler(call)
             else:  # store I/O never runs on the event loop (see Runtime.store_limiter)
@@ -122,7 +122,7 @@ def make_handler(ep: Endpoint, runtime: Runtime, max_body: int) -> RequestHandle
         except Exception as exc:  # noqa: BLE001 - mapped to a JSON error, never a bare 500
             return failure_response(exc, ep.op_id)
         if callable(result):  # a Response or another ASGI app (the SSE stream)
-            return result  # type: ignore[no-any-return]
+            return result
         return json_response(result)
 
     endpoint.__name__ = ep.op_id

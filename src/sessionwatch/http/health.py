@@ -46,7 +46,7 @@ class Readiness:
             self._task = asyncio.ensure_future(anyio.to_thread.run_sync(gw.readiness, limiter=self.limiter))
         try:
             result = await asyncio.wait_for(asyncio.shield(self._task), PROBE_TIMEOUT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return {"ready": False, "writable": False, "sweepRan": gw.sweep_ran,
                     "message": f"the store did not accept a write within {PROBE_TIMEOUT_S:g} s (locked or stalled)",
                     "droppedRecordings": gw.dropped_recordings}

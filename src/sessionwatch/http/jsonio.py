@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import orjson
-
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from ..errors import InvalidArgument, PayloadTooLarge
+from ..serving.wire import JSON_TYPE, dumps
 from .validate import json_type
 
-JSON_TYPE = "application/json"
-
-
-def dumps(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # what orjson refuses (integers beyond 64 bits): the stdlib writes it
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+__all__ = ["JSON_TYPE", "dumps", "json_response", "parse_json", "read_body", "read_object"]
 
 
 def json_response(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -31,7 +31,7 @@ from ..errors import Forbidden, InvalidArgument
 from ..keys import agent_of, parse_key
 from ..kinds import ALL_KINDS
 from ..validation import MAX_SEQUENCE
-from . import schemas as S
+from . import schemas
 from .auth import OWN_VIEW
 from .endpoints import Call, Endpoint
 from .jsonio import dumps
@@ -88,7 +88,7 @@ class LogFeed:
         i = bisect.bisect_right(self.seqs, seq)
         if flt.everything:
             return b"".join(self.frames[i:])
-        return b"".join(f for e, f in zip(self.events[i:], self.frames[i:]) if flt.wants(e))
+        return b"".join(f for e, f in zip(self.events[i:], self.frames[i:], strict=True) if flt.wants(e))
 
     async def _run(self) -> None:
         while self.subscribers:
@@ -224,7 +224,7 @@ class LogStream:
                     continue
                 try:
                     item = await asyncio.wait_for(self.queue.get(), self.runtime.keepalive_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     # The id (no data: nothing is dispatched) moves a filtered client's resume point past
                     # what it was not sent, so a reconnect does not rescan it.
                     await send({"type": "http.response.body", "body": b": keep-alive\nid: %d\n\n" % self.scanned,
@@ -236,7 +236,7 @@ class LogStream:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:  # the client went away mid-write
             pass
-        except Exception:  # noqa: BLE001 - the response has started: end the stream, the client resumes
+        except Exception:  # the response has started: end the stream, the client resumes
             log.exception("the log stream failed; the client will resume from its last id")
         finally:
             self.feed.subscribers.discard(self.queue)
@@ -282,7 +282,7 @@ ROUTES: list[Endpoint] = [
              "Server-Sent Events: the signal log as it is recorded, resumable with Last-Event-ID.", _open,
              tag="log",
              query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE},
-                    "session": S.KEY, "agent": S.AGENT_ID,
+                    "session": schemas.KEY, "agent": schemas.AGENT_ID,
                     "kind": {"type": "string", "minLength": 1, "maxLength": 400}},
              touches=OWN_VIEW,
              description="Each event is `id: <sequence>`, `event: log`, `data: <event JSON>` (as GET /v1/events). "

@@ -10,6 +10,8 @@ import logging
 import os
 import re
 import time
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -56,7 +58,8 @@ def _valid_query(query: bytes) -> bool:
     return True
 
 
-async def _send_error(send: Send, status: int, body: dict, extra: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[type-arg]
+async def _send_error(send: Send, status: int, body: dict[str, Any],
+                      extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
     payload = dumps(body)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", JSON_TYPE.encode()), (b"content-length", str(len(payload)).encode()),

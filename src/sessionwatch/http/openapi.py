@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import __version__
 from ..engine.tools import TOOLS
-from . import schemas as S
+from . import schemas
 from .auth import declared
 from .endpoints import Endpoint
 
@@ -21,25 +21,25 @@ ERROR_STATUSES = {
     "503": "The store or the upstream service is unavailable, or the gateway is starting (unavailable).",
 }
 _PARAM = re.compile(r"{(\w+)}")
-PATH_PARAMS: dict[str, S.Schema] = {"key": S.KEY, "runId": S.NAME, "catalogId": S.NAME, "threadId": S.NAME,
-                                    "nodeId": S.NAME, "name": S.NAME}
+PATH_PARAMS: dict[str, schemas.Schema] = {"key": schemas.KEY, "runId": schemas.NAME, "catalogId": schemas.NAME,
+                                          "threadId": schemas.NAME, "nodeId": schemas.NAME, "name": schemas.NAME}
 
 
-def _json(schema: S.Schema) -> dict[str, Any]:
+def _json(schema: schemas.Schema) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
 
-def _responses(result: S.Schema, ok: str = "OK") -> dict[str, Any]:
+def _responses(result: schemas.Schema, ok: str = "OK") -> dict[str, Any]:
     out: dict[str, Any] = {"200": {"description": ok, "content": _json(result)}}
     for status, text in ERROR_STATUSES.items():
-        out[status] = {"description": text, "content": _json(S.ref("Error"))}
+        out[status] = {"description": text, "content": _json(schemas.ref("Error"))}
     return out
 
 
-def _operation(ep: Endpoint, path: str, *, summary: str, body: S.Schema | None, result: S.Schema,
+def _operation(ep: Endpoint, path: str, *, summary: str, body: schemas.Schema | None, result: schemas.Schema,
                extra_params: list[dict[str, Any]] | None = None, op_id: str | None = None,
                description: str = "") -> dict[str, Any]:
-    params = [{"name": p, "in": "path", "required": True, "schema": PATH_PARAMS.get(p, S.NAME)}
+    params = [{"name": p, "in": "path", "required": True, "schema": PATH_PARAMS.get(p, schemas.NAME)}
               for p in _PARAM.findall(path)]
     params += [{"name": name, "in": "query", "required": name in ep.required_query, "schema": schema}
                for name, schema in ep.query.items()]
@@ -55,7 +55,7 @@ def _operation(ep: Endpoint, path: str, *, summary: str, body: S.Schema | None, 
     return op
 
 
-def tool_input_schema(schema: S.Schema) -> S.Schema:
+def tool_input_schema(schema: schemas.Schema) -> schemas.Schema:
     """A tool's input schema as HTTP accepts it: the engine treats a null optional argument as absent."""
     props = {}
     for name, prop in schema.get("properties", {}).items():
@@ -67,10 +67,10 @@ def tool_input_schema(schema: S.Schema) -> S.Schema:
 
 def _tool_paths(ep: Endpoint) -> dict[str, dict[str, Any]]:
     headers = [
-        {"name": "X-Session-Key", "in": "header", "required": True, "schema": S.KEY,
+        {"name": "X-Session-Key", "in": "header", "required": True, "schema": schemas.KEY,
          "description": "The calling session. Tools that act as the caller (sessions_spawn, sessions_send, "
                         "session_unwatch) need an agent-qualified key."},
-        {"name": "X-Agent-Id", "in": "header", "required": False, "schema": S.AGENT_ID,
+        {"name": "X-Agent-Id", "in": "header", "required": False, "schema": schemas.AGENT_ID,
          "description": "The caller's agent when X-Session-Key is the bare 'global'."},
     ]
     paths: dict[str, dict[str, Any]] = {}
@@ -83,7 +83,7 @@ def _tool_paths(ep: Endpoint) -> dict[str, dict[str, Any]]:
 
 
 def _stream_path(ep: Endpoint) -> dict[str, Any]:
-    op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ref("Wake"),
+    op = _operation(ep, ep.path, summary=ep.summary, body=None, result=schemas.ref("Wake"),
                     description="`text/event-stream`. Each wake is `event: wake` with a JSON `data:` line "
                                 "(the Wake schema); `: keep-alive` comments keep the connection alive.")
     op["responses"]["200"] = {"description": "An endless event stream of wakes.",
@@ -101,23 +101,23 @@ def build(endpoints: list[Endpoint], *, token_required: bool) -> dict[str, Any]:
         if ep.op_id == "stream_wakes":
             op = _stream_path(ep)
         elif ep.op_id == "stream_log":  # see http/log_stream.py
-            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ANY_OBJECT,
+            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=schemas.ANY_OBJECT,
                             description=ep.description)
             op["responses"]["200"] = {"description": "An endless, resumable event stream of log events.",
                                       "content": {"text/event-stream": {"schema": {"type": "string"}}}}
         elif ep.op_id == "metrics":
-            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ANY_OBJECT,
+            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=schemas.ANY_OBJECT,
                             description=ep.description)
             op["responses"]["200"] = {"description": "Prometheus text exposition format.",
                                       "content": {"text/plain": {"schema": {"type": "string"}}}}
         elif ep.op_id in ("health", "health_ready", "health_live"):
-            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=S.ref("Health"))
-            op["responses"] = {"200": {"description": "Ready.", "content": _json(S.ref("Health"))},
+            op = _operation(ep, ep.path, summary=ep.summary, body=None, result=schemas.ref("Health"))
+            op["responses"] = {"200": {"description": "Ready.", "content": _json(schemas.ref("Health"))},
                                "503": {"description": "Starting, failed or stopping.",
-                                       "content": _json(S.ref("Health"))}}
+                                       "content": _json(schemas.ref("Health"))}}
             op["security"] = []
         else:
-            op = _operation(ep, ep.path, summary=ep.summary, body=ep.body, result=ep.result or S.ANY_OBJECT,
+            op = _operation(ep, ep.path, summary=ep.summary, body=ep.body, result=ep.result or schemas.ANY_OBJECT,
                             description=ep.description)
         # Who may call it: admin (admin tokens only), sessions (a scoped token covering the sessions
         # it names), view (any token; answers narrowed to its agents), tool, or any.
@@ -130,7 +130,7 @@ def build(endpoints: list[Endpoint], *, token_required: bool) -> dict[str, Any]:
                                 "and the six tools. Errors are {error: {code, message}}."},
         "servers": [{"url": "/"}],
         "paths": paths,
-        "components": {"schemas": S.COMPONENTS,
+        "components": {"schemas": schemas.COMPONENTS,
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
     }
     if token_required:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..validation import MAX_SEQUENCE
-from . import schemas as S
+from . import schemas
 from .auth import ADMIN_ONLY, OWN_VIEW, sessions
 from .endpoints import Call, Endpoint
 
@@ -40,19 +40,20 @@ def _sweep(c: Call) -> Any:
 
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/v1/cursors", "cursors", "Watch cursors (who watches whom), filtered by watcher and/or "
-             "target.", _cursors, tag="log", query={"watcher": S.KEY, "target": S.KEY}, result=S.R_CURSORS, touches=OWN_VIEW),
+             "target.", _cursors, tag="log", query={"watcher": schemas.KEY, "target": schemas.KEY},
+             result=schemas.R_CURSORS, touches=OWN_VIEW),
     Endpoint("GET", "/v1/events", "events_after", "The signal log of every session after a sequence, ascending "
              "(for tailing).", _events, tag="log",
              query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE, "default": 0},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 200}},
-             result=S.R_EVENTS, touches=OWN_VIEW),
+             result=schemas.R_EVENTS, touches=OWN_VIEW),
     Endpoint("POST", "/v1/watch", "watch", "Register an explicit watch, seeded at the target's head.", _watch,
-             tag="log", body=S.WATCH, result=S.R_WATCHED, touches=sessions("body:watcher", "body:target")),
+             tag="log", body=schemas.WATCH, result=schemas.R_WATCHED, touches=sessions("body:watcher", "body:target")),
     Endpoint("POST", "/v1/unwatch", "unwatch", "Drop a watch and its pending notice (mutes spawn-parent notices).",
-             _unwatch, tag="log", body=S.UNWATCH, result=S.R_UNWATCHED,
+             _unwatch, tag="log", body=schemas.UNWATCH, result=schemas.R_UNWATCHED,
              touches=sessions("body:watcher", "body:target")),
     Endpoint("POST", "/v1/prune", "prune", "Prune the log to its retention and row cap now.", _prune, tag="log",
-             body=S.PRUNE, result=S.R_PRUNE, thread=True, touches=ADMIN_ONLY),
+             body=schemas.PRUNE, result=schemas.R_PRUNE, thread=True, touches=ADMIN_ONLY),
     Endpoint("POST", "/v1/sweep", "sweep", "Re-materialize unacknowledged notices (what a restart does).",
-             _sweep, tag="log", body=S.EMPTY, result=S.R_SWEPT, thread=True, touches=ADMIN_ONLY),
+             _sweep, tag="log", body=schemas.EMPTY, result=schemas.R_SWEPT, thread=True, touches=ADMIN_ONLY),
 ]

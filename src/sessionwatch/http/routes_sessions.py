@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import schemas as S
+from . import schemas
 from .delivery import drain_response
 from .endpoints import Call, Endpoint
 
-AGENT_QUERY = {"agentId": S.AGENT_ID}
+AGENT_QUERY = {"agentId": schemas.AGENT_ID}
 BASE = "/v1/sessions/{key}"
 
 
@@ -93,41 +93,42 @@ def _link(c: Call) -> Any:
 ROUTES: list[Endpoint] = [
     Endpoint("POST", f"{BASE}/inbound", "inbound", "A turn arriving in a session (a person, an agent or the "
              "system); a person's turn records human_direct_message and notifies watchers.", _inbound,
-             body=S.INBOUND, result=S.R_INBOUND),
+             body=schemas.INBOUND, result=schemas.R_INBOUND),
     Endpoint("POST", f"{BASE}/goal", "set_goal", "Create, edit, change the status of, or clear the session's "
-             "goal (records goal_changed).", _goal, body=S.GOAL, result=S.R_GOAL),
+             "goal (records goal_changed).", _goal, body=schemas.GOAL, result=schemas.R_GOAL),
     Endpoint("POST", f"{BASE}/runs", "begin_run", "Begin a run (the session has an active run until it ends).",
-             _begin_run, body=S.RUN_BEGIN, result=S.R_RUN_BEGIN),
+             _begin_run, body=schemas.RUN_BEGIN, result=schemas.R_RUN_BEGIN),
     Endpoint("POST", f"{BASE}/runs/{{runId}}/end", "end_run", "End a run: run_completed (ok) or run_failed.",
-             _end_run, body=S.RUN_END, result=S.R_RECORDED),
+             _end_run, body=schemas.RUN_END, result=schemas.R_RECORDED),
     Endpoint("POST", f"{BASE}/compactions", "record_compaction", "Record a transcript compaction (log-only).",
-             _compaction, body=S.COMPACTION, result=S.R_RECORDED),
+             _compaction, body=schemas.COMPACTION, result=schemas.R_RECORDED),
     Endpoint("POST", f"{BASE}/reset", "reset_session", "Reset: a new session id; the session's own cursors as a "
-             "watcher are dropped.", _reset, body=S.AGENT_ONLY, result=S.ref("Session")),
+             "watcher are dropped.", _reset, body=schemas.AGENT_ONLY, result=schemas.ref("Session")),
     Endpoint("POST", f"{BASE}/messages", "append_message", "Append to the transcript (an assistant message "
-             "answers a waiting sessions_send).", _message, body=S.MESSAGE, result=S.ref("Message")),
+             "answers a waiting sessions_send).", _message, body=schemas.MESSAGE, result=schemas.ref("Message")),
     Endpoint("GET", f"{BASE}/system-events", "peek_system_events", "The session's system-event queue, "
              "unchanged. Each entry has a stable id: acknowledge what you received with system-events/ack.",
-             _peek, query=AGENT_QUERY, result=S.R_ENTRIES),
+             _peek, query=AGENT_QUERY, result=schemas.R_ENTRIES),
     Endpoint("POST", f"{BASE}/system-events", "enqueue_system_event", "Queue a system event (deduplicated by "
-             "context key + exact text; at most 20 per session).", _enqueue, body=S.ENQUEUE, result=S.R_ENQUEUED),
+             "context key + exact text; at most 20 per session).", _enqueue, body=schemas.ENQUEUE,
+             result=schemas.R_ENQUEUED),
     Endpoint("POST", f"{BASE}/system-events/drain", "drain_system_events", "The watcher's turn consumes its "
              "queue: returns the entries and acknowledges the stale-state notices among them.", _drain,
-             body=S.AGENT_ONLY, result=S.R_ENTRIES,
+             body=schemas.AGENT_ONLY, result=schemas.R_ENTRIES,
              description="One call: the entries are acknowledged after the answer was sent, and not at all when "
                          "the client went away before. A client that must not lose an entry even then peeks "
                          "and acknowledges by id."),
     Endpoint("POST", f"{BASE}/system-events/ack", "ack_system_events", "Acknowledge entries by id (from a "
              "peek): removes exactly those still queued and acknowledges the stale-state notices among them, "
-             "as a drain does. Ids already gone are skipped.", _ack, body=S.ACK, result=S.R_ACKED),
+             "as a drain does. Ids already gone are skipped.", _ack, body=schemas.ACK, result=schemas.R_ACKED),
     Endpoint("GET", f"{BASE}/state-version", "state_version", "The session's stateVersion (0 when none).",
-             _state_version, query=AGENT_QUERY, result=S.R_STATE_VERSION),
+             _state_version, query=AGENT_QUERY, result=schemas.R_STATE_VERSION),
     Endpoint("GET", f"{BASE}/link", "get_link", "The upstream link of an adopted session (null when none).",
-             _link, tag="upstream", query=AGENT_QUERY, result=S.R_LINK),
+             _link, tag="upstream", query=AGENT_QUERY, result=schemas.R_LINK),
     Endpoint("PUT", BASE, "put_session", "Create or update a session (records created only when createdBy is "
-             "given).", _put, body=S.PUT_SESSION, result=S.ref("Session")),
+             "given).", _put, body=schemas.PUT_SESSION, result=schemas.ref("Session")),
     Endpoint("GET", BASE, "get_session", "A session with its stateVersion.", _get, query=AGENT_QUERY,
-             result=S.ref("Session")),
+             result=schemas.ref("Session")),
     Endpoint("DELETE", BASE, "delete_session", "Delete a session (deleted: false when there was none).",
-             _delete, query=AGENT_QUERY, result=S.R_DELETED),
+             _delete, query=AGENT_QUERY, result=schemas.R_DELETED),
 ]

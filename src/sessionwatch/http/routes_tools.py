@@ -11,7 +11,7 @@ from ..engine.tools import TOOLS
 from ..errors import Forbidden, InvalidArgument, UnknownTool
 from ..headers import decode_header_value
 from ..keys import parse_key
-from . import schemas as S
+from . import schemas
 from .auth import TOOL
 from .endpoints import Call, Endpoint
 from .errors import tool_error_response
@@ -55,5 +55,5 @@ async def _call_tool(c: Call) -> Any:
 ROUTES: list[Endpoint] = [
     # Documented per tool in openapi.py (one path per tool, schemas from engine.tools.TOOLS).
     Endpoint("POST", "/v1/tools/{name}", "call_tool", "Run one tool as the session named in X-Session-Key.",
-             _call_tool, tag="tools", body=S.ANY_OBJECT, touches=TOOL),
+             _call_tool, tag="tools", body=schemas.ANY_OBJECT, touches=TOOL),
 ]

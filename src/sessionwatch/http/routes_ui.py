@@ -15,7 +15,7 @@ from ..errors import SessionwatchError
 from ..notices import context_key_for
 from ..settings import MAX_LIST_LIMIT
 from ..validation import MAX_SEQUENCE
-from . import schemas as S
+from . import schemas
 from .auth import OWN_VIEW, sessions
 from .endpoints import Call, Endpoint
 from .runtime import redact_url
@@ -116,7 +116,8 @@ def _health(c: Call) -> Any:
 
 def _timeline(gw: Gateway, key: str, agent: str) -> dict[str, Any]:
     """The newest events of a session, oldest first (changesSince pages, read forward from the start)."""
-    after, events, truncated = 0, [], False
+    after, truncated = 0, False
+    events: list[dict[str, Any]] = []
     for _ in range(TIMELINE_PAGES):
         page = gw.changes_since(key, after, agent_id=agent)
         events = (events + page.to_json()["events"])[-TIMELINE:]
@@ -152,6 +153,6 @@ ROUTES: list[Endpoint] = [
              "changesSince N returns (read without acknowledging anything), its watchers and cursors, and its "
              "queue (peeked).", _inspect, tag="dashboard", thread=True,
              query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE, "default": 0},
-                    "agentId": S.AGENT_ID},
+                    "agentId": schemas.AGENT_ID},
              touches=sessions("path:key")),
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import schemas as S
+from . import schemas
 from .auth import ADMIN_ONLY
 from .endpoints import Call, Endpoint
 
@@ -40,14 +40,14 @@ def _pair(c: Call) -> Any:
 # outside /v1/sessions/{key}; declared here to say so).
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/v1/catalogs/{catalogId}/threads", "list_threads", "Threads a catalog lists (claude, codex, "
-             "or node:<id>).", _threads, tag="upstream", result=S.R_THREADS, thread=True, touches=ADMIN_ONLY),
+             "or node:<id>).", _threads, tag="upstream", result=schemas.R_THREADS, thread=True, touches=ADMIN_ONLY),
     Endpoint("POST", "/v1/catalogs/{catalogId}/threads/{threadId}/continue", "continue_thread", "Adopt a catalog "
              "thread: link it to a session key with a baseline marker.", _continue, tag="upstream",
-             body=S.CONTINUE, result=S.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
+             body=schemas.CONTINUE, result=schemas.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
     Endpoint("POST", "/v1/upstream/tick", "upstream_tick", "Run one monitor tick over every watched link now.",
-             _tick, tag="upstream", body=S.EMPTY, result=S.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
+             _tick, tag="upstream", body=schemas.EMPTY, result=schemas.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
     Endpoint("GET", "/v1/upstream/results", "upstream_results", "Results of the last monitor tick.", _results,
-             tag="upstream", result=S.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
+             tag="upstream", result=schemas.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
     Endpoint("PUT", "/v1/nodes/{nodeId}", "pair_node", "Pair a node (another machine running sessionwatch node).",
-             _pair, tag="upstream", body=S.NODE, result=S.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
+             _pair, tag="upstream", body=schemas.NODE, result=schemas.ANY_OBJECT, thread=True, touches=ADMIN_ONLY),
 ]

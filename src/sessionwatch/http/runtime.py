@@ -46,7 +46,7 @@ class Runtime:
         self._factory: GatewayFactory | None = None
         self.gateway: Gateway | None = None
         if isinstance(source, Gateway) or hasattr(source, "call_tool"):
-            self.gateway = source  # type: ignore[assignment]
+            self.gateway = source
         elif callable(source):
             self._factory = source
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine import schemas as E
+from ..engine import schemas as engine_schemas
 from ..keys import SESSION_KINDS
 from ..kinds import GOAL_ACTIONS, RUN_STATUSES
 from ..settings import MAX_LIST_LIMIT
@@ -43,14 +43,14 @@ def nullable(name: str) -> Schema:
     return {"oneOf": [ref(name), {"type": "null"}]}
 
 
-obj = E.obj
+obj = engine_schemas.obj
 
 
 def listing(field: str, item: Schema) -> Schema:
     return obj({field: {"type": "array", "items": item}}, [field])
 
 
-STR, INT, BOOL, ANY_OBJECT = E.STR, E.INT, E.BOOL, E.ANY_OBJECT
+STR, INT, BOOL, ANY_OBJECT = engine_schemas.STR, engine_schemas.INT, engine_schemas.BOOL, engine_schemas.ANY_OBJECT
 
 # -- request bodies ------------------------------------------------------------------------------
 AGENT_ONLY = body({"agentId": OPT_AGENT})
@@ -84,20 +84,20 @@ NODE = body({"url": {"type": "string", "minLength": 1, "maxLength": 2048},
 
 # -- result components (the tools' building blocks are the engine's, shared with MCP) --------------
 COMPONENTS: dict[str, Schema] = {
-    "Error": E.ERROR,
+    "Error": engine_schemas.ERROR,
     "Session": obj({"sessionKey": STR, "agentId": STR, "sessionId": STR, "kind": {"type": "string",
                     "enum": list(SESSION_KINDS)}, "createdAt": INT, "updatedAt": INT, "spawnedBy": STR,
                     "label": STR, "activeRunId": STR, "goal": ANY_OBJECT, "stateVersion": INT, "created": BOOL},
                    ["sessionKey", "agentId", "sessionId", "kind", "createdAt", "updatedAt"]),
-    "ProjectedEvent": E.PROJECTED_EVENT,
-    "Event": obj({**E.EVENT_PROPS, "sessionKey": STR, "agentId": STR, "sessionId": STR, "dedupeKey": STR},
+    "ProjectedEvent": engine_schemas.PROJECTED_EVENT,
+    "Event": obj({**engine_schemas.EVENT_PROPS, "sessionKey": STR, "agentId": STR, "sessionId": STR, "dedupeKey": STR},
                  ["sequence", "kind", "actorType", "occurredAt", "summary", "sessionKey", "agentId"]),
-    "Message": E.MESSAGE,
-    "QueueEntry": E.QUEUE_ENTRY,
+    "Message": engine_schemas.MESSAGE,
+    "QueueEntry": engine_schemas.QUEUE_ENTRY,
     "Cursor": obj({"watcher": STR, "target": STR, "lastSeen": INT, "notified": INT, "material": INT,
                    "provenance": STR, "updatedAt": INT},
                   ["watcher", "target", "lastSeen", "notified", "material", "provenance", "updatedAt"]),
-    "StateChanges": E.STATE_CHANGES,
+    "StateChanges": engine_schemas.STATE_CHANGES,
     "Wake": obj({"watcher": STR, "target": STR, "reason": STR, "at": INT, "trailing": BOOL},
                 ["watcher", "target", "reason", "at", "trailing"]),
     "Health": obj({"status": {"type": "string", "enum": ["starting", "ok", "failed", "stopping", "unavailable",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import sys
 from typing import Any
@@ -13,13 +12,13 @@ import uvicorn
 from ..engine import Gateway, default_store_url
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
 from ..logformat import formatter
+from ..serving.exposure import adopt_socket, check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
+from ..serving.limits import Limits, uvicorn_config
+from ..serving.origin import RequestPolicy
 from ..settings import Settings
 from ..store import open_store
 from .app import DEFAULT_MAX_BODY, create_app
 from .config import settings_from_env
-from .exposure import check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
-from .limits import Limits, uvicorn_config
-from .origin import RequestPolicy
 from .runtime import Runtime, redact_url, store_path
 
 log = logging.getLogger("sessionwatch.http")
@@ -105,17 +104,22 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
           max_body_bytes: int = DEFAULT_MAX_BODY, keepalive_s: float = 15.0,
           settings: Settings | None = None, token_file: str | None = None,
           allowed_hosts: list[str] | tuple[str, ...] = (), allowed_origins: list[str] | tuple[str, ...] = (),
-          limits: Limits | None = None) -> None:
+          limits: Limits | None = None, fd: int | None = None) -> None:
     """Serve the gateway (blocking). Token defaults to ``$SESSIONWATCH_TOKEN`` (or the file named by
     ``token_file`` / ``$SESSIONWATCH_TOKEN_FILE``), the store to ``$SESSIONWATCH_STORE`` or the per-user
     default. ``allowed_hosts``/``allowed_origins`` (plus ``$SESSIONWATCH_ALLOWED_HOSTS``/``..._ORIGINS``)
-    and ``limits``: see docs/security.md.
+    and ``limits``: see docs/security.md. ``fd``: serve on that inherited listening socket instead of binding
+    ``host``/``port``.
 
     Before anything is bound or logged: Forbidden when ``host`` is not loopback and there is no token or a
     weak one; InvalidArgument for a store URL that can only be a mistake; StoreUnavailable when the store
     cannot be opened; ListenFailed when the address is in use. The restart sweep then runs while the server
     already answers (health says 503 "starting" until it has finished)."""
     token = resolve_token(token, token_file, env_token="SESSIONWATCH_TOKEN", env_file="SESSIONWATCH_TOKEN_FILE")
+    inherited: list[socket.socket] = []
+    if fd is not None:
+        sock, host = adopt_socket(fd, host)
+        inherited.append(sock)
     check_exposure(host, token)
     try:
         policy = RequestPolicy.from_options(allowed_hosts, allowed_origins)
@@ -124,7 +128,7 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
     url = store_url or default_store_url()
     gw_settings = settings_from_env(settings)
     _configure_logging(log_level, access_log)
-    sockets = bind_sockets(host, port)  # bound, not yet accepting: a busy port creates no store file
+    sockets = inherited or bind_sockets(host, port)  # bound, not yet accepting: a busy port creates no store file
     try:
         store = open_store(url)  # raises here, once, with its own message; nothing was logged yet
     except BaseException:
@@ -162,7 +166,7 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
             sock.close()
     if failure:
         store.close()
-        exc = failure[0]
-        if isinstance(exc, SessionwatchError):
-            raise exc  # already says what failed; wrapping it again would say it twice
-        raise StoreUnavailable(f"the restart sweep on {redact_url(url)} failed: {exc.__class__.__name__}: {exc}")
+        failed = failure[0]
+        if isinstance(failed, SessionwatchError):
+            raise failed  # already says what failed; wrapping it again would say it twice
+        raise StoreUnavailable(f"the restart sweep on {redact_url(url)} failed: {failed.__class__.__name__}: {failed}")

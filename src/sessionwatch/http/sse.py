@@ -19,13 +19,12 @@ import threading
 from typing import Any
 
 import anyio.to_thread
-
 from starlette.types import Receive, Scope, Send
 
 from ..engine import Gateway, Wake
 from ..errors import InvalidArgument
 from ..keys import parse_key
-from . import schemas as S
+from . import schemas
 from .auth import sessions
 from .endpoints import Call, Endpoint
 from .jsonio import dumps
@@ -93,7 +92,7 @@ class WakeStream:
             while True:
                 try:
                     item = await asyncio.wait_for(self.queue.get(), self.runtime.keepalive_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     await send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
                     continue
                 if item is CLOSE or watcher.done():
@@ -138,6 +137,6 @@ async def _open_stream(c: Call) -> WakeStream:
 
 ROUTES: list[Endpoint] = [
     Endpoint("GET", "/v1/stream", "stream_wakes", "Server-Sent Events: wakes for one watcher session.",
-             _open_stream, tag="wakes", query={"sessionKey": S.KEY}, required_query=("sessionKey",),
+             _open_stream, tag="wakes", query={"sessionKey": schemas.KEY}, required_query=("sessionKey",),
              touches=sessions("query:sessionKey")),
 ]

@@ -9,8 +9,8 @@
 """
 
 from .binding import SessionBinding, ToolBackend, ToolOutcome
-from .run import http_app, is_loopback, run_http, run_stdio
 from .notices_feed import NoticeFeed, notices_uri
+from .run import http_app, is_loopback, run_http, run_stdio
 from .server import build_server, tool_list
 
 __all__ = ["SessionBinding", "ToolBackend", "ToolOutcome", "NoticeFeed", "notices_uri", "build_server", "tool_list",

@@ -64,7 +64,7 @@ class _ReportingStream:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc, tb)  # type: ignore[no-any-return]
+        return await self._inner.__aexit__(exc_type, exc, tb)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

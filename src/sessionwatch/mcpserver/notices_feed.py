@@ -73,7 +73,7 @@ class NoticeFeed:
 
     def peek(self) -> list[dict[str, Any]]:
         """The pending entries; raises when the store or gateway cannot be read (never an empty success)."""
-        return list(self.binding.backend.peek_system_events(self.binding.session_key,  # type: ignore[attr-defined]
+        return list(self.binding.backend.peek_system_events(self.binding.session_key,
                                                             agent_id=self.binding.agent_id))
 
     def _check_uri(self, uri: str) -> None:
@@ -162,7 +162,7 @@ class NoticeFeed:
                     backoff = 1.0
                     if self._stop.is_set():
                         return
-            except Exception as exc:  # reconnect: the poll covers the gap
+            except Exception as exc:  # noqa: BLE001 - reconnect: the poll covers the gap
                 log.debug("wake stream of %s ended: %s", self.binding.session_key, exc)
             self._stop.wait(backoff)
             backoff = min(backoff * 2, 30.0)
@@ -193,7 +193,7 @@ class NoticeFeed:
         for session in list(self._legacy):
             try:
                 await session.send_resource_updated(self.uri)
-            except Exception:  # the client went away: forget its subscription
+            except Exception:  # noqa: BLE001 - the client went away: forget its subscription
                 self._legacy.discard(session)
 
     def close(self) -> None:
@@ -202,7 +202,7 @@ class NoticeFeed:
         if self._unsubscribe is not None:
             try:
                 self._unsubscribe()
-            except Exception:
+            except Exception:  # noqa: BLE001 - closing is best-effort
                 pass
             self._unsubscribe = None
 

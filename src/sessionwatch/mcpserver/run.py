@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +15,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import SessionwatchError
-from ..http.exposure import check_exposure, is_loopback  # noqa: F401 - is_loopback re-exported
-from ..http.limits import Limits, uvicorn_config
-from ..http.origin import BrowserGuard, RequestPolicy
+from ..serving.exposure import check_exposure, is_loopback  # noqa: F401 - is_loopback re-exported
+from ..serving.limits import Limits, uvicorn_config
+from ..serving.origin import BrowserGuard, RequestPolicy
 
 log = logging.getLogger("sessionwatch.mcp")
 
@@ -85,8 +86,9 @@ def http_app(server: Server, *, host: str = "127.0.0.1", token: str | None = Non
 def run_http(server: Server, *, host: str = "127.0.0.1", port: int = 7879, token: str | None = None,
              path: str = "/mcp", log_level: str = "info", policy: RequestPolicy | None = None,
              limits: Limits | None = None, store: Callable[[], Any] | None = None,
-             bound_agent: str | None = None) -> None:
-    """Blocking: serve streamable HTTP with uvicorn at http://host:port/mcp."""
+             bound_agent: str | None = None, sock: socket.socket | None = None) -> None:
+    """Blocking: serve streamable HTTP with uvicorn at http://host:port/mcp (or on ``sock``, an inherited
+    listening socket: ``--fd``)."""
     import copy
 
     import uvicorn
@@ -97,6 +99,8 @@ def run_http(server: Server, *, host: str = "127.0.0.1", port: int = 7879, token
     log_config = copy.deepcopy(LOGGING_CONFIG)
     for handler in log_config["handlers"].values():
         handler["stream"] = "ext://sys.stderr"  # uvicorn's access log defaults to stdout; keep stdout clean
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        port = int(sock.getsockname()[1])  # the inherited socket's port, not the --port default
     log.info("MCP streamable HTTP on http://%s:%d%s", host, port, path)
     uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level=log_level,
-                                  log_config=log_config)).run()
+                                  log_config=log_config)).run(sockets=[sock] if sock is not None else None)

@@ -60,7 +60,8 @@ def open_store(url: str) -> Store:
                 from .postgres import PostgresStore
             except ImportError as exc:
                 raise StoreUnavailable(
-                    f"PostgreSQL support needs psycopg: pip install 'sessionwatch[postgres]' ({exc})") from exc
+                    "PostgreSQL support needs psycopg and libpq: pip install 'sessionwatch[postgres]', or "
+                    f"'sessionwatch[postgres,binary]' where no libpq is installed ({exc})") from exc
             return PostgresStore(url)
         from .sqlite import SQLiteStore
 

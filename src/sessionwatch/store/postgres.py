@@ -1,7 +1,7 @@
 """PostgreSQL backend: any number of gateway processes share one database.
 
 Same tables and semantics as the SQLite store. The hot write paths are plpgsql functions
-(``migrations/postgres``) called in one round trip on autocommit connections from a pool. Every
+(``postgres_functions.sql``) called in one round trip on autocommit connections from a pool. Every
 transaction that inserts an event or moves a cursor or a queue first takes the writer lock, a
 transaction-level advisory lock, so sequences (and wake positions) become visible in commit order:
 a reader polling ``sequence > last`` never skips a lower sequence that commits late. Readers take no
@@ -23,32 +23,46 @@ import hashlib
 import json
 import logging
 import os
+import re
 import select
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from ..errors import StoreUnavailable
-from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from ..keys import is_agent_qualified, is_subagent_key
+from ..kinds import NOTIFY_ELIGIBLE, SEEDING
 from .base import Render, Store, WakeListener
-from .records import (ChangesPage, Cursor, EventInput, EventRecord, LogBounds, PruneResult, QueueEntry, RecordOutcome,
-                      WakeRequest, loads)
-from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 from .data_settings import PostgresDataSettings
 from .postgres_links import LinksMixin
 from .postgres_sessions import SessionsMixin
 from .postgres_tokens import TokensMixin
+from .records import (
+    ChangesPage,
+    Cursor,
+    EventInput,
+    EventRecord,
+    LogBounds,
+    PruneResult,
+    QueueEntry,
+    RecordOutcome,
+    WakeRequest,
+    loads,
+)
+from .rows import EVENT_COLS, cursor_query, event_body, event_from_row
 
 log = logging.getLogger("sessionwatch.store.postgres")
 
@@ -59,9 +73,46 @@ CURSOR_SLICE = 5_000  # cursor rows the stale-cursor cleanup examines per prune
 SEEN_WAKES = 10_000  # remembered deliveries per kind (NOTIFY, poll, own commits)
 
 
-_RECORD = (
-    "SELECT * FROM sw_record(%s::bigint, %s, %s, %s, %s, %s, %s, %s, %s, %s::bigint, %s, %s, %s::text[], %s,"
-    " %s::integer, %s, %s::bigint, %s::integer, %s, %s, %s::bigint, %s)")
+def named_call(function: str, *params: str) -> str:
+    """``SELECT * FROM function(p_a => %(a)s, ...)``: a call in named notation, each argument bound by
+    name from a dict, so neither side depends on the parameter order; results are read by column name
+    (dict_row). ``"a::bigint"`` adds a cast where the Python value alone does not say the type (an int
+    or None is not a bigint, an empty list not a text[]). The parameters are those of
+    postgres_functions.sql, without their ``p_`` prefix."""
+    args = []
+    for param in params:
+        name, _, cast = param.partition("::")
+        args.append(f"p_{name} => %({name})s" + (f"::{cast}" if cast else ""))
+    return f"SELECT * FROM {function}({', '.join(args)})"
+
+
+_RECORD = named_call(
+    "sw_record", "lock::bigint", "dedupe", "key", "session_id", "agent", "kind", "actor_type", "actor_id", "run_id",
+    "occurred_at::bigint", "summary", "body", "watchers::text[]", "only_if_watched", "mode::integer", "ctx",
+    "now::bigint", "cap::integer", "channel", "origin", "link_updated_at::bigint", "link_ref")
+_PRUNE = named_call(
+    "sw_prune", "prune_lock::bigint", "lock::bigint", "now::bigint", "cutoff::bigint", "max_rows::bigint", "force",
+    "interval::bigint", "cap::integer")
+_PRUNE_STEP = named_call(
+    "sw_prune_step", "prune_lock::bigint", "lock::bigint", "cutoff::bigint", "max_rows::bigint", "batch::integer",
+    "slice::integer", "cap::integer")
+_REGISTER = named_call("sw_register", "lock::bigint", "watcher", "target", "agent", "provenance", "now::bigint")
+_UNWATCH = named_call("sw_unwatch", "lock::bigint", "watcher", "target", "ctx", "now::bigint", "cap::integer")
+_ACK = named_call(
+    "sw_ack", "lock::bigint", "watcher", "targets::text[]", "ctxs::text[]", "now::bigint", "cap::integer", "channel",
+    "origin")
+_ENQUEUE = named_call(
+    "sw_enqueue", "lock::bigint", "session", "text", "ctx", "ts::bigint", "cap::integer", "quiet", "target",
+    "ls::bigint")
+_QUEUE = named_call("sw_queue", "session", "cap::integer")
+_TAKE_QUEUE = named_call("sw_take_queue", "lock::bigint", "session", "cap::integer")
+_TAKE_ENTRIES = named_call("sw_take_entries", "lock::bigint", "session", "ids::bigint[]", "cap::integer")
+_RECONCILE = named_call(
+    "sw_reconcile", "lock::bigint", "watcher", "target", "after::bigint", "last::bigint", "ctx", "now::bigint",
+    "cap::integer", "channel", "origin")
+_APPEND_NOTICES = named_call(
+    "sw_append_notices", "watchers::text[]", "targets::text[]", "ls::bigint[]", "ctxs::text[]", "quiet::boolean[]",
+    "ts::bigint", "cap::integer", "channel", "origin")
 # One statement, one snapshot: the page (stored bodies concatenated), its size, the head and the oldest
 # retained sequence.
 _CHANGES = (
@@ -77,6 +128,15 @@ _POLL = (
     "SELECT c.watcher, c.target, c.wake_seq FROM cursors c JOIN queue_heads h ON h.session_key = c.watcher"
     " WHERE c.watcher = ANY (%(ws)s::text[]) AND c.wake_seq > %(last)s::bigint AND c.provenance = 'explicit'"
     " AND NOT c.queued_quiet AND c.queued_idx > h.drained AND h.appended - c.queued_idx < %(cap)s::integer")
+
+
+def _recorded_event(row: Mapping[str, Any]) -> EventRecord:
+    """The event sw_record returned (o_* columns), as a record."""
+    return EventRecord(sequence=row["o_sequence"], session_key=row["o_session_key"], agent_id=row["o_agent_id"],
+                       kind=row["o_kind"], actor_type=row["o_actor_type"], occurred_at=row["o_occurred_at"],
+                       summary=row["o_summary"], actor_id=row["o_actor_id"], session_id=row["o_session_id"],
+                       run_id=row["o_run_id"], dedupe_key=row["o_dedupe_key"],
+                       payload=loads(row["o_body"]).get("payload"))
 
 
 def split_url(url: str) -> tuple[str, dict[str, str]]:
@@ -103,30 +163,53 @@ def wake_channel(schema: str) -> str:
     return "sessionwatch_wake_" + hashlib.blake2b(schema.encode(), digest_size=6).hexdigest()
 
 
-def _migration_files() -> dict[int, Any]:
+def _migration_files() -> dict[int, Traversable]:
     folder = resources.files("sessionwatch.store").joinpath("migrations/postgres")
     return {int(f.name.split("_", 1)[0]): f for f in folder.iterdir() if f.name.endswith(".sql")}
 
 
+@lru_cache(maxsize=1)
+def functions_sql() -> tuple[str, int, str]:
+    """The function definitions (postgres_functions.sql): text, revision, SHA-256 of the text."""
+    text = resources.files("sessionwatch.store").joinpath("postgres_functions.sql").read_text()
+    found = re.search(r"^-- revision: (\d+)$", text, re.MULTILINE)
+    if found is None:
+        raise AssertionError("postgres_functions.sql has no '-- revision: N' line")
+    return text, int(found.group(1)), hashlib.sha256(text.encode()).hexdigest()
+
+
 def _applied(conn: psycopg.Connection[Any]) -> set[int] | None:
-    if conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] is None:  # type: ignore[index]
+    row = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
+    if row is None or row[0] is None:
         return None
-    return {v for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+    return {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
+
+
+def _functions_stamp(conn: psycopg.Connection[Any]) -> tuple[int, str | None]:
+    """(revision, sha256) of the functions the database holds; (0, None) before any were stamped. Call
+    once migration 0001 (which creates meta) is applied."""
+    stamp = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('functions_revision', 'functions_sha256')"))
+    return int(stamp.get("functions_revision", 0)), stamp.get("functions_sha256")
 
 
 def apply_migrations(conninfo: str) -> tuple[int, str]:
-    """Apply numbered migration files not yet in ``schema_migrations``; returns (version, schema).
+    """Apply numbered migration files not yet in ``schema_migrations``, then the functions
+    (postgres_functions.sql) when the database's copy differs; returns (version, schema).
 
     Safe when several gateways start at once: the work runs under a session advisory lock and the
-    applied set is re-read under it. A database already up to date takes no lock.
+    applied set is re-read under it. A database already up to date takes no lock. The functions are
+    left alone when the database holds a higher revision of them, or migrations this version does not
+    know: a newer gateway put them there.
     """
     files = _migration_files()
+    text, revision, digest = functions_sql()
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-        schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
+        row = conn.execute("SELECT current_schema()").fetchone()
+        schema: str | None = None if row is None else row[0]
         if schema is None:
             raise StoreUnavailable("no schema on the search_path exists (create it, or fix options=-csearch_path)")
         applied = _applied(conn)
-        if applied is not None and set(files) <= applied:
+        if applied is not None and set(files) <= applied and _functions_stamp(conn)[1] == digest:
             return max(applied), schema
         key = lock_key(schema, "migrate")
         conn.execute("SELECT pg_advisory_lock(%s)", (key,))
@@ -142,12 +225,30 @@ def apply_migrations(conninfo: str) -> tuple[int, str]:
                     conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, f.name))
                 applied.add(version)
                 log.info("applied PostgreSQL migration %s to schema %s", f.name, schema)
+            _apply_functions(conn, schema, text, revision, digest, newer_schema=bool(applied - set(files)))
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
     unknown = applied - set(files)
     if unknown:
         log.warning("schema %s has migrations this version does not know: %s", schema, sorted(unknown))
     return max(applied), schema
+
+
+def _apply_functions(conn: psycopg.Connection[Any], schema: str, text: str, revision: int, digest: str,
+                     newer_schema: bool) -> None:
+    """(Re)define every function, in one transaction with its stamp; caller holds the migration lock."""
+    held, held_digest = _functions_stamp(conn)
+    if held_digest == digest:
+        return
+    if newer_schema or held > revision:
+        log.warning("schema %s holds functions of a newer sessionwatch (revision %s; this version has %s):"
+                    " left as they are", schema, held, revision)
+        return
+    with conn.transaction():
+        conn.execute(text)  # our own file, not user input
+        conn.execute("INSERT INTO meta (key, value) VALUES ('functions_revision', %s), ('functions_sha256', %s)"
+                     " ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(revision), digest))
+    log.info("applied PostgreSQL functions revision %s to schema %s", revision, schema)
 
 
 class _AdvisoryLock:
@@ -260,10 +361,17 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
             log.warning("waiting for the WAL flush failed: %s", exc)
 
     def _one(self, query: str, params: Any = None) -> Any:
-        return self._run(lambda c: c.execute(query, params).fetchone())  # type: ignore[arg-type]
+        return self._run(lambda c: c.execute(query, params).fetchone())
 
     def _all(self, query: str, params: Any = None) -> list[Any]:
-        return self._run(lambda c: c.execute(query, params).fetchall())  # type: ignore[arg-type]
+        return self._run(lambda c: c.execute(query, params).fetchall())
+
+    def _call_one(self, query: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The first row of a function call (see ``named_call``), by column name."""
+        return self._run(lambda c: c.cursor(row_factory=dict_row).execute(query, params).fetchone())
+
+    def _call_all(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self._run(lambda c: c.cursor(row_factory=dict_row).execute(query, params).fetchall())
 
     def _remember(self, seen: OrderedDict[Any, None], key: Any) -> None:
         seen[key] = None
@@ -322,7 +430,7 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
                 self.listening.set()
                 backoff = self.backoff_initial_s
                 self._listen_until_error(conn)
-            except Exception as exc:  # the database went away, or refused us: back off and retry
+            except Exception as exc:  # noqa: BLE001 - the database went away, or refused us: back off and retry
                 if not self._stop.is_set():
                     log.warning("wake listener: %s; reconnecting in %.1f s", exc, backoff)
             finally:
@@ -330,7 +438,7 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
                 if conn is not None:
                     try:
                         conn.close()
-                    except Exception:
+                    except Exception:  # noqa: BLE001 - closing a broken connection: nothing left to do
                         pass
             if self._stop.wait(backoff):
                 return
@@ -423,25 +531,28 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         self._queue_cap = queue_cap
         key = ev.session_key
         mode = 1 if ev.kind in SEEDING else 2 if ev.kind in NOTIFY_ELIGIBLE else 0
-        params = (self._writer, ev.dedupe_key, key, ev.session_id, ev.agent_id, ev.kind, ev.actor_type, ev.actor_id,
-                  ev.run_id, ev.occurred_at, ev.summary, event_body(ev), list(ev.watchers), ev.only_if_watched,
-                  mode, render(key).context_key if mode == 2 else None, now, queue_cap, self.channel, self.origin,
-                  *(ev.expected_link or (None, None)))
-        row = self._one(_RECORD, params)
+        link_updated_at, link_ref = ev.expected_link or (None, None)
+        row = self._call_one(_RECORD, {
+            "lock": self._writer, "dedupe": ev.dedupe_key, "key": key, "session_id": ev.session_id,
+            "agent": ev.agent_id, "kind": ev.kind, "actor_type": ev.actor_type, "actor_id": ev.actor_id,
+            "run_id": ev.run_id, "occurred_at": ev.occurred_at, "summary": ev.summary, "body": event_body(ev),
+            "watchers": list(ev.watchers), "only_if_watched": ev.only_if_watched, "mode": mode,
+            "ctx": render(key).context_key if mode == 2 else None, "now": now, "cap": queue_cap,
+            "channel": self.channel, "origin": self.origin, "link_updated_at": link_updated_at,
+            "link_ref": link_ref})
         if row is None:
             return None
-        if row[0]:
-            self._flush()
-        if not row[0]:
-            return RecordOutcome(None if row[1] is None else event_from_row(row[1:13]), False)
+        if not row["o_inserted"]:  # a duplicate dedupe key: the event recorded first
+            return RecordOutcome(None if row["o_sequence"] is None else _recorded_event(row), False)
+        self._flush()
         wakes: list[WakeRequest] = []
-        if row[13]:
-            self._committed_here(set(row[14]))
+        if row["o_wakes"]:
+            self._committed_here(set(row["o_wake_seqs"]))
             if want_wakes:
-                wakes = [WakeRequest(w, key) for w in row[13] if not is_subagent_key(w)]
-        return RecordOutcome(EventRecord(row[1], key, ev.agent_id, ev.kind, ev.actor_type, ev.occurred_at,
-                                         ev.summary, ev.actor_id, ev.session_id, ev.run_id, ev.dedupe_key,
-                                         ev.payload), True, wakes)
+                wakes = [WakeRequest(w, key) for w in row["o_wakes"] if not is_subagent_key(w)]
+        return RecordOutcome(EventRecord(row["o_sequence"], key, ev.agent_id, ev.kind, ev.actor_type,
+                                         ev.occurred_at, ev.summary, ev.actor_id, ev.session_id, ev.run_id,
+                                         ev.dedupe_key, ev.payload), True, wakes)
 
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage:
         page, count, last, pruned, earliest = self._one(
@@ -465,6 +576,7 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
 
     def log_bounds(self, agents: Sequence[str] | None = None,
                    session: tuple[str, str] | None = None) -> LogBounds:
+        args: list[Any]
         if session is not None:
             where, args = "session_key = %s AND agent_id = %s", list(session)
         elif agents is not None:
@@ -499,52 +611,58 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
         """The claim (sw_prune), then bounded steps (sw_prune_step), each its own short transaction so
         recordings never wait long for the writer lock: events in batches of PRUNE_BATCH, then one slice
         of the stale-cursor cleanup."""
-        skipped, rows, cursors, stamped = self._one(
-            "SELECT * FROM sw_prune(%s::bigint, %s::bigint, %s::bigint, %s::bigint, %s::bigint, %s, %s::bigint,"
-            " %s::integer)",
-            (self._prune_key, self._writer, now, now - retention_ms, max_rows, force, interval_ms, queue_cap))
-        result = PruneResult(rows_deleted=rows, cursors_deleted=cursors, heads_stamped=stamped, skipped=skipped)
-        if skipped:
+        claim = self._call_one(_PRUNE, {
+            "prune_lock": self._prune_key, "lock": self._writer, "now": now, "cutoff": now - retention_ms,
+            "max_rows": max_rows, "force": force, "interval": interval_ms, "cap": queue_cap})
+        assert claim is not None  # OUT parameters: always one row
+        result = PruneResult(rows_deleted=claim["o_rows_deleted"], cursors_deleted=claim["o_cursors_deleted"],
+                             heads_stamped=claim["o_heads_stamped"], skipped=claim["o_skipped"])
+        if result.skipped:
             return result
-        step = ("SELECT * FROM sw_prune_step(%s::bigint, %s::bigint, %s::bigint, %s::bigint, %s::integer,"
-                " %s::integer, %s::integer)")
         for slice_rows in (0, CURSOR_SLICE) if expire_cursors else (0,):
             more = True
             while more:
-                rows, cursors, stamped, more = self._one(step, (self._prune_key, self._writer, now - retention_ms,
-                                                                max_rows, PRUNE_BATCH, slice_rows, queue_cap))
-                result.rows_deleted += rows
-                result.cursors_deleted += cursors
-                result.heads_stamped += stamped
+                step = self._call_one(_PRUNE_STEP, {
+                    "prune_lock": self._prune_key, "lock": self._writer, "cutoff": now - retention_ms,
+                    "max_rows": max_rows, "batch": PRUNE_BATCH, "slice": slice_rows, "cap": queue_cap})
+                assert step is not None
+                result.rows_deleted += step["o_rows_deleted"]
+                result.cursors_deleted += step["o_cursors_deleted"]
+                result.heads_stamped += step["o_heads_stamped"]
+                more = bool(step["o_more"])
         return result
 
     # -- cursors and the queue -------------------------------------------------------------------
     def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str, now: int) -> bool:
         if watcher == target or not is_agent_qualified(watcher) or not is_agent_qualified(target):
             return False
-        row = self._one("SELECT sw_register(%s::bigint, %s, %s, %s, %s, %s::bigint)",
-                        (self._writer, watcher, target, target_agent, provenance, now))
-        return bool(row[0])
+        row = self._call_one(_REGISTER, {"lock": self._writer, "watcher": watcher, "target": target,
+                                         "agent": target_agent, "provenance": provenance, "now": now})
+        return row is not None and bool(row["sw_register"])
 
     def unwatch(self, watcher: str, target: str, context_key: str, now: int, queue_cap: int = 20) -> bool:
-        row = self._one("SELECT sw_unwatch(%s::bigint, %s, %s, %s, %s::bigint, %s::integer)",
-                        (self._writer, watcher, target, context_key, now, queue_cap))
-        return bool(row[0])
+        row = self._call_one(_UNWATCH, {"lock": self._writer, "watcher": watcher, "target": target,
+                                        "ctx": context_key, "now": now, "cap": queue_cap})
+        return row is not None and bool(row["sw_unwatch"])
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
         query, args = cursor_query(watcher, target, "%s")
         return [Cursor(*r) for r in self._all(query, args)]
 
-    def _ack(self, conn: psycopg.Connection[Any], watcher: str, targets: Sequence[str], render: Render, now: int,
-             queue_cap: int) -> list[WakeRequest]:
+    def _ack(self, conn: psycopg.Connection[Any] | psycopg.ClientCursor[dict[str, Any]], watcher: str,
+             targets: Sequence[str], render: Render, now: int, queue_cap: int, then: str = "") -> list[WakeRequest]:
+        """sw_ack on ``conn`` (a connection, or the dict-row ClientCursor of an open transaction with
+        ``then`` = "; COMMIT": the ack and the commit in one round trip)."""
+        cur = conn.cursor(row_factory=dict_row) if isinstance(conn, psycopg.Connection) else conn
         last = {t: i for i, t in enumerate(targets)}  # reopen in consumption order (a repeat counts last)
         ordered = sorted(last, key=last.__getitem__)
-        rows = conn.execute(
-            "SELECT * FROM sw_ack(%s::bigint, %s, %s::text[], %s::text[], %s::bigint, %s::integer, %s, %s)",
-            (self._writer, watcher, ordered, [render(t).context_key for t in ordered], now, queue_cap,
-             self.channel, self.origin)).fetchall()
-        self._committed_here(s for _, _, quiet, s in rows if not quiet)
-        return [] if is_subagent_key(watcher) else [WakeRequest(watcher, t) for t, _, quiet, _ in rows if not quiet]
+        reopened = cur.execute(_ACK + then, {
+            "lock": self._writer, "watcher": watcher, "targets": ordered,
+            "ctxs": [render(t).context_key for t in ordered], "now": now, "cap": queue_cap,
+            "channel": self.channel, "origin": self.origin}).fetchall()
+        waking = [r for r in reopened if not r["o_quiet"]]
+        self._committed_here(r["o_wake_seq"] for r in waking)
+        return [] if is_subagent_key(watcher) else [WakeRequest(watcher, r["o_target"]) for r in waking]
 
     def acknowledge(self, watcher: str, targets: Sequence[str], render: Render, now: int,
                     queue_cap: int) -> list[WakeRequest]:
@@ -558,68 +676,87 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
     def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
                 queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
         target, last_seen = notice if notice is not None else (None, None)
-        idx, slot = self._one(
-            "SELECT * FROM sw_enqueue(%s::bigint, %s, %s, %s, %s::bigint, %s::integer, %s, %s, %s::bigint)",
-            (self._writer, session_key, text, context_key, ts, queue_cap, queue_only, target, last_seen))
-        if idx is None:
+        row = self._call_one(_ENQUEUE, {"lock": self._writer, "session": session_key, "text": text,
+                                        "ctx": context_key, "ts": ts, "cap": queue_cap, "quiet": queue_only,
+                                        "target": target, "ls": last_seen})
+        idx = None if row is None else row["o_idx"]
+        if row is None or idx is None:
             return None
         self._flush()
-        if slot:
+        if row["o_slot"]:
             return QueueEntry(idx, session_key, text, context_key, ts, queue_only, target=target)
         return QueueEntry(idx, session_key, text, context_key, ts)
 
     @staticmethod
-    def _entries(session_key: str, rows: Iterable[Sequence[Any]], render: Render) -> list[QueueEntry]:
+    def _entries(session_key: str, rows: Iterable[dict[str, Any]], render: Render) -> list[QueueEntry]:
+        """QueueEntry per row of sw_queue (or sw_take_queue, sw_take_entries: the same columns)."""
         out: list[QueueEntry] = []
-        for idx, target, last_seen, ts, quiet, ctx, text in rows:
-            if target is not None:
-                t = render(target)
-                out.append(QueueEntry(idx, session_key, t.text(last_seen), t.context_key, ts, quiet, target=target))
+        for r in rows:
+            if r["o_target"] is not None:  # a notice slot: its text is rendered from the target and last_seen
+                t = render(r["o_target"])
+                out.append(QueueEntry(r["o_idx"], session_key, t.text(r["o_ls"]), t.context_key, r["o_ts"],
+                                      r["o_quiet"], target=r["o_target"]))
             else:
-                out.append(QueueEntry(idx, session_key, text, ctx, ts))
+                out.append(QueueEntry(r["o_idx"], session_key, r["o_text"], r["o_ctx"], r["o_ts"]))
         return out
 
     def peek(self, session_key: str, render: Render, queue_cap: int = 20) -> list[QueueEntry]:
-        return self._entries(session_key, self._all("SELECT * FROM sw_queue(%s, %s::integer)",
-                                                    (session_key, queue_cap)), render)
+        return self._entries(session_key, self._call_all(_QUEUE, {"session": session_key, "cap": queue_cap}),
+                             render)
 
     def drain(self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int,
               queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
-            with conn.transaction():
-                entries = self._entries(session_key, conn.execute(
-                    "SELECT * FROM sw_take_queue(%s::bigint, %s, %s::integer)",
-                    (self._writer, session_key, queue_cap)).fetchall(), render)
-                targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                             if t is not None))
-                wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
-            return entries, wakes
-
-        entries, wakes = self._run(work)
+        entries, wakes = self._run(lambda c: self._take_and_ack(
+            c, _TAKE_QUEUE, {"lock": self._writer, "session": session_key, "cap": queue_cap},
+            session_key, decode, render, now, queue_cap))
         if entries:
             self._flush()
         return entries, wakes
+
+    def _take_and_ack(self, conn: psycopg.Connection[Any], take: str, args: dict[str, Any], session_key: str,
+                      decode: Callable[[str | None], str | None], render: Render, now: int,
+                      queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        """Take entries off a queue and acknowledge their notices in one transaction, in two round trips:
+        "BEGIN; take", then "ack; COMMIT" (the ack needs the taken entries, decoded here). Statements
+        sent together go by the simple protocol, so psycopg binds the arguments client-side."""
+        cur = psycopg.ClientCursor(conn, row_factory=dict_row)
+        try:
+            cur.execute("BEGIN; " + take, args)
+            cur.nextset()
+            entries = self._entries(session_key, cur.fetchall(), render)
+            targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
+                                         if t is not None))
+            if targets:
+                wakes = self._ack(cur, session_key, targets, render, now, queue_cap, then="; COMMIT")
+            else:
+                cur.execute("COMMIT")
+                wakes = []
+        except BaseException:
+            self._rollback(conn)
+            raise
+        return entries, wakes
+
+    @staticmethod
+    def _rollback(conn: psycopg.Connection[Any]) -> None:
+        """End a transaction a failed multi-statement call left open (a broken connection has no
+        transaction left to end)."""
+        if conn.pgconn.transaction_status in (psycopg.pq.TransactionStatus.INTRANS,
+                                              psycopg.pq.TransactionStatus.INERROR):
+            try:
+                conn.rollback()
+            except psycopg.Error:
+                pass
 
     def acknowledge_entries(self, session_key: str, ids: Sequence[int], decode: Callable[[str | None], str | None],
                             render: Render, now: int, queue_cap: int) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
         wanted = sorted({int(i) for i in ids})
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
-            with conn.transaction():
-                entries = self._entries(session_key, conn.execute(
-                    "SELECT * FROM sw_take_entries(%s::bigint, %s, %s::bigint[], %s::integer)",
-                    (self._writer, session_key, wanted, queue_cap)).fetchall(), render)
-                targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries)
-                                             if t is not None))
-                wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
-            return entries, wakes
-
         if not wanted:
             return [], []
-        entries, wakes = self._run(work)
+        entries, wakes = self._run(lambda c: self._take_and_ack(
+            c, _TAKE_ENTRIES, {"lock": self._writer, "session": session_key, "ids": wanted, "cap": queue_cap},
+            session_key, decode, render, now, queue_cap))
         if entries:
             self._flush()
         return entries, wakes
@@ -627,44 +764,56 @@ class PostgresStore(SessionsMixin, LinksMixin, TokensMixin, PostgresDataSettings
     def reconcile(self, watcher: str, target: str, after: int, last: int, render: Render, now: int,
                   queue_cap: int) -> list[WakeRequest]:
         self._queue_cap = queue_cap
-        changed, wake, wake_seq = self._one(
-            "SELECT * FROM sw_reconcile(%s::bigint, %s, %s, %s::bigint, %s::bigint, %s, %s::bigint, %s::integer,"
-            " %s, %s)", (self._writer, watcher, target, after, last, render(target).context_key, now, queue_cap,
-                         self.channel, self.origin))
-        if changed:
+        row = self._call_one(_RECONCILE, {
+            "lock": self._writer, "watcher": watcher, "target": target, "after": after, "last": last,
+            "ctx": render(target).context_key, "now": now, "cap": queue_cap, "channel": self.channel,
+            "origin": self.origin})
+        assert row is not None  # OUT parameters: always one row
+        if row["o_changed"]:
             self._flush()
-        if not wake:
+        if not row["o_wake"]:
             return []
-        self._committed_here([wake_seq])
+        self._committed_here([row["o_wake_seq"]])
         return [] if is_subagent_key(watcher) else [WakeRequest(watcher, target)]
 
+    # twin: store/sqlite_queue.py::has_pending_notice (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_wakes.py::test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake)
     def has_pending_notice(self, watcher: str, queue_cap: int = 20) -> bool:
-        row = self._one("SELECT EXISTS (SELECT 1 FROM sw_queue(%s, %s::integer)"
-                        " WHERE (o_target IS NOT NULL AND NOT o_quiet) OR o_ctx ILIKE 'session-state:%%')",
-                        (watcher, queue_cap))
-        return bool(row[0])
+        row = self._call_one(f"SELECT EXISTS ({_QUEUE} WHERE (o_target IS NOT NULL AND NOT o_quiet)"
+                             " OR o_ctx ILIKE 'session-state:%%') AS pending", {"session": watcher, "cap": queue_cap})
+        return row is not None and bool(row["pending"])
 
+    # twin: store/sqlite.py::SQLiteStore.sweep (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap)
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
         self._queue_cap = queue_cap
 
         def work(conn: psycopg.Connection[Any]) -> tuple[int, list[WakeRequest]]:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._writer,))
-                rows = sorted(conn.execute(
-                    "UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
-                    " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
-                    " RETURNING watcher, target, last_seen, provenance", (now,)).fetchall())
+            # Two round trips: "BEGIN; lock; update", then "append the notices; COMMIT" (the notices are
+            # rendered here). Statements sent together go by the simple protocol (ClientCursor).
+            cur = psycopg.ClientCursor(conn)
+            try:
+                cur.execute("BEGIN; SELECT pg_advisory_xact_lock(%s);"
+                            " UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
+                            " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
+                            " RETURNING watcher, target, last_seen, provenance", (self._writer, now))
+                cur.nextset()
+                cur.nextset()
+                rows: list[tuple[str, str, int, str]] = sorted(cur.fetchall())
                 if not rows:
+                    cur.execute("COMMIT")
                     return 0, []
                 quiet = [p == "ambient-group" for _, _, _, p in rows]
-                stamped = conn.execute(
-                    "SELECT * FROM sw_append_notices(%s::text[], %s::text[], %s::bigint[], %s::text[],"
-                    " %s::boolean[], %s::bigint, %s::integer, %s, %s)",
-                    ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                     [render(r[1]).context_key for r in rows], quiet, now, queue_cap, self.channel,
-                     self.origin)).fetchall()
-            self._committed_here(s for q, (_, s) in zip(quiet, stamped) if not q)
-            return len(rows), [WakeRequest(r[0], r[1]) for r, q in zip(rows, quiet)
-                               if not q and not is_subagent_key(r[0])]
+                stamped = psycopg.ClientCursor(conn, row_factory=dict_row).execute(_APPEND_NOTICES + "; COMMIT", {
+                    "watchers": [w for w, _, _, _ in rows], "targets": [t for _, t, _, _ in rows],
+                    "ls": [ls for _, _, ls, _ in rows], "ctxs": [render(t).context_key for _, t, _, _ in rows],
+                    "quiet": quiet, "ts": now, "cap": queue_cap, "channel": self.channel,
+                    "origin": self.origin}).fetchall()
+            except BaseException:
+                self._rollback(conn)
+                raise
+            self._committed_here(r["o_wake_seq"] for q, r in zip(quiet, stamped, strict=True) if not q)
+            return len(rows), [WakeRequest(w, t) for (w, t, _, _), q in zip(rows, quiet, strict=True)
+                               if not q and not is_subagent_key(w)]
 
         return self._run(work)

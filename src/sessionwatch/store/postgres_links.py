@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
 from .records import Link, Node, dumps
 from .rows import LINK_COLS, link_from_row
 
+T = TypeVar("T")
 
 
 class LinksMixin:
-    _run: Callable[..., Any]
-    _one: Callable[..., Any]
-    _all: Callable[..., list[Any]]
+    if TYPE_CHECKING:  # provided by PostgresStore
+        def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T: ...
+        def _one(self, query: str, params: Any = None) -> Any: ...
+        def _all(self, query: str, params: Any = None) -> list[Any]: ...
 
     def upsert_link(self, link: Link, now: int) -> tuple[Link, str]:
         def work(conn: psycopg.Connection[Any]) -> tuple[Link, str]:
@@ -37,6 +39,7 @@ class LinksMixin:
                     row = conn.execute(f"SELECT {LINK_COLS} FROM upstream_links WHERE session_key = %s"
                                        " AND agent_id = %s FOR UPDATE",
                                        (link.session_key, link.agent_id)).fetchone()
+                    assert row is not None, "the row that blocked the insert is gone"
                 old = link_from_row(row)
                 updated_at = max(now, old.updated_at + 1)  # strictly increasing: it is the CAS token
                 if old.source() == link.source():

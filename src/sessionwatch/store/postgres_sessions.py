@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
@@ -11,17 +11,21 @@ from ..listing import ListPosition, list_filter
 from .records import MessageRow, SessionRow, dumps
 from .rows import LIST_ORDER, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
 
-
 SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
 LIST_ORDER_S = ", ".join(f"s.{c.strip()}" for c in LIST_ORDER.split(","))
 LIST_ORDER_W = ", ".join(f"w.{c.strip()}" for c in LIST_ORDER.split(","))
 
+T = TypeVar("T")
+
 
 class SessionsMixin:
     _writer: int
-    _run: Callable[..., Any]
-    _one: Callable[..., Any]
-    _all: Callable[..., list[Any]]
+
+    if TYPE_CHECKING:  # provided by PostgresStore
+        def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T: ...
+        def _one(self, query: str, params: Any = None) -> Any: ...
+        def _all(self, query: str, params: Any = None) -> list[Any]: ...
+        def _call_one(self, query: str, params: Mapping[str, Any]) -> dict[str, Any] | None: ...
 
     def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
         # One upsert; xmax = 0 tells an insert from an update of an existing row.
@@ -78,7 +82,8 @@ class SessionsMixin:
                   "spawned_by": "spawned_by"}
 
     def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
-        sets, args = ["updated_at = %s"], [now]
+        sets: list[str] = ["updated_at = %s"]
+        args: list[Any] = [now]
         for name, value in fields.items():
             sets.append(f"{self._UPDATABLE[name]} = %s")
             args.append(dumps(value) if name == "goal" and value is not None else value)
@@ -91,6 +96,8 @@ class SessionsMixin:
             "UPDATE sessions SET active_run_id = NULL, updated_at = %s WHERE session_key = %s AND agent_id = %s"
             " AND active_run_id = %s", (now, session_key, agent_id, run_id)).rowcount > 0)
 
+    # twin: store/sqlite_sessions.py::SessionsMixin.reset_session (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_watchers.py::test_reset_drops_the_sessions_own_watches_but_keeps_others_on_it)
     def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
                       context_prefix: str, queue_cap: int = 20) -> bool:
         def work(conn: psycopg.Connection[Any]) -> bool:
@@ -104,15 +111,18 @@ class SessionsMixin:
                     # ILIKE: SQLite's LIKE ignores ASCII case
                     conn.execute("DELETE FROM system_events WHERE session_key = %s AND context_key ILIKE %s",
                                  (session_key, context_prefix + "%"))
-                    conn.execute("SELECT sw_compact(%s, %s::integer)", (session_key, queue_cap))
+                    conn.execute("SELECT * FROM sw_compact(p_session => %(session)s, p_cap => %(cap)s::integer)",
+                                 {"session": session_key, "cap": queue_cap})
             return found
 
         return self._run(work)
 
     def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
-        row = self._one("SELECT sw_delete_session(%s::bigint, %s, %s, %s, %s::integer)",
-                        (self._writer, session_key, agent_id, context_key, queue_cap))
-        return bool(row[0])
+        row = self._call_one("SELECT sw_delete_session(p_lock => %(lock)s::bigint, p_key => %(key)s,"
+                             " p_agent => %(agent)s, p_ctx => %(ctx)s, p_cap => %(cap)s::integer) AS found",
+                             {"lock": self._writer, "key": session_key, "agent": agent_id, "ctx": context_key,
+                              "cap": queue_cap})
+        return row is not None and bool(row["found"])  # found: the session row existed
 
     def append_message(self, msg: MessageRow) -> MessageRow:
         row = self._one(

@@ -233,6 +233,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                 conn.execute("COMMIT")
 
     # -- signal log ------------------------------------------------------------------------------
+    # twin: store/postgres_functions.sql::sw_record (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_watchers.py::test_acknowledge_on_drain_reopens_exactly_once)
     def record(self, ev: EventInput, render: Render, now: int, queue_cap: int,
                want_wakes: bool) -> RecordOutcome | None:
         key = ev.session_key
@@ -359,6 +361,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                     out[(k, a)] = v
         return {p: out[p] for p in pairs if p in out}
 
+    # twin: store/postgres_functions.sql::sw_prune and sw_prune_step (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_sweep_prune.py::test_pruning_after_recording_is_throttled_to_once_an_hour)
     def prune(self, now: int, retention_ms: int, max_rows: int, *, force: bool, interval_ms: int,
               queue_cap: int = 20,
               expire_cursors: bool = True) -> PruneResult:
@@ -423,6 +427,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
             " AND m.mx > heads.pruned_max_sequence", (arg,)).rowcount
 
     # -- cursors and the queue -------------------------------------------------------------------
+    # twin: store/postgres_functions.sql::sw_register (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_watchers.py::test_an_explicit_watch_promotes_ambient_and_keeps_watermarks)
     def register_watch(self, watcher: str, target: str, target_agent: str, provenance: str, now: int) -> bool:
         if watcher == target or not is_agent_qualified(watcher) or not is_agent_qualified(target):
             return False
@@ -448,6 +454,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
                          " updated_at) VALUES (?,?,?,?,?,?,?)", (watcher, target, h, h, h, provenance, now))
         return True
 
+    # twin: store/postgres_functions.sql::sw_unwatch (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_watchers.py::test_unwatch_drops_cursor_and_pending_notice_and_mutes_the_spawn_parent)
     def unwatch(self, watcher: str, target: str, context_key: str, now: int, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
             sq.remove_slot(conn, watcher, target, queue_cap)
@@ -465,6 +473,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
         with self._lock:
             return [Cursor(*r) for r in self._conn.execute(sql, args)]
 
+    # twin: store/postgres_functions.sql::sw_ack (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_watchers.py::test_acknowledge_on_drain_reopens_exactly_once)
     def _ack(self, conn: sqlite3.Connection, watcher: str, targets: Sequence[str], render: Render, now: int,
              queue_cap: int) -> list[WakeRequest]:
         if len(targets) == 1:
@@ -491,6 +501,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
         with self._tx() as conn:
             return self._ack(conn, watcher, targets, render, now, queue_cap)
 
+    # twin: store/postgres_functions.sql::sw_enqueue (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_queue.py::test_a_hand_queued_copy_of_a_pending_notice_is_deduped)
     def enqueue(self, session_key: str, text: str, context_key: str | None, ts: int, queue_cap: int,
                 queue_only: bool = False, notice: tuple[str, int] | None = None) -> QueueEntry | None:
         with self._tx() as conn:
@@ -526,6 +538,8 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
             wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
         return entries, wakes
 
+    # twin: store/postgres_functions.sql::sw_reconcile (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_delivery.py::test_a_truncated_page_leaves_one_notice_quoting_the_new_last_seen)
     def reconcile(self, watcher: str, target: str, after: int, last: int, render: Render, now: int,
                   queue_cap: int) -> list[WakeRequest]:
         with self._lock:  # most reads are not a watcher's: answer those without taking the write lock
@@ -556,6 +570,9 @@ class SQLiteStore(SessionsMixin, LinksMixin, TokensMixin, SQLiteDataSettings, St
         with self._read() as conn:
             return sq.has_pending_notice(conn, watcher, queue_cap)
 
+    # twin: store/postgres.py::PostgresStore.sweep + store/postgres_functions.sql::sw_append_notices
+    #   (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap)
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
         wakes: list[WakeRequest] = []
         with self._tx() as conn:

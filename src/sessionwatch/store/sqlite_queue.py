@@ -87,6 +87,8 @@ def slot_key(conn: sqlite3.Connection, target: str) -> int:
     return int(row[0])
 
 
+# twin: store/postgres_functions.sql::sw_ensure_head (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_queue.py::test_entries_are_per_session)
 def ensure_head(conn: sqlite3.Connection, session_key: str) -> None:
     conn.execute("INSERT INTO queue_heads (session_key) VALUES (?) ON CONFLICT DO NOTHING", (session_key,))
 
@@ -105,6 +107,8 @@ def _next_index(conn: sqlite3.Connection, session_key: str) -> int:
                         (session_key,)).fetchone()[0]
 
 
+# twin: store/postgres_functions.sql::sw_queue (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_delivery.py::test_ids_stay_put_when_the_queue_is_renumbered)
 def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) -> list[QueueEntry]:
     """The live queue, oldest first. An entry's ``id`` is its stable id, not its (movable) index."""
     out: list[tuple[int, QueueEntry]] = []
@@ -118,6 +122,8 @@ def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int
     return [e for _, e in out]
 
 
+# twin: store/postgres.py::PostgresStore.has_pending_notice (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_wakes.py::test_a_promoted_ambient_notice_counts_as_pending_for_the_trailing_wake)
 def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool:
     if conn.execute(_LIVE_SLOTS + " AND quiet = 0 LIMIT 1", (watcher, cap, cap + 1)).fetchone():
         return True
@@ -125,6 +131,8 @@ def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool
                         (watcher, cap)).fetchone() is not None
 
 
+# twin: store/postgres_functions.sql::sw_walk (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_queue.py::test_queue_of_a_wide_watcher_matches_an_eager_list_under_reappends_drains_and_unwatches)
 def _walked_slots(conn: sqlite3.Connection, session_key: str, cap: int) -> list[tuple[int, str, int, Any]] | None:
     """The live slots (idx, target, slot key, prev) by the chain walk; None when the walk cannot vouch
     for them."""
@@ -143,6 +151,8 @@ def _walked_slots(conn: sqlite3.Connection, session_key: str, cap: int) -> list[
     return [(idx, t, key, p) for t, key, idx, p, live, _, _ in rows if live]
 
 
+# twin: store/postgres_functions.sql::sw_compact (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_queue.py::test_a_replaced_notice_does_not_evict_an_older_entry)
 def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
     """Renumber the live entries to the top of the index range after a removal from the middle, and
     relink the chain over exactly the live slots."""
@@ -185,6 +195,8 @@ def slot_live(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> 
     return None if row is None else (bool(row[0]), row[1])
 
 
+# twin: store/postgres_functions.sql::sw_remove_slot (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_delivery.py::test_a_read_covering_a_queued_notice_withdraws_it)
 def remove_slot(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> bool:
     """Take the pair's notice out of the queue (the cursor stays)."""
     state = slot_live(conn, watcher, target, cap)
@@ -201,6 +213,8 @@ def after_removal(conn: sqlite3.Connection, watchers: set[str], cap: int) -> Non
         _compact(conn, w, cap)
 
 
+# twin: store/postgres_functions.sql::sw_append_notice (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_watchers.py::test_material_updates_while_pending_keep_one_byte_identical_notice)
 def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen: int, context_key: str,
                   ts: int, cap: int, quiet: bool) -> bool:
     """Queue the pair's notice quoting ``last_seen``: dedupe (explicit) or replace (queue-only).
@@ -235,6 +249,8 @@ def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen
     return True
 
 
+# twin: store/postgres_functions.sql::sw_append_generic (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_queue.py::test_dedupe_is_by_context_key_and_exact_text)
 def append_generic(conn: sqlite3.Connection, session_key: str, text: str, context_key: str | None,
                    ts: int, cap: int) -> QueueEntry | None:
     """Queue any other entry, deduped by context key + exact text."""
@@ -251,6 +267,8 @@ def append_generic(conn: sqlite3.Connection, session_key: str, text: str, contex
     return QueueEntry(idx, session_key, text, context_key, ts)
 
 
+# twin: store/postgres_functions.sql::sw_take_queue (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_queue.py::test_drain_returns_system_lines_and_empties_the_queue)
 def drain(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) -> list[QueueEntry]:
     """Remove every entry (live ones are returned)."""
     out = entries(conn, session_key, render, cap)
@@ -260,6 +278,8 @@ def drain(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) 
     return out
 
 
+# twin: store/postgres_functions.sql::sw_take_entries (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_delivery.py::test_ack_removes_exactly_the_given_entries)
 def remove_ids(conn: sqlite3.Connection, session_key: str, ids: set[int], render: Render,
                cap: int) -> list[QueueEntry]:
     """Take the live entries with these stable ids out of the queue (others stay); returns them."""

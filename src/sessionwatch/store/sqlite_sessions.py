@@ -116,6 +116,8 @@ class SessionsMixin:
                                 " AND agent_id = ? AND active_run_id = ?",
                                 (now, session_key, agent_id, run_id)).rowcount > 0
 
+    # twin: store/postgres_sessions.py::SessionsMixin.reset_session (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_watchers.py::test_reset_drops_the_sessions_own_watches_but_keeps_others_on_it)
     def reset_session(self, session_key: str, agent_id: str, new_session_id: str, now: int,
                       context_prefix: str, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
@@ -129,6 +131,8 @@ class SessionsMixin:
                 sq.after_removal(conn, {session_key}, queue_cap)
             return found
 
+    # twin: store/postgres_functions.sql::sw_delete_session (bound by tests/conformance/test_stateful.py and
+    #   tests/conformance/test_watchers.py::test_delete_removes_events_head_and_cursors_both_ways)
     def delete_session(self, session_key: str, agent_id: str, context_key: str, queue_cap: int = 20) -> bool:
         with self._tx() as conn:
             found = conn.execute("DELETE FROM sessions WHERE session_key = ? AND agent_id = ?",

@@ -26,6 +26,8 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
                  (key, value))
 
 
+# twin: store/postgres_functions.sql::sw_event_rows (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_flat_costs.py::test_the_cap_keeps_exactly_the_newest_rows_across_batches_and_deletes)
 def event_rows(conn: sqlite3.Connection) -> int:
     """The exact number of events, from the kept count plus the rows recorded since it was taken."""
     hi = conn.execute("SELECT max(sequence) FROM events").fetchone()[0] or 0
@@ -43,6 +45,8 @@ def event_rows(conn: sqlite3.Connection) -> int:
     return total
 
 
+# twin: store/postgres_functions.sql::sw_forget_rows (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_flat_costs.py::test_the_cap_keeps_exactly_the_newest_rows_across_batches_and_deletes)
 def forget_rows(conn: sqlite3.Connection, sequences: Sequence[int]) -> None:
     """Deleted events leave the kept count (only those it had counted)."""
     upto = _meta(conn, "event_rows_upto")
@@ -53,6 +57,8 @@ def forget_rows(conn: sqlite3.Connection, sequences: Sequence[int]) -> None:
         conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) - ? WHERE key = 'event_rows'", (gone,))
 
 
+# twin: store/postgres_functions.sql::sw_prune_step (p_slice > 0) (bound by tests/conformance/test_stateful.py and
+#   tests/conformance/test_flat_costs.py::test_stale_cursors_go_a_slice_per_prune)
 def expire_cursors(conn: sqlite3.Connection, cutoff: int, budget: int) -> list[str]:
     """Delete cursors untouched since ``cutoff`` among the next ``budget`` rows; returns their watchers."""
     at = _meta(conn, "cursor_prune_at")

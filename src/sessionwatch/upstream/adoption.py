@@ -1,8 +1,9 @@
 """Adoption ("continue"): link a catalog thread to a session with a baseline marker (reference §5.1).
 
 Local Claude and Codex files: the ref is ``{filePath}``, the baseline ``{offset, file}`` just past the
-last complete row (a row still being written is classified when it completes), with the file's identity. Paired nodes: the ref is
-``{nodeId, threadId}``, the baseline ``{id}`` of the newest item (null for an empty thread).
+last complete row (a row still being written is classified when it completes), with the file's identity.
+Paired nodes: the ref is ``{nodeId, threadId}``, the baseline ``{id}`` of the newest item (null for an
+empty thread).
 
 The same source keeps its scan progress (and restarts any miss streak); a different source rebases.
 ``adopted`` is recorded once per session key. When the upstream cannot be read for a baseline, the
@@ -17,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .. import kinds as K
+from .. import kinds
 from ..errors import InvalidArgument, NotFound
 from ..keys import check_agent_id
 from ..store.records import EventInput, Link, Node
@@ -68,7 +69,7 @@ class Adopter:
         link, status = self.gw.store.upsert_link(
             Link(key, agent, catalog, host, tid, kind, ref, marker, now, now), now)
         session = self.gw.store.get_session(key, agent)
-        self.gw.record(EventInput(key, agent, K.ADOPTED, "human", K.adopted_summary(catalog), now,
+        self.gw.record(EventInput(key, agent, kinds.ADOPTED, "human", kinds.adopted_summary(catalog), now,
                                   session_id=session.session_id if session else None, dedupe_key=f"adopted:{key}",
                                   payload={"catalogId": catalog, "hostId": host}))
         out: dict[str, Any] = {"sessionKey": key, "agentId": agent, "linked": True, "link": link_json(link),
@@ -137,7 +138,7 @@ def check_pairing(node_id: object, url: object, token: object) -> tuple[str, str
 
     try:
         parsed = httpx.URL(url)
-    except Exception:
+    except Exception:  # noqa: BLE001 - httpx raises several types for a malformed URL
         raise InvalidArgument(f"url {url!r} is not a valid URL") from None
     if not parsed.host:
         raise InvalidArgument(f"url {url!r} has no host")

@@ -109,10 +109,10 @@ class LocalCatalog:
                             out.append((tid, entry.path))
             else:
                 pattern = f"*/*/*/rollout-*-{thread_id}.jsonl" if thread_id else "*/*/*/rollout-*.jsonl"
-                for path in base.glob(pattern):
-                    m = _CODEX_NAME.fullmatch(path.name)
+                for rollout in base.glob(pattern):
+                    m = _CODEX_NAME.fullmatch(rollout.name)
                     if m and (thread_id is None or m.group(1) == thread_id):
-                        out.append((m.group(1), str(path)))
+                        out.append((m.group(1), str(rollout)))
         except FileNotFoundError:
             return []
         except NotADirectoryError:

@@ -26,7 +26,7 @@ import os
 import stat as stat_mod
 import time
 import zlib
-from typing import Any
+from typing import Any, TypeGuard
 
 from .probes import ACTIVITY, Outcome, Probe, missing
 from .rows import RowRules, RowStream
@@ -45,7 +45,7 @@ def marker_offset(marker: dict[str, Any]) -> int | None:
     return value
 
 
-def _is_uint(value: object) -> bool:
+def _is_uint(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 - 1
 
 
@@ -265,7 +265,8 @@ def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int 
                     return None
                 return Outcome(ACTIVITY, next_marker={"offset": start, "file": fid}, note="oversized row restarted")
             return None
-        row_start = row.get("start") if _is_uint(row.get("start")) else offset
+        saved_start = row.get("start")
+        row_start = saved_start if _is_uint(saved_start) else offset
     windows = 0
     could = rules.could_be_human
     classify = rules.classify

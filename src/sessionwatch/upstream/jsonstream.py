@@ -125,7 +125,7 @@ class JsonStream:
             if self.in_str:
                 i = self._string(b, i)
                 continue
-            i = _WS.match(b, i).end()
+            i = _WS.match(b, i).end()  # type: ignore[union-attr]  # a `*` pattern always matches
             if i >= n:
                 return
             c = b[i]
@@ -180,8 +180,8 @@ class JsonStream:
             elif c == 0x2D or 0x30 <= c <= 0x39 or c in (0x74, 0x66, 0x6E):  # number, true, false, null
                 if exp not in "VA":
                     raise _Invalid
-                number = not (c in (0x74, 0x66, 0x6E))
-                end = (_NUM_CHARS if number else _ALPHA).match(b, i).end()
+                number = c not in (0x74, 0x66, 0x6E)
+                end = (_NUM_CHARS if number else _ALPHA).match(b, i).end()  # type: ignore[union-attr]  # `*`: matches
                 if end >= n and not final:
                     if end - i > MAX_TOKEN:
                         raise _Invalid
@@ -260,9 +260,9 @@ def _complete_prefix(b: bytes, i: int, n: int) -> int:
     """The end of the longest prefix of string content ``b[i:n]`` that decodes on its own."""
     k = n
     j = b.rfind(b"\\", max(i, k - 6), k)
-    if j >= 0 and _backslashes(b, i, j + 1) % 2 == 1:  # an escape starts at j: is it complete?
-        if j + 1 >= k or (b[j + 1] == 0x75 and j + 6 > k):
-            k = j
+    # an escape starts at j: is it complete?
+    if j >= 0 and _backslashes(b, i, j + 1) % 2 == 1 and (j + 1 >= k or (b[j + 1] == 0x75 and j + 6 > k)):
+        k = j
     if k - i >= 6 and _HIGH_ESC.fullmatch(b, k - 6, k) and _backslashes(b, i, k - 5) % 2 == 1:
         k -= 6  # a high surrogate: its low half may be in the next chunk
     if k == n:

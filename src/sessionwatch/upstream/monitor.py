@@ -15,11 +15,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
+from functools import partial
 from typing import Any, Protocol
 
-from .. import kinds as K
+from .. import kinds
 from ..store.records import EventInput, Link, SessionRow
 from .links import expected, link_source_key
 from .probes import MISSING, Outcome, Probe
@@ -123,7 +123,7 @@ class Monitor:
                 continue
             key, agent = link.session_key, link.agent_id
             probe = Probe(link, session.session_id, link_source_key(link),
-                          lambda k=key, a=agent: self.gw.own_user_texts(k, a))
+                          partial(self.gw.own_user_texts, key, agent))
             groups.setdefault((link.catalog_id, link.host_id), []).append((probe, entry))
         # Every link is reported, the ones no watch cursor targets too (they are never scanned).
         result["links"].extend(skipped_entry(x, not_watched(x.session_key)) for x in unwatched)
@@ -151,8 +151,8 @@ class Monitor:
                         entry.update(status="skipped", reason="no provider for this catalog and host")
                     pending.append(((catalog, host), None, 0.0, info))
                     continue
-                fut = pool.submit(provider.scan, [p for p, _ in members])
-                pending.append(((catalog, host), fut, time.monotonic() + timeout_s, info))
+                submitted = pool.submit(provider.scan, [p for p, _ in members])
+                pending.append(((catalog, host), submitted, time.monotonic() + timeout_s, info))
             for group, fut, deadline, info in pending:
                 if fut is None:
                     continue
@@ -173,7 +173,8 @@ class Monitor:
                     continue
                 info["status"] = "ok"
                 info["waitedMs"] = int((time.monotonic() - begun) * 1000)
-                for (probe, entry), outcome in zip(members, outcomes):
+                # one outcome per probe; a short answer leaves the rest unscanned rather than failing the tick
+                for (probe, entry), outcome in zip(members, outcomes, strict=False):
                     if self.aborted.is_set():
                         entry.update(status="aborted", reason="the monitor was stopped during the tick")
                         continue
@@ -244,8 +245,8 @@ class Monitor:
             return
         sk = probe.source_key
         rec = self.gw.record(EventInput(
-            key, agent, K.UPSTREAM_MISSING, "system", K.upstream_missing_summary(link.catalog_id), self.gw.clock(),
-            session_id=session.session_id, dedupe_key=f"upstream-missing:{key}:{sk}:{link.updated_at}",
+            key, agent, kinds.UPSTREAM_MISSING, "system", kinds.upstream_missing_summary(link.catalog_id),
+            self.gw.clock(), session_id=session.session_id, dedupe_key=f"upstream-missing:{key}:{sk}:{link.updated_at}",
             payload={"channel": link.catalog_id}, watchers=(session.spawned_by,) if session.spawned_by else (),
             only_if_watched=not session.spawned_by, expected_link=expected(link)))
         if rec is not None and rec.event is not None:
@@ -283,7 +284,7 @@ class Monitor:
             return
         occurred = outcome.occurred_at if outcome.occurred_at is not None else now
         rec = self.gw.record(EventInput(
-            key, agent, K.HUMAN_DIRECT_MESSAGE, "human", K.human_message_summary(link.catalog_id), occurred,
+            key, agent, kinds.HUMAN_DIRECT_MESSAGE, "human", kinds.human_message_summary(link.catalog_id), occurred,
             session_id=session.session_id, dedupe_key=f"upstream:{key}:{probe.source_key}:{outcome.dedupe_id}",
             payload={"turns": turns} if turns > 1 else None,
             watchers=(session.spawned_by,) if session.spawned_by else (), only_if_watched=not session.spawned_by,

@@ -11,7 +11,7 @@ Routes (bearer token on all but health):
 No path leaves the transcript roots: thread ids are checked against a strict pattern and every file
 must resolve (symlinks followed) inside its catalog folder; a thread is served only if the listing shows
 it (``catalogs.claude_thread_of`` decides both). Host, Origin and Content-Type are checked like on the
-gateway (``http/origin.py``), and the same connection limits apply (``http/limits.py``). Run it with
+gateway (``serving/origin.py``), and the same connection limits apply (``serving/limits.py``). Run it with
 ``python -m sessionwatch.upstream.node_server --port P --token-file F [--claude-root DIR] [--codex-root DIR]``.
 """
 
@@ -32,10 +32,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..errors import InvalidArgument, NotFound, SessionwatchError
-from ..http.exposure import check_exposure, resolve_token
-from ..http.limits import Limits, uvicorn_config
-from ..http.origin import BrowserGuard, RequestPolicy
-from ..http.server_options import add_argparse_options, limits_of
+from ..serving.exposure import check_exposure, resolve_token
+from ..serving.limits import Limits, uvicorn_config
+from ..serving.options import add_argparse_options, limits_of
+from ..serving.origin import BrowserGuard, RequestPolicy
 from .catalogs import CATALOG_IDS, LocalCatalog, check_thread_id
 from .node_items import check_before, check_limit, items_page
 
@@ -137,17 +137,25 @@ def node_token(token: str | None, token_file: str | None) -> str:
 
 def serve_node(host: str, port: int, token: str, claude_root: str | None = None,
                codex_root: str | None = None, *, allowed_hosts: list[str] | tuple[str, ...] = (),
-               allowed_origins: list[str] | tuple[str, ...] = (), limits: Limits | None = None) -> None:
-    """Serve until interrupted (blocking). Raises Forbidden before binding for a weak token beyond loopback."""
+               allowed_origins: list[str] | tuple[str, ...] = (), limits: Limits | None = None,
+               fd: int | None = None) -> None:
+    """Serve until interrupted (blocking). Raises Forbidden before binding for a weak token beyond loopback.
+    ``fd``: serve on that inherited listening socket instead of binding ``host``/``port``."""
     import uvicorn
 
+    from ..serving.exposure import adopt_socket
+
+    sockets: list[Any] | None = None
+    if fd is not None:
+        sock, host = adopt_socket(fd, host)
+        sockets = [sock]
     check_exposure(host, token, what="a node", option=TOKEN_SOURCES)
     try:
         policy = RequestPolicy.from_options(allowed_hosts, allowed_origins)
     except ValueError as exc:
         raise InvalidArgument(f"allowed hosts: {exc}") from None
     app = create_node_app(token, claude_root=claude_root, codex_root=codex_root, policy=policy)
-    uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level="warning")).run()
+    uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level="warning")).run(sockets=sockets)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         serve_node(args.host, args.port, node_token(args.token, args.token_file), claude_root=args.claude_root,
                    codex_root=args.codex_root, allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
-                   limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections))
+                   limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections), fd=args.fd)
     except SessionwatchError as exc:
         print(f"sessionwatch node: {exc.code}: {exc.message}", file=sys.stderr)
         return 2

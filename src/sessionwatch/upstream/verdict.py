@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from .normalize import digest_text, normalize
@@ -97,7 +97,6 @@ def parse_timestamp(value: object) -> int | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-        from datetime import timezone
 
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)

@@ -9,8 +9,9 @@ that, shared by the REST gateway, ``sessionwatch node`` and the MCP HTTP transpo
   A rebinding page always sends its own name, so it gets 421.
 * A request that carries an ``Origin`` (every cross-origin fetch and every browser POST does) must name a
   configured origin, or this server itself (same scheme, name and port as the Host just accepted: the
-  dashboard at /ui calling its own gateway); no other origin is allowed by default (403). A browser's no-cors GET has no ``Origin`` but is
-  marked ``Sec-Fetch-Site: cross-site``/``same-site``; it is refused the same way.
+  dashboard at /ui calling its own gateway); no other origin is allowed by default (403). A browser's
+  no-cors GET has no ``Origin`` but is marked ``Sec-Fetch-Site: cross-site``/``same-site``; it is refused
+  the same way.
 * A request with a body must declare ``Content-Type: application/json`` (415), which a page can only send
   after a preflight this server never grants.
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .jsonio import JSON_TYPE, dumps
+from .wire import JSON_TYPE, dumps
 
 ENV_HOSTS = "SESSIONWATCH_ALLOWED_HOSTS"
 ENV_ORIGINS = "SESSIONWATCH_ALLOWED_ORIGINS"

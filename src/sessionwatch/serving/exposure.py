@@ -1,6 +1,7 @@
 """What a server needs before it binds: is the address loopback, is the token good enough, where is it.
 
-Shared by ``serve``, ``sessionwatch node`` and ``sessionwatch mcp --transport http``. A token given with
+Shared by ``serve``, ``sessionwatch node`` and ``sessionwatch mcp --transport http`` (each also takes
+``--fd N``, an inherited listening socket, whose address then counts as the host). A token given with
 ``--token`` shows in ``ps`` to every local user, so each also takes ``--token-file`` (and an environment
 variable naming the file).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 
 from ..errors import Forbidden, InvalidArgument
 
@@ -85,3 +87,17 @@ def resolve_token(token: str | None, token_file: str | None, *, env_token: str |
     if file_env:
         return read_token_file(file_env)
     return None
+
+
+def adopt_socket(fd: int, host: str) -> tuple[socket.socket, str]:
+    """The listening socket inherited as descriptor ``fd`` (``--fd``: systemd socket activation, tests), and
+    the address it is bound to, which then stands for ``host`` in the exposure check: a socket on 0.0.0.0
+    needs a token however it was opened. ``socket.socket(fileno=...)`` reads the real family, so uvicorn and
+    the Host check see the real address (uvicorn's own ``fd`` option would label it AF_UNIX)."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as exc:
+        raise InvalidArgument(f"--fd {fd}: not an open socket ({exc.strerror or exc})") from None
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        host = str(sock.getsockname()[0])
+    return sock, host

@@ -27,6 +27,9 @@ CONN_HELP = (f"Open connections at most (default {DEFAULTS.max_connections}; low
              "limit). At the cap the oldest idle connection is closed, or the new one gets 503.")
 
 
+FD_HELP = ("Serve on an already-open listening socket, inherited as file descriptor N (systemd socket "
+           "activation, tests); --host and --port are then not bound.")
+
 LOG_FORMAT_HELP = ("Log lines as plain text or one JSON object per line (uvicorn's too). "
                    "Env: SESSIONWATCH_LOG_FORMAT.")
 
@@ -57,6 +60,7 @@ def add_argparse_options(p: argparse.ArgumentParser, *, token_file_env: str) -> 
     p.add_argument("--header-timeout", type=float, default=DEFAULTS.header_timeout_s, metavar="S", help=HEADER_HELP)
     p.add_argument("--body-timeout", type=float, default=DEFAULTS.body_timeout_s, metavar="S", help=BODY_HELP)
     p.add_argument("--max-connections", type=int, default=DEFAULTS.max_connections, metavar="N", help=CONN_HELP)
+    p.add_argument("--fd", type=int, default=None, metavar="N", help=FD_HELP)
 
 
 def limits_of(header_timeout: float, body_timeout: float, max_connections: int) -> Limits:
@@ -70,13 +74,14 @@ def limits_of(header_timeout: float, body_timeout: float, max_connections: int) 
 
 def click_options(*, token_file_env: str, token_file_option: str = "--token-file") -> Callable[[F], F]:
     """Decorator adding the shared options as ``token_file``, ``allowed_host``, ``allowed_origin``,
-    ``header_timeout``, ``body_timeout`` and ``max_connections``. The token file's environment variable is
+    ``header_timeout``, ``body_timeout``, ``max_connections`` and ``fd``. The token file's environment variable is
     read by ``exposure.resolve_token`` (not by click), so an option always beats the environment."""
     def apply(fn: F) -> F:
         options = [
             click.option(token_file_option, "token_file", metavar="PATH",
                          type=click.Path(dir_okay=False),
-                         help=f"Read the token from the first line of PATH (keeps it out of 'ps'). Env: {token_file_env}."),
+                         help=("Read the token from the first line of PATH (keeps it out of 'ps'). "
+                               f"Env: {token_file_env}.")),
             click.option("--allowed-host", "allowed_host", multiple=True, metavar="NAME", help=HOST_HELP),
             click.option("--allowed-origin", "allowed_origin", multiple=True, metavar="ORIGIN", help=ORIGIN_HELP),
             click.option("--header-timeout", type=click.FloatRange(min=0, min_open=True),
@@ -85,6 +90,7 @@ def click_options(*, token_file_env: str, token_file_option: str = "--token-file
                          default=DEFAULTS.body_timeout_s, show_default=True, metavar="S", help=BODY_HELP),
             click.option("--max-connections", type=click.IntRange(min=1), default=DEFAULTS.max_connections,
                          show_default=True, metavar="N", help=CONN_HELP),
+            click.option("--fd", "fd", type=click.IntRange(min=0), default=None, metavar="N", help=FD_HELP),
             click.option("--log-format", type=click.Choice(["text", "json"]), default=None, expose_value=False,
                          is_eager=True, callback=lambda ctx, param, value: _set_log_format(value),
                          help=LOG_FORMAT_HELP),

@@ -28,10 +28,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from starlette.types import Receive as ASGIReceiveCallable, Scope, Send as ASGISendCallable
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .jsonio import dumps
+from .wire import dumps
 
 log = logging.getLogger("sessionwatch.http")
 

@@ -1,0 +1,670 @@
+"""Run every benchmark program in one go and rewrite the generated part of docs/benchmarks.md.
+
+    python benchmarks/report.py [--quick] [--only peer,http,...] [--skip ...] [--stdout]
+
+One run, one machine: the page's part between ``<!-- report:begin -->`` and ``<!-- report:end -->`` is
+replaced by the run's date (UTC), the machine and software it ran on, the exact command, and one section
+per benchmark (its table, from the program's JSON lines). Nothing outside the markers is touched (the
+growth benchmark above them has its own program). Progress goes to stderr. A program that fails (or
+runs past ``--timeout``) is reported as failed in its section, the other sections are still written, and
+the run exits 1 at the end. Sections left out with ``--only``/``--skip`` keep their heading (so links to
+them hold) and say they were not run.
+
+Benchmarks (``--only``/``--skip`` keys): peer (benchmarks/compare.py, ours against OpenClaw's own
+implementation; needs the peer harness ``shared/bench/openclaw/run.sh`` of the project workspace, found
+in a folder above the repository or given with ``--peer``), http (http_load.py), pg (pg_vs_sqlite.py),
+scaling (pg_scaling.py), upstream (upstream_bench.py), dashboard (dashboard_overhead.py), metrics
+(metrics_overhead.py). ``--quick`` passes each program's quick mode, or smaller counts where it has none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PAGE = ROOT / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- report:begin -->", "<!-- report:end -->"
+PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
+WIDTH = 110
+
+sys.path.insert(0, str(HERE))
+import compare  # noqa: E402  (one definition of the peer ratios and their targets)
+import pg_vs_sqlite  # noqa: E402  (one definition of the PostgreSQL slowdown table)
+
+Lines = list[dict[str, Any]]
+
+
+# -- the benchmarks --------------------------------------------------------------------------------
+@dataclass
+class Options:
+    quick: bool
+    peer: str | None
+    store: str
+    out: Path  # scratch folder for the programs' raw output files
+
+
+@dataclass
+class Bench:
+    key: str
+    title: str  # the section heading; its anchor is what other pages link to, so keep it stable
+    about: str  # what the program measures and how to read it (no figures: those come from the run)
+    argv: Callable[[Options], list[str]]  # the program and its arguments, run with this Python from ROOT
+    render: Callable[[Lines], str]  # the program's JSON lines -> the section's Markdown
+    collect: Callable[[Lines, Options], Lines] = field(default=lambda stdout, _o: stdout)
+
+
+def _jsonl(path: Path, **tag: Any) -> Lines:
+    if not path.exists():
+        return []
+    return [{**json.loads(x), **tag} for x in path.read_text().splitlines() if x.startswith("{")]
+
+
+def _num(x: Any, digits: int = 0) -> str:
+    if not isinstance(x, (int, float)):
+        return "–" if x is None else str(x)
+    return f"{x:,.{digits}f}"
+
+
+def _ops(lines: Lines) -> dict[str, dict[str, Any]]:
+    return {d["op"]: d for d in lines if "op" in d}
+
+
+def render_peer(lines: Lines) -> str:
+    peer = [d for d in lines if d.get("side") == "peer"]
+    ours = [d for d in lines if d.get("side") == "ours"]
+    info_peer = _ops(peer).get("info", {})
+    info_ours = _ops(ours).get("info", {})
+    out = [
+        f"Peer: OpenClaw {info_peer.get('openclaw_version', '?')} on Node {info_peer.get('node', '?')} "
+        f"(SQLite {info_peer.get('sqlite_version', '?')}); sessionwatch on SQLite "
+        f"{info_ours.get('sqlite_version', '?')}.",
+        "",
+        compare.table(peer, ours),
+    ]
+    hooks = [d for d in ours if d.get("op") in ("hook-floor", "hook-latency")]
+    if hooks:
+        out += [
+            "",
+            "The hook (`sessionwatch hook claude-code`, from process start, Python start-up included; "
+            "measured in the same run of `python -m sessionwatch.bench`):",
+            "",
+            "| case | p50 ms | p95 ms | CPU p95 ms | budget ms |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for d in hooks:
+            out.append(
+                f"| {d.get('case', d['op'])} | {_num(d.get('p50_ms'), 1)} | {_num(d.get('p95_ms'), 1)} | "
+                f"{_num(d.get('cpu_p95_ms'), 1)} | {_num(d.get('budget_ms'))} |"
+            )
+    return "\n".join(out)
+
+
+def render_http(lines: Lines) -> str:
+    by = _ops(lines)
+    out = [
+        "| operation | HTTP calls/s | HTTP p50 µs | HTTP p99 µs | server CPU µs/call | Python calls/s | "
+        "Python p50 µs | Python / HTTP |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for short, name in (
+        ("session_status_changes_since", "`session_status` + `changesSince`"),
+        ("sessions_send", "`sessions_send`"),
+    ):
+        h, py = by.get(f"http_{short}", {}), by.get(f"python_{short}", {})
+        ratio = py["per_sec"] / h["per_sec"] if h.get("per_sec") and py.get("per_sec") else None
+        out.append(
+            f"| {name} | {_num(h.get('per_sec'))} | {_num(h.get('p50_us'), 1)} | {_num(h.get('p99_us'), 1)} | "
+            f"{_num(h.get('server_cpu_us_per_req'), 1)} | {_num(py.get('per_sec'))} | "
+            f"{_num(py.get('p50_us'), 1)} | {'–' if ratio is None else f'{ratio:.1f}×'} |"
+        )
+    first = by.get("http_session_status_changes_since", {})
+    out += [
+        "",
+        f"{_num(first.get('n'))} calls per operation from {first.get('connections', '?')} keep-alive "
+        f"connections, {first.get('sse_subscribers', '?')} SSE subscribers connected; errors: "
+        f"{sum(d.get('errors', 0) for d in lines)}. Target: ≥ 1,500 HTTP tool calls/s with p99 < 20 ms.",
+    ]
+    return "\n".join(out)
+
+
+def render_pg(lines: Lines) -> str:
+    sqlite = [d for d in lines if d.get("side") == "sqlite"]
+    pg = [d for d in lines if d.get("side") == "postgresql"]
+    out = [pg_vs_sqlite.table(sqlite, pg)]
+    rt = _ops(pg).get("select_1_round_trip")
+    if rt:
+        out += [
+            "",
+            f"The floor under every PostgreSQL call: a bare `SELECT 1` round trip from psycopg to the server "
+            f"took {_num(rt.get('p50_us'), 1)} µs (p50 of {_num(rt.get('n'))}; p99 {_num(rt.get('p99_us'), 1)} "
+            "µs).",
+        ]
+    return "\n".join(out)
+
+
+def render_scaling(lines: Lines) -> str:
+    meta = _ops(lines).get("run", {})
+    out = [
+        "| watchers per session | processes | events/s | ratio to 1 process | p50 µs | p99 µs | log dense |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for d in lines:
+        if str(d.get("op", "")).startswith("pg_record_"):
+            out.append(
+                f"| {d.get('watchers')} | {d.get('procs')} | {_num(d.get('per_sec'))} | "
+                f"{_num(d.get('ratio_vs_1'), 2)} | {_num(d.get('p50_us'), 1)} | {_num(d.get('p99_us'), 1)} | "
+                f"{'yes' if d.get('dense') else '**no**'} |"
+            )
+    out += [
+        "",
+        f'`synchronous_commit`: {meta.get("synchronous_commit", "?")}. "Log dense": the log holds exactly '
+        "the events recorded, numbered without gaps.",
+    ]
+    return "\n".join(out)
+
+
+def render_upstream(lines: Lines) -> str:
+    by = _ops(lines)
+    out = ["| op | result | target | met |", "|---|---|---|---|"]
+    tick = by.get("upstream_tick_unchanged")
+    if tick:
+        out.append(
+            f"| one tick over {_num(tick.get('n'))} watched, unchanged transcripts | "
+            f"{_num(tick.get('seconds'), 3)} s median (best {_num(tick.get('best_seconds'), 3)} s) | "
+            f"< {_num(0.5 * tick.get('n', 1000) / 1000, 2)} s | {'yes' if tick.get('ok') else '**no**'} |"
+        )
+    scan = by.get("upstream_scan_new_data")
+    if scan:
+        out.append(
+            f"| scanning {_num(scan.get('n', 0) / 1e6)} MB of newly appended Claude and Codex data "
+            f"({scan.get('files')} files, {_num(scan.get('human_turns'))} human turns recorded) | "
+            f"{scan.get('ticks')} ticks, {_num(scan.get('seconds'), 2)} s, "
+            f"**{_num(scan.get('mb_per_sec'))} MB/s** | ≥ 50 MB/s | {'yes' if scan.get('ok') else '**no**'} |"
+        )
+    cls = by.get("classify_rows")
+    if cls:
+        out.append(
+            f"| the row classifier alone (fast path, {_num(cls.get('bytes', 0) / 1e6)} MB) | "
+            f"{_num(cls.get('mb_per_sec'))} MB/s | – | – |"
+        )
+    big = by.get("stream_oversized_row")
+    if big:
+        out.append(
+            f"| one oversized {_num(big.get('bytes', 0) / 1e6, 1)} MB row through the bounded-memory path, "
+            f"state round-tripped per MiB | {_num(big.get('mb_per_sec'))} MB/s | – | – |"
+        )
+    return "\n".join(out)
+
+
+def render_dashboard(lines: Lines) -> str:
+    ratio = _ops(lines).get("ratio", {})
+    runs = [d for d in lines if not d.get("meta") and "per_sec" in d]
+    out = [
+        "| operation | nothing attached, calls/s | dashboard + followers, calls/s | attached / baseline |",
+        "|---|---:|---:|---:|",
+    ]
+    for op, share in (ratio.get("attached_over_baseline") or {}).items():
+        base = [d["per_sec"] for d in runs if d["op"] == op and not d.get("attached")]
+        att = [d["per_sec"] for d in runs if d["op"] == op and d.get("attached")]
+        mid = lambda v: sorted(v)[len(v) // 2] if v else None  # noqa: E731
+        out.append(f"| `{op}` | {_num(mid(base))} | {_num(mid(att))} | {_num(share, 2)} |")
+    out += [
+        "",
+        f"Median over {ratio.get('rounds', '?')} round(s) of {_num(ratio.get('requests'))} calls per "
+        f"operation; {ratio.get('subscribers', '?')} clients following the log stream; the dashboard: "
+        f"{ratio.get('dashboard', '?')}. A ratio of 1 means no cost; below 1, the attached gateway was slower.",
+    ]
+    return "\n".join(out)
+
+
+def render_metrics(lines: Lines) -> str:
+    rows = [d for d in lines if not d.get("meta") and "cpu_us" in d]
+    ratio = (_ops(lines).get("ratio") or {}).get("observed_over_plain", {})
+    out = [
+        "| operation (in process) | CPU µs/call, no observer | CPU µs/call, metrics observer | with / without | "
+        "wall µs/call, without → with |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for op, share in ratio.items():
+        off = next((d for d in rows if d["op"] == op and d.get("observer") == "off"), {})
+        on = next((d for d in rows if d["op"] == op and d.get("observer") == "on"), {})
+        out.append(
+            f"| `{op}` | {_num(off.get('cpu_us'), 1)} | {_num(on.get('cpu_us'), 1)} | {_num(share, 2)} | "
+            f"{_num(off.get('wall_us'), 1)} → {_num(on.get('wall_us'), 1)} |"
+        )
+    first = rows[0] if rows else {}
+    out += ["", f"Median over {first.get('rounds', '?')} alternating rounds of {_num(first.get('n'))} calls."]
+    return "\n".join(out)
+
+
+def _collect_peer(_stdout: Lines, o: Options) -> Lines:
+    return _jsonl(o.out / "peer" / "peer.jsonl", side="peer") + _jsonl(
+        o.out / "peer" / "sessionwatch.jsonl", side="ours"
+    )
+
+
+def _collect_pg(_stdout: Lines, o: Options) -> Lines:
+    return _jsonl(o.out / "pg" / "pg_vs_sqlite.sqlite.jsonl", side="sqlite") + _jsonl(
+        o.out / "pg" / "pg_vs_sqlite.postgresql.jsonl", side="postgresql"
+    )
+
+
+def _peer_argv(o: Options) -> list[str]:
+    if o.peer is None:
+        raise FileNotFoundError(
+            "the peer harness shared/bench/openclaw/run.sh was not found in a folder above the "
+            "repository; pass --peer PATH"
+        )
+    return ["benchmarks/compare.py", "--peer", o.peer, "--out", str(o.out / "peer"), *(["--quick"] * o.quick)]
+
+
+BENCHES: list[Bench] = [
+    Bench(
+        "peer",
+        "Engine vs the peer (OpenClaw)",
+        "`python benchmarks/compare.py` runs the peer's harness (OpenClaw's own session-state code from its npm "
+        "package) and `python -m sessionwatch.bench` (the same scenarios, op names and JSON shape, through "
+        "sessionwatch's public engine API, a fresh SQLite file per scenario), and joins them on `op`. Ratio = "
+        "ours / peer throughput, or peer p50 / our p50 for the `changes_since_*` reads, or peer time / our time "
+        "for the sweep and the prune: above 1, sessionwatch is faster. sessionwatch does more per call than the "
+        "peer: every append with watchers also writes the durable notice queue, and the sweep writes its "
+        "notices durably. `raw_insert_baseline` is the floor: plain `sqlite3` inserting the same event row and "
+        "head upsert, one transaction each, with the same pragmas and nothing else.",
+        _peer_argv,
+        render_peer,
+        _collect_peer,
+    ),
+    Bench(
+        "http",
+        "HTTP gateway",
+        "`python benchmarks/http_load.py` starts a real gateway (uvicorn with httptools and uvloop, one process) "
+        "on a fresh SQLite store, holds SSE wake streams open, and drives `session_status` with `changesSince` "
+        "and `sessions_send` from two load-generator processes speaking raw keep-alive HTTP/1.1 (one request in "
+        "flight per connection); then it runs the same calls in process through `sessionwatch.Gateway`. The "
+        "server's CPU time per call is the figure other work on the machine disturbs least.",
+        lambda o: ["benchmarks/http_load.py", *(["--requests", "2000"] if o.quick else [])],
+        render_http,
+    ),
+    Bench(
+        "pg",
+        "PostgreSQL vs SQLite",
+        "`python benchmarks/pg_vs_sqlite.py` runs the engine scenarios against the local PostgreSQL server (a "
+        "fresh database per scenario, the server's `synchronous_commit`) and against SQLite. Slower by = SQLite "
+        "throughput / PostgreSQL throughput. Every PostgreSQL call is at least one round trip to the server "
+        "(the `SELECT 1` floor below) and a write adds a durable commit, against SQLite's in-process calls with "
+        "`synchronous=NORMAL`; batched work (`ack_batch`, `changes_since` pages, the prune, the fan-out to 100 "
+        "watchers) pays the round trip once for many rows.",
+        lambda o: [
+            "benchmarks/pg_vs_sqlite.py",
+            "--store",
+            o.store,
+            "--out",
+            str(o.out / "pg"),
+            *(["--quick"] * o.quick),
+        ],
+        render_pg,
+        _collect_pg,
+    ),
+    Bench(
+        "scaling",
+        "PostgreSQL scaling",
+        "`python benchmarks/pg_scaling.py`: aggregate recording throughput of 1, 2 and 4 gateway processes "
+        "sharing one PostgreSQL database (a fresh database per run, 100 sessions, one transaction per event). "
+        "Writers serialize on the writer lock; extra gateways add throughput by overlapping everything around "
+        "it, as far as free cores allow (on a 2-core machine the database server and the gateways share them).",
+        lambda o: ["benchmarks/pg_scaling.py", "--store", o.store, *(["--events", "300"] if o.quick else [])],
+        render_scaling,
+    ),
+    Bench(
+        "upstream",
+        "Upstream monitor",
+        "`python benchmarks/upstream_bench.py`: one monitor tick over watched, unchanged Claude transcripts (a "
+        "`stat` each), the scan of newly appended Claude and Codex transcript data until its human turns are "
+        "recorded, and the row classifier alone. The files are in the page cache. (The prompt behind 200 MB of "
+        "tool output is a slow test, `tests/upstream/test_backlog.py`, not part of this run.)",
+        lambda o: ["benchmarks/upstream_bench.py", *(["--quick"] * o.quick)],
+        render_upstream,
+    ),
+    Bench(
+        "dashboard",
+        "Dashboard overhead",
+        "`python benchmarks/dashboard_overhead.py`: HTTP tool-call throughput on a fresh gateway with nothing "
+        "attached, then on one with the dashboard open (headless Chromium when the machine has it, else a client "
+        "making the dashboard's calls) and 100 clients following the log stream, for `session_status` with "
+        "`changesSince`, `sessions_send` and a person's `inbound` turn (which every stream then carries). The "
+        "log stream costs one store read per 200 ms poll however many clients follow, and each event is encoded "
+        "once for all of them.",
+        lambda o: ["benchmarks/dashboard_overhead.py", *(["--requests", "1000", "--rounds", "1"] if o.quick else [])],
+        render_dashboard,
+    ),
+    Bench(
+        "metrics",
+        "Metrics overhead",
+        "`python benchmarks/metrics_overhead.py`: what the metrics observer behind `GET /metrics` (store "
+        "operations timed, notices counted; every HTTP gateway runs it) costs an engine call, measured in "
+        "process, where nothing else hides it: two gateways with the same seed, one without an observer and one "
+        "with, called in alternating rounds. CPU time per call is the steadier figure on a shared machine. Over "
+        "HTTP the same cost is a small share of the server's work per request (see the server CPU per call in "
+        "[HTTP gateway](#http-gateway)).",
+        lambda o: ["benchmarks/metrics_overhead.py", *(["--quick"] * o.quick)],
+        render_metrics,
+    ),
+]
+
+
+# -- running ----------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    bench: Bench
+    command: str = ""
+    ran: bool = False
+    seconds: float = 0.0
+    returncode: int | None = None
+    error: str | None = None
+    lines: Lines = field(default_factory=list)
+
+
+def wrap(text: str, indent: str = "") -> str:
+    """Prose wrapped like the rest of the docs (the Markdown renders the same either way)."""
+    return textwrap.fill(text, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+
+def wrap_prose(md: str) -> str:
+    """``wrap`` for every paragraph of a rendered section that is not a table or a command line."""
+    blocks = md.split("\n\n")
+    return "\n\n".join(b if b.startswith(("|", "`", "#")) else wrap(" ".join(b.split("\n"))) for b in blocks)
+
+
+def progress(msg: str) -> None:
+    print(f"[report] {msg}", file=sys.stderr, flush=True)
+
+
+def scrub(text: str, scratch: Path) -> str:
+    """No absolute path of this machine goes into the page: the repository and scratch folders by name,
+    any other absolute path shortened to its last part."""
+    text = text.replace(str(scratch), "$TMP").replace(str(ROOT), ".")
+    return re.sub(r"(?<![\w.])/(?:[\w.+-]+/)+", "…/", text)
+
+
+def shown(argv: list[str], scratch: Path) -> str:
+    return scrub(
+        shlex.join(
+            [
+                "python",
+                *(
+                    os.path.relpath(a, ROOT)
+                    if os.path.isabs(a) and Path(a).exists() and not a.startswith(str(scratch))
+                    else a
+                    for a in argv
+                ),
+            ]
+        ),
+        scratch,
+    )
+
+
+def run_one(b: Bench, o: Options, timeout: float) -> Outcome:
+    res = Outcome(b)
+    try:
+        argv = b.argv(o)
+    except FileNotFoundError as exc:
+        res.ran, res.error = True, str(exc)
+        return res
+    res.command, res.ran = shown(argv, o.out), True
+    tail: collections.deque[str] = collections.deque(maxlen=12)
+    stdout: list[str] = []
+    started = time.monotonic()
+    # A session of its own, so a timeout ends the program and every process it started.
+    proc = subprocess.Popen(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+    def pump_err() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            tail.append(line.rstrip())
+            print(f"    {line.rstrip()}", file=sys.stderr, flush=True)
+
+    def pump_out() -> None:
+        assert proc.stdout is not None
+        stdout.extend(proc.stdout)
+
+    threads = [threading.Thread(target=pump_err, daemon=True), threading.Thread(target=pump_out, daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        res.returncode = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        res.error = f"did not finish within {timeout:.0f} s and was stopped"
+    for t in threads:
+        t.join(10)
+    res.seconds = time.monotonic() - started
+    lines = [json.loads(x) for x in stdout if x.startswith("{")]
+    if res.error is None and res.returncode != 0:
+        last = next((x for x in reversed(tail) if x.strip()), "no message on stderr")
+        res.error = f"exited with code {res.returncode}: {scrub(last.strip(), o.out)}"
+    try:
+        res.lines = b.collect(lines, o)
+    except (OSError, ValueError) as exc:
+        res.error = res.error or f"its output could not be read: {exc}"
+    return res
+
+
+# -- the page ---------------------------------------------------------------------------------------
+def machine(store: str) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "system": platform.system(),
+        "arch": platform.machine(),
+    }
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+        info["cpu_model"] = model.group(1).strip() if model else None
+        mem = re.search(r"^MemTotal:\s*(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
+        info["ram_gib"] = round(int(mem.group(1)) / 1024 / 1024, 1) if mem else None
+    except OSError:
+        pass
+    try:
+        release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+        info["os"] = release.get("PRETTY_NAME", "").strip('"') or platform.platform()
+    except OSError:
+        info["os"] = platform.platform()
+    info["kernel"] = platform.release()
+    if hasattr(os, "getloadavg"):
+        info["load"] = round(os.getloadavg()[0], 1)
+    try:
+        import psycopg
+
+        with psycopg.connect(store, connect_timeout=5) as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+            info["postgresql"] = row[0] if row else None
+    except Exception as exc:  # noqa: BLE001 - the PostgreSQL sections say why they failed; here only a version
+        info["postgresql"] = f"not reachable ({type(exc).__name__})"
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    info["commit"] = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    info["dirty"] = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return info
+
+
+def render_header(
+    info: dict[str, Any], started: dt.datetime, seconds: float, command: str, outcomes: list[Outcome]
+) -> str:
+    cpu = f"{info.get('cpus')} CPUs" + (f" ({info['cpu_model']})" if info.get("cpu_model") else "")
+    ram = f", {info['ram_gib']} GiB RAM" if info.get("ram_gib") else ""
+    load = f", load average {info['load']} when the run started" if "load" in info else ""
+    commit = f"`{info['commit']}`" + (" with uncommitted changes" if info.get("dirty") else "")
+    ran = [o.bench.key for o in outcomes if o.ran]
+    failed = [o.bench.key for o in outcomes if o.error]
+    out = [
+        "## The benchmark run",
+        "",
+        wrap(
+            "Everything from here to the end of the page is written by `benchmarks/report.py` from one run; "
+            "edit the program, not this text."
+        ),
+        "",
+        wrap(f"- **Date**: {started:%Y-%m-%d %H:%M} UTC, {seconds / 60:.0f} min in all.", "  "),
+        wrap(
+            f"- **Machine**: {cpu}{ram}, {info.get('os')} ({info.get('system')} {info.get('kernel')}, "
+            f"{info.get('arch')}){load}.",
+            "  ",
+        ),
+        wrap(
+            f"- **Software**: Python {info.get('python')}, SQLite {info.get('sqlite')}, PostgreSQL "
+            f"{info.get('postgresql')} (local server), git commit {commit}.",
+            "  ",
+        ),
+        f"- **Command**: `{command}`",
+        wrap(
+            f"- **Benchmarks run**: {', '.join(ran) or 'none'}"
+            + (f"; **failed**: {', '.join(failed)}" if failed else "")
+            + ".",
+            "  ",
+        ),
+        "",
+        wrap(
+            "**Read the ratios.** The development machine is a shared 2-core VM: other work moves an absolute "
+            "figure by ±30–50 % from run to run. A ratio compares two things measured side by side in the same "
+            "run (ours against the peer, PostgreSQL against SQLite, attached against nothing attached, with "
+            "against without the observer) and is what these tables are for; compare absolute numbers only "
+            "between runs on the same quiet machine."
+        ),
+    ]
+    return "\n".join(out)
+
+
+def render_section(o: Outcome, why_not: str) -> str:
+    b = o.bench
+    out = [f"## {b.title}", "", wrap(b.about), ""]
+    if not o.ran:
+        out.append(f"*Not run in this run ({why_not}).*")
+        return "\n".join(out)
+    out.append(f"`{o.command}` ({o.seconds:.0f} s)" if o.command else "")
+    out.append("")
+    if o.error:
+        out.append(wrap(f"**Failed in this run**: {o.error}."))
+    if o.lines:
+        try:
+            out += ["", wrap_prose(b.render(o.lines))] if o.error else [wrap_prose(b.render(o.lines))]
+        except Exception as exc:  # noqa: BLE001 - a partial or unexpected output: say so, keep the other sections
+            out.append(f"**Its output could not be rendered**: {type(exc).__name__}: {exc}.")
+    elif not o.error:
+        out.append("**It printed no results.**")
+    return "\n".join(line for line in out).rstrip()
+
+
+def render_report(header: str, sections: list[str]) -> str:
+    return "\n\n".join([header, *sections]) + "\n"
+
+
+def replace_region(page: str, generated: str) -> str:
+    """The page with everything between the markers replaced (the markers added at the end if missing)."""
+    start, end = page.find(BEGIN), page.find(END)
+    if start == -1 and end == -1:
+        return page.rstrip("\n") + f"\n\n{BEGIN}\n{generated.strip()}\n{END}\n"
+    if start == -1 or end == -1 or end < start or page.count(BEGIN) > 1 or page.count(END) > 1:
+        raise ValueError(f"{PAGE.name}: expected one {BEGIN} followed by one {END}")
+    return page[: start + len(BEGIN)] + "\n" + generated.strip() + "\n" + page[end:]
+
+
+def find_peer() -> str | None:
+    for folder in ROOT.parents:
+        candidate = folder / "shared" / "bench" / "openclaw" / "run.sh"
+        if candidate.exists():
+            return str(candidate)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    keys = [b.key for b in BENCHES]
+    p.add_argument("--quick", action="store_true", help="each program's quick mode (a smoke run, minutes)")
+    p.add_argument("--only", help=f"comma list of: {','.join(keys)}")
+    p.add_argument("--skip", help="comma list of benchmarks to leave out")
+    p.add_argument(
+        "--peer",
+        default=None,
+        help="the peer harness run.sh (default: shared/bench/openclaw/run.sh in a folder above the repository)",
+    )
+    p.add_argument(
+        "--store",
+        default=os.environ.get("SESSIONWATCH_BENCH_PG", PG_DEFAULT),
+        help="PostgreSQL server URL for the PostgreSQL benchmarks (fresh databases are created)",
+    )
+    p.add_argument("--timeout", type=float, default=3600, help="seconds one program may run before it is stopped")
+    p.add_argument("--page", default=str(PAGE), help="the page to rewrite")
+    p.add_argument("--stdout", action="store_true", help="print the generated part instead of rewriting the page")
+    a = p.parse_args(argv)
+    only = set(a.only.split(",")) if a.only else set(keys)
+    skip = set(a.skip.split(",")) if a.skip else set()
+    unknown = (only | skip) - set(keys)
+    if unknown:
+        p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))} (known: {', '.join(keys)})")
+    why_not = "`--only`" if a.only else "`--skip`"
+    started = dt.datetime.now(dt.UTC)
+    t0 = time.monotonic()
+    info = machine(a.store)
+    command = shlex.join(["python", "benchmarks/report.py", *(sys.argv[1:] if argv is None else argv)])
+    outcomes: list[Outcome] = []
+    chosen = [b for b in BENCHES if b.key in only and b.key not in skip]
+    with tempfile.TemporaryDirectory(prefix="sw-report-") as tmp:
+        o = Options(quick=a.quick, peer=a.peer or find_peer(), store=a.store, out=Path(tmp))
+        for b in BENCHES:
+            if b not in chosen:
+                outcomes.append(Outcome(b))
+                continue
+            progress(f"{chosen.index(b) + 1}/{len(chosen)} {b.key}: {b.title}")
+            res = run_one(b, o, a.timeout)
+            outcomes.append(res)
+            state = f"FAILED: {res.error}" if res.error else "ok"
+            progress(f"{b.key}: {state} ({res.seconds:.0f} s; {time.monotonic() - t0:.0f} s so far)")
+        command = scrub(command, o.out)
+    header = render_header(info, started, time.monotonic() - t0, command, outcomes)
+    generated = render_report(header, [render_section(x, why_not) for x in outcomes])
+    if a.stdout:
+        print(generated)
+    else:
+        page = Path(a.page)
+        page.write_text(replace_region(page.read_text(), generated))
+        progress(f"wrote {os.path.relpath(page, ROOT)}")
+    failed = [x.bench.key for x in outcomes if x.error]
+    if failed:
+        progress(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
