@@ -1,5 +1,6 @@
 """A store created by schema version 1 keeps its queue across the upgrade to stable entry ids (0002):
 the live entries keep their order and get ids, the next append gets a fresh id, and ack by id works.
+The notice is found only if 0007 backfilled the watcher's slot chain (queue_heads.last_slot) from its cursors.
 
 The old databases are built from the migrations as version 0.1.0 shipped them (old_migrations/), which on
 PostgreSQL also defined the functions; since then the functions live in store/postgres_functions.sql and

@@ -13,7 +13,7 @@
 -- (tests/conformance/test_schema.py compares them). A function may use what the migrations created,
 -- never the other way round (migrations run first, and on a new database before any function exists).
 --
--- revision: 1
+-- revision: 2
 -- Bump the revision with every change: a gateway never replaces the functions of a higher revision
 -- (an older gateway restarted during a rolling upgrade leaves the newer functions in place).
 --
@@ -69,36 +69,95 @@ LANGUAGE sql AS $$
     INSERT INTO queue_heads (session_key) VALUES (p_session) ON CONFLICT DO NOTHING;
 $$;
 
--- Renumber a queue's live entries to the top of its index range after a removal from the middle, and
--- drop dead generic rows (sqlite_queue._compact). Negative indices first: no transient key collisions.
+-- The chain walk of p_session's queue (newest first); p_over steps over slots just taken out
+-- (queued_idx = 0, queued_id kept) for sw_compact. o_go: may the walk go on past this node (a row with
+-- o_go false ends it). At most p_bound rows.
+-- twin: store/sqlite/queue_model.py::_walked_slots
+-- bound by: sessionwatch/testing/queue.py::test_queue_of_a_wide_watcher_matches_an_eager_list_under_reappends_drains_and_unwatches, sessionwatch/testing/stateful.py
+CREATE OR REPLACE FUNCTION sw_walk(p_session text, p_cap integer, p_over boolean, p_bound integer)
+RETURNS TABLE (o_target text, o_idx bigint, o_id bigint, o_prev text, o_ls bigint, o_ts bigint, o_quiet boolean,
+               o_live boolean, o_go boolean, o_n integer)
+LANGUAGE sql STABLE AS $$
+    WITH RECURSIVE chain AS (
+        SELECT c.target::text AS target, c.queued_idx AS idx, c.queued_id AS id, c.queued_prev::text AS prev,
+               c.queued_ls AS ls, c.queued_ts AS ts, c.queued_quiet AS quiet,
+               c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap AS live,
+               (c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap) OR (p_over AND c.queued_idx = 0) AS go,
+               1 AS n
+          FROM queue_heads h JOIN cursors c ON c.target = h.last_slot AND c.watcher = h.session_key
+         WHERE h.session_key = p_session
+        UNION ALL
+        SELECT c.target::text, c.queued_idx, c.queued_id, c.queued_prev::text, c.queued_ls, c.queued_ts, c.queued_quiet,
+               c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap,
+               (c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap) OR (p_over AND c.queued_idx = 0),
+               w.n + 1
+          FROM chain w JOIN cursors c ON c.target = w.prev AND c.watcher = p_session
+          JOIN queue_heads h ON h.session_key = p_session
+         WHERE w.go AND w.n < p_bound AND c.queued_id < w.id)
+    SELECT * FROM chain;
+$$;
+
+-- Renumber a queue's live entries to the top of its index range after a removal from the middle, drop
+-- dead generic rows, and relink the slot chain over exactly the live slots (store/sqlite/queue_model.py: _compact).
+-- The live slots come from the chain walk, which steps over the slots the caller just took out; when
+-- the walk meets a deleted cursor row (bulk deletions: delete-session, reset, stale-cursor expiry, an
+-- unwatch linked behind a live slot) they come from the watcher's cursors instead.
+-- Negative indices first: no transient key collisions.
 -- twin: store/sqlite/queue_model.py::_compact
--- bound by: sessionwatch/testing/queue.py::test_a_replaced_notice_does_not_evict_an_older_entry, sessionwatch/testing/stateful.py
+-- bound by: sessionwatch/testing/queue.py::test_a_replaced_notice_does_not_evict_an_older_entry, sessionwatch/testing/queue.py::test_deleting_a_target_keeps_the_older_and_newer_notices_of_its_watcher, sessionwatch/testing/stateful.py
 CREATE OR REPLACE FUNCTION sw_compact(p_session text, p_cap integer) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_app   bigint;
-    v_dr    bigint;
-    v_moved bigint;
+    v_app    bigint;
+    v_dr     bigint;
+    v_last   text;
+    v_bound  integer := 2 * p_cap + 1;  -- live slots, those just taken out, and the node ending the walk
+    v_slots  text[];
+    v_prev   text;
+    v_go     boolean;
+    v_n      integer;
+    v_scan   boolean := false;
+    v_moved  bigint;
 BEGIN
     PERFORM sw_ensure_head(p_session);
-    SELECT h.appended, h.drained INTO v_app, v_dr FROM queue_heads h WHERE h.session_key = p_session;
-    -- One statement numbers the live entries (one snapshot) and moves both kinds.
+    SELECT h.appended, h.drained, h.last_slot INTO v_app, v_dr, v_last FROM queue_heads h WHERE h.session_key = p_session;
+    SELECT coalesce(array_agg(w.o_target ORDER BY w.o_n) FILTER (WHERE w.o_live), '{}'),
+           (array_agg(w.o_prev ORDER BY w.o_n DESC))[1], (array_agg(w.o_go ORDER BY w.o_n DESC))[1], max(w.o_n)
+      INTO v_slots, v_prev, v_go, v_n
+      FROM sw_walk(p_session, p_cap, true, v_bound) w;
+    IF v_n IS NULL THEN
+        v_scan := v_last IS NOT NULL;  -- the newest node was deleted
+    ELSIF v_go AND v_prev IS NOT NULL THEN
+        v_scan := v_n >= v_bound
+                  OR NOT EXISTS (SELECT 1 FROM cursors c WHERE c.target = v_prev AND c.watcher = p_session);
+    END IF;
+    IF v_scan THEN
+        SELECT coalesce(array_agg(c.target::text ORDER BY c.queued_idx DESC), '{}') INTO v_slots FROM cursors c
+         WHERE c.watcher = p_session AND c.queued_idx > v_dr AND v_app - c.queued_idx < p_cap;
+    END IF;
+    -- One statement numbers the live entries (one snapshot), moves both kinds and relinks the slots.
     WITH live AS (
-        SELECT l.slot, l.ref, l.idx, v_app - count(*) OVER () + row_number() OVER (ORDER BY l.idx) AS new_idx
-          FROM (SELECT true AS slot, c.target::text AS ref, c.queued_idx AS idx FROM cursors c
-                 WHERE c.watcher = p_session AND c.queued_idx > v_dr AND v_app - c.queued_idx < p_cap
+        SELECT l.slot, l.ref, l.idx, l.prev, v_app - count(*) OVER () + row_number() OVER (ORDER BY l.idx) AS new_idx
+          FROM (SELECT true AS slot, c.target::text AS ref, c.queued_idx AS idx, c.queued_prev::text AS prev
+                  FROM cursors c
+                 WHERE c.target = ANY (v_slots) AND c.watcher = p_session
                 UNION ALL
-                SELECT false, NULL, e.idx FROM system_events e
+                SELECT false, NULL, e.idx, NULL FROM system_events e
                  WHERE e.session_key = p_session AND e.idx > v_dr AND v_app - e.idx < p_cap) l),
+    linked AS (
+        SELECT l.ref, l.idx, l.prev, l.new_idx, lag(l.ref) OVER (ORDER BY l.idx) AS new_prev FROM live l WHERE l.slot),
     slots AS (
-        UPDATE cursors c SET queued_idx = l.new_idx FROM live l
-         WHERE l.slot AND l.new_idx <> l.idx AND c.watcher = p_session AND c.target = l.ref
+        UPDATE cursors c SET queued_idx = k.new_idx, queued_prev = k.new_prev FROM linked k
+         WHERE (k.new_idx <> k.idx OR k.prev IS DISTINCT FROM k.new_prev) AND c.watcher = p_session AND c.target = k.ref
         RETURNING 1),
     generic AS (
         UPDATE system_events e SET idx = -l.new_idx FROM live l
          WHERE NOT l.slot AND l.new_idx <> l.idx AND e.session_key = p_session AND e.idx = l.idx
         RETURNING 1)
     SELECT (SELECT count(*) FROM slots) + (SELECT count(*) FROM generic) INTO v_moved;
+    IF v_slots[1] IS DISTINCT FROM v_last THEN
+        UPDATE queue_heads h SET last_slot = v_slots[1] WHERE h.session_key = p_session;
+    END IF;
     UPDATE system_events e SET idx = -e.idx WHERE e.session_key = p_session AND e.idx < 0;
     DELETE FROM system_events e WHERE e.session_key = p_session AND (e.idx <= v_dr OR v_app - e.idx >= p_cap);
 END $$;
@@ -121,7 +180,7 @@ BEGIN
     RETURN coalesce(v_live, false);
 END $$;
 
--- Queue the pair's notice quoting p_ls (sqlite_queue.append_notice): dedupe (explicit) or replace
+-- Queue the pair's notice quoting p_ls (store/sqlite/queue_model.py: append_notice): dedupe (explicit) or replace
 -- (queue-only); one slot per pair. The cursor must exist. Returns the append index, or NULL when
 -- nothing was appended. p_wake stamps wake_seq (a waking notice other gateways may poll for).
 -- twin: store/sqlite/queue_model.py::append_notice
@@ -173,16 +232,21 @@ BEGIN
     IF p_wake AND NOT p_quiet THEN
         v_wake := nextval('wake_position');
     END IF;
-    UPDATE queue_heads h SET appended = h.appended + 1, last_wake = coalesce(v_wake, h.last_wake)
-     WHERE h.session_key = p_watcher RETURNING h.appended INTO v_idx;
-    UPDATE cursors c SET queued_idx = v_idx, queued_id = v_idx, queued_ls = p_ls, queued_ts = p_ts,
-                         queued_quiet = p_quiet,
+    -- The slot takes the head's next index and, as its predecessor in the chain, the head's newest slot;
+    -- then the head moves on (the same two row writes as without the chain).
+    UPDATE cursors c SET queued_idx = h.appended + 1, queued_id = h.appended + 1, queued_prev = h.last_slot,
+                         queued_ls = p_ls, queued_ts = p_ts, queued_quiet = p_quiet,
                          wake_seq = coalesce(v_wake, c.wake_seq)
-     WHERE c.target = p_target AND c.watcher = p_watcher;
+      FROM queue_heads h
+     WHERE h.session_key = p_watcher AND c.target = p_target AND c.watcher = p_watcher
+    RETURNING c.queued_idx INTO v_idx;
+    UPDATE queue_heads h SET appended = h.appended + 1, last_wake = coalesce(v_wake, h.last_wake),
+                             last_slot = p_target
+     WHERE h.session_key = p_watcher;
     RETURN v_idx;
 END $$;
 
--- Queue any other entry, deduplicated by context key + exact text (sqlite_queue.append_generic).
+-- Queue any other entry, deduplicated by context key + exact text (store/sqlite/queue_model.py: append_generic).
 -- twin: store/sqlite/queue_model.py::append_generic
 -- bound by: sessionwatch/testing/queue.py::test_dedupe_is_by_context_key_and_exact_text, sessionwatch/testing/stateful.py
 CREATE OR REPLACE FUNCTION sw_append_generic(p_session text, p_text text, p_ctx text, p_ts bigint, p_cap integer)
@@ -358,30 +422,21 @@ BEGIN
         -- The fan-out, two statements whatever the number of watchers (and no join a bad row estimate
         -- could turn quadratic). Rows moved: every registered watcher except the actor (self-suppression)
         -- and the rows marked above. Those that are explicit and whose notice is not queued live and
-        -- current take the next index of their watcher's queue: bump those heads first...
-        UPDATE queue_heads h SET appended = h.appended + 1, last_wake = v_wake
-         WHERE h.session_key IN (
-               SELECT c.watcher FROM cursors c
-                WHERE c.target = p_key
-                  AND ((c.material < v_seq AND c.watcher IS DISTINCT FROM p_actor_id) OR c.queued_idx = -1)
-                  AND c.provenance = 'explicit'
-                  AND NOT EXISTS (SELECT 1 FROM queue_heads h2 WHERE h2.session_key = c.watcher
-                                     AND c.queued_idx > h2.drained AND h2.appended - c.queued_idx < p_cap
-                                     AND c.queued_ls = c.last_seen));
-        -- ...then move the cursors (frozen-watermark rule) and fill the requeued slots from their heads.
-        -- The requeue test gives the same answer after the bump: a bumped head only ever makes its
-        -- slot less live, and heads that were not bumped did not change.
+        -- current are requeued: each takes its head's next index and, as its predecessor in the slot
+        -- chain (see sw_compact), the head's newest slot; its wake_seq becomes v_wake, which no other
+        -- row holds...
         UPDATE cursors c
            SET notified = CASE WHEN c.notified = c.last_seen THEN v_seq ELSE c.notified END,
                material = v_seq, updated_at = p_now,
-               (queued_idx, queued_id, queued_ls, queued_ts, queued_quiet, wake_seq) = (
-                   SELECT CASE WHEN q.requeue THEN q.appended ELSE c.queued_idx END,
-                          CASE WHEN q.requeue THEN q.appended ELSE c.queued_id END,
+               (queued_idx, queued_id, queued_prev, queued_ls, queued_ts, queued_quiet, wake_seq) = (
+                   SELECT CASE WHEN q.requeue THEN q.appended + 1 ELSE c.queued_idx END,
+                          CASE WHEN q.requeue THEN q.appended + 1 ELSE c.queued_id END,
+                          CASE WHEN q.requeue THEN q.last_slot ELSE c.queued_prev END,
                           CASE WHEN q.requeue THEN c.last_seen ELSE c.queued_ls END,
                           CASE WHEN q.requeue THEN p_now ELSE c.queued_ts END,
                           CASE WHEN q.requeue THEN false ELSE c.queued_quiet END,
                           CASE WHEN q.requeue THEN v_wake ELSE c.wake_seq END
-                     FROM (SELECT h.appended,
+                     FROM (SELECT h.appended, h.last_slot,
                                   c.provenance = 'explicit' AND NOT coalesce(
                                       c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap
                                       AND c.queued_ls = c.last_seen, false) AS requeue
@@ -391,6 +446,12 @@ BEGIN
            AND ((c.material < v_seq AND c.watcher IS DISTINCT FROM p_actor_id) OR c.queued_idx = -1);
         GET DIAGNOSTICS v_n = ROW_COUNT;  -- rows marked above count twice: only "any moved?" matters
         v_moved := v_moved + v_n;
+        -- ...then the heads of the slots just requeued (found by their wake_seq) take that index, and
+        -- p_key becomes their newest slot.
+        IF v_n > 0 THEN
+            UPDATE queue_heads h SET appended = h.appended + 1, last_wake = v_wake, last_slot = p_key
+             WHERE h.session_key IN (SELECT c.watcher FROM cursors c WHERE c.target = p_key AND c.wake_seq = v_wake);
+        END IF;
         IF v_moved > 0 THEN
             -- Queue-only (ambient) notices use replace semantics, one pair at a time.
             FOR r IN SELECT c.watcher, c.last_seen FROM cursors c
@@ -573,17 +634,16 @@ END $$;
 
 -- A watcher's live queue, oldest first: notice slots (o_target set) and generic entries. o_idx carries
 -- the entry's stable id (named before ids existed; kept so the signature stays); the order is the
--- live append index.
+-- live append index. Slots: the chain walk (sw_walk), at most p_cap + 1 key lookups.
 -- twin: store/sqlite/queue_model.py::entries
 -- bound by: sessionwatch/testing/delivery.py::test_ids_stay_put_when_the_queue_is_renumbered, sessionwatch/testing/stateful.py
 CREATE OR REPLACE FUNCTION sw_queue(p_session text, p_cap integer)
 RETURNS TABLE (o_idx bigint, o_target text, o_ls bigint, o_ts bigint, o_quiet boolean, o_ctx text, o_text text)
 LANGUAGE sql STABLE AS $$
     SELECT q.id, q.target, q.ls, q.ts, q.quiet, q.ctx, q.text FROM (
-        SELECT c.queued_idx AS pos, c.queued_id AS id, c.target::text AS target, c.queued_ls AS ls,
-               c.queued_ts AS ts, c.queued_quiet AS quiet, NULL::text AS ctx, NULL::text AS text
-          FROM cursors c JOIN queue_heads h ON h.session_key = c.watcher
-         WHERE c.watcher = p_session AND c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap
+        SELECT w.o_idx AS pos, w.o_id AS id, w.o_target AS target, w.o_ls AS ls, w.o_ts AS ts,
+               w.o_quiet AS quiet, NULL::text AS ctx, NULL::text AS text
+          FROM sw_walk(p_session, p_cap, false, p_cap + 1) w WHERE w.o_live
         UNION ALL
         SELECT e.idx, e.eid, NULL, NULL, e.ts, false, e.context_key::text, e.text
           FROM system_events e JOIN queue_heads h ON h.session_key = e.session_key

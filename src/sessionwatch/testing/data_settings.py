@@ -8,7 +8,7 @@ from sessionwatch import Conflict, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.settings import settings_from_env
 
-from .helpers import MAIN
+from .helpers import MAIN, human, notice, texts
 from .suite import SuiteBase
 
 
@@ -62,3 +62,25 @@ class DataSettingsTests(SuiteBase):
             assert gw.settings.queue_cap == 20  # not yet: checked every 10 s
             gw.run_due(clock() + 10_000)
             assert gw.settings.queue_cap == 2 and gw.settings.wake_coalesce_ms == 500
+
+    def test_raising_the_queue_cap_revives_older_notices_of_a_compacted_queue(self, clock: ManualClock) -> None:
+        """Entries are live by a threshold on their append index, so a larger cap makes older appends live
+        again, also those a compaction had already left behind (the store relinks its slot chains)."""
+        targets = [f"agent:a:t{i}" for i in range(6)]
+        with self.open_gateway(clock=clock, settings=Settings(queue_cap=4)) as gw:
+            gw.put_session(MAIN)
+            seen = {}
+            for t in targets:
+                gw.put_session(t)
+                assert gw.watch(MAIN, t)
+                seen[t] = gw.state_version(t)
+            for t in targets:
+                human(gw, t)
+            assert texts(gw, MAIN) == [notice(t, seen[t]) for t in targets[2:]]
+            third = next(e for e in gw.peek_system_events(MAIN) if e["text"] == notice(targets[3], seen[targets[3]]))
+            gw.ack_system_events(MAIN, [third["id"]])  # a removal from the middle: the queue is compacted
+            assert texts(gw, MAIN) == [notice(t, seen[t]) for t in (targets[2], targets[4], targets[5])]
+            gw.store.set_data_settings({"queue_cap": 8}, clock())
+        with self.open_gateway(clock=clock) as gw:
+            assert gw.settings.queue_cap == 8
+            assert texts(gw, MAIN) == [notice(t, seen[t]) for t in targets if t != targets[3]]

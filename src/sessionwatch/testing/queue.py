@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from sessionwatch import Gateway
@@ -160,3 +162,152 @@ class QueueTests(SuiteBase):
         assert marks(gw, MAIN, CHILD) == (seq, seq, seq)
         human(gw, CHILD)
         assert texts(gw, MAIN) == ["g0"] + [f"g{i}" for i in range(2, 20)] + [notice(CHILD, seq)]
+
+    def test_compaction_keeps_every_live_notice_of_a_wide_watcher(self, gw: Gateway) -> None:
+        """A watcher of many targets: removals from the middle renumber the queue, then more appends than the
+        cap follow. The queue must stay exactly what an eager capped list holds (no live notice lost, none
+        revived), whichever way the store finds the live notices."""
+        gw.put_session(MAIN)
+        targets = [f"agent:a:t{i}" for i in range(40)]
+        for t in targets:
+            gw.put_session(t)
+            assert gw.watch(MAIN, t)
+        model: list[str] = []  # the queue an eager capped list would hold, oldest first
+
+        def push(text: str) -> None:
+            model.append(text)
+            del model[:-20]
+
+        def material(t: str) -> None:
+            seen = gw.state_version(t)
+            human(gw, t)
+            push(notice(t, seen))
+
+        def ack(*texts_to_take: str) -> None:
+            entries = gw.peek_system_events(MAIN)
+            taken = [e["id"] for e in entries if e["text"] in texts_to_take]
+            assert gw.ack_system_events(MAIN, taken) == {"acknowledged": len(texts_to_take)}
+            for text in texts_to_take:
+                model.remove(text)
+
+        for t in targets[:20]:
+            material(t)
+        assert texts(gw, MAIN) == model
+        ack(model[-1])  # the newest: every older notice moves up one index
+        material(targets[20])
+        assert texts(gw, MAIN) == model  # the oldest notice, renumbered above later pushes, is still there
+        ack(model[5], model[10])
+        for i in range(3):
+            gw.enqueue_system_event(MAIN, f"tick {i}")
+            push(f"tick {i}")
+            assert texts(gw, MAIN) == model
+        for t in targets[21:36]:
+            material(t)
+            assert texts(gw, MAIN) == model
+        ack(model[0], model[7])
+        for t in targets[36:]:
+            material(t)
+            assert texts(gw, MAIN) == model
+        assert [e["text"] for e in gw.drain_system_events(MAIN)] == model
+        assert texts(gw, MAIN) == []
+
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_queue_of_a_wide_watcher_matches_an_eager_list_under_reappends_drains_and_unwatches(
+        self, gw: Gateway, seed: int
+    ) -> None:
+        """Random material on many targets (a notice evicted unconsumed is queued again, quoting the same
+        watermark; one consumed is reopened when material moved on), generic entries that evict notices,
+        drains, acks of single entries and unwatch/rewatch: after every step the queue is exactly what an
+        eager capped list holds, however the store finds its live notices."""
+        rng = random.Random(seed)
+        gw.put_session(MAIN)
+        targets = [f"agent:a:t{i}" for i in range(30)]
+        last_seen: dict[str, int] = {}  # the watcher's watermarks, per target (see store.base: ack)
+        notified: dict[str, int] = {}
+        material: dict[str, int] = {}
+
+        def watch(t: str) -> None:
+            assert gw.watch(MAIN, t)
+            last_seen[t] = notified[t] = material[t] = gw.state_version(t)
+
+        for t in targets:
+            gw.put_session(t)
+            watch(t)
+        model: list[str] = []  # oldest first
+        queued: dict[str, str] = {}  # target -> the text of its notice while it is in the model
+
+        def push(text: str, target: str | None = None) -> None:
+            model.append(text)
+            if target is not None:
+                queued[target] = text
+            for gone in model[:-20]:
+                queued.pop(next((t for t, x in queued.items() if x == gone), ""), None)
+            del model[:-20]
+
+        def consumed(t: str) -> None:
+            last_seen[t], notified[t] = notified[t], max(material[t], notified[t])
+            if material[t] > last_seen[t]:  # material moved on after the notice froze: one reopen
+                push(notice(t, last_seen[t]), t)
+
+        generic = 0
+        for step in range(160):
+            roll = rng.random()
+            if roll < 0.6:
+                t = rng.choice(targets[:12] if rng.random() < 0.7 else targets)
+                human(gw, t)
+                seq = gw.state_version(t)
+                if notified[t] == last_seen[t]:
+                    notified[t] = seq
+                material[t] = seq
+                if t not in queued:
+                    push(notice(t, last_seen[t]), t)
+            elif roll < 0.75:
+                gw.enqueue_system_event(MAIN, f"tick {generic}")
+                push(f"tick {generic}")
+                generic += 1
+            elif roll < 0.85 and model:
+                entry = rng.choice(gw.peek_system_events(MAIN))
+                assert gw.ack_system_events(MAIN, [entry["id"]]) == {"acknowledged": 1}
+                model.remove(entry["text"])
+                owner = next((t for t, x in queued.items() if x == entry["text"]), None)
+                if owner is not None:
+                    del queued[owner]
+                    consumed(owner)
+            elif roll < 0.92:
+                drained = [e["text"] for e in gw.drain_system_events(MAIN)]
+                assert drained == model, f"step {step}"
+                owners = [
+                    next(t for t, x in queued.items() if x == text) for text in drained if text in queued.values()
+                ]
+                model.clear()
+                queued.clear()
+                for t in owners:
+                    consumed(t)
+            else:
+                t = rng.choice(targets[:12])
+                assert gw.unwatch(MAIN, t)
+                if t in queued:
+                    model.remove(queued.pop(t))
+                watch(t)
+            assert texts(gw, MAIN) == model, f"step {step}"
+
+    def test_deleting_a_target_keeps_the_older_and_newer_notices_of_its_watcher(self, gw: Gateway) -> None:
+        """The deleted target's notice sat between two others in the watcher's queue: both stay, in order,
+        and later appends still evict the oldest first."""
+        gw.put_session(MAIN)
+        a, b, c = "agent:a:ta", "agent:a:tb", "agent:a:tc"
+        seen = {}
+        for t in (a, b, c):
+            gw.put_session(t)
+            assert gw.watch(MAIN, t)
+            seen[t] = gw.state_version(t)
+        for t in (a, b, c):
+            human(gw, t)
+        assert texts(gw, MAIN) == [notice(a, seen[a]), notice(b, seen[b]), notice(c, seen[c])]
+        gw.delete_session(b)
+        assert texts(gw, MAIN) == [notice(a, seen[a]), notice(c, seen[c])]
+        for i in range(18):
+            gw.enqueue_system_event(MAIN, f"tick {i}")
+        assert texts(gw, MAIN) == [notice(a, seen[a]), notice(c, seen[c])] + [f"tick {i}" for i in range(18)]
+        gw.enqueue_system_event(MAIN, "tick 18")
+        assert texts(gw, MAIN) == [notice(c, seen[c])] + [f"tick {i}" for i in range(19)]

@@ -42,6 +42,20 @@ class PostgresDataSettings(PostgresConnection, DataSettings):
                         " updated_at = excluded.updated_at",
                         (n, int(v), now),
                     )
-                return old, self._settings_rows(conn)
+                new = self._settings_rows(conn)
+                if "queue_cap" in changes and old.get("queue_cap") != new["queue_cap"]:
+                    # Slot chains for the new cap (migration 0007's backfill, the same statements): a larger
+                    # cap makes older appends live again, which a chain cut at an earlier compaction may not reach.
+                    conn.execute(
+                        "UPDATE cursors c SET queued_prev = l.prev FROM (SELECT x.target, x.watcher, lag(x.target)"
+                        " OVER (PARTITION BY x.watcher ORDER BY x.queued_idx) AS prev FROM cursors x"
+                        " WHERE x.queued_idx > 0) l WHERE c.target = l.target AND c.watcher = l.watcher"
+                        " AND c.queued_prev IS DISTINCT FROM l.prev"
+                    )
+                    conn.execute(
+                        "UPDATE queue_heads h SET last_slot = (SELECT c.target FROM cursors c"
+                        " WHERE c.watcher = h.session_key AND c.queued_idx > 0 ORDER BY c.queued_idx DESC LIMIT 1)"
+                    )
+                return old, new
 
         return self._run(work)

@@ -16,10 +16,15 @@ from ..rows import cursor_query
 from . import queue_model
 from .connection import SQLiteConnection
 
+# Several targets: the update, then its rows read back by key. (With RETURNING, SQLite 3.40 stopped using
+# the IN list as key lookups and visited every cursor of the watcher: 81 µs at 10k targets instead of 8.)
 _ACK = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
     " WHERE watcher = ?2 AND target IN (SELECT value FROM json_each(?3))"
-    " RETURNING target, last_seen, material, provenance"
+)
+_ACKED = (
+    "SELECT target, last_seen, material, provenance FROM cursors"
+    " WHERE watcher = ?1 AND target IN (SELECT value FROM json_each(?2))"
 )
 _ACK_ONE = (
     "UPDATE cursors SET last_seen = notified, notified = max(material, notified), updated_at = ?1"
@@ -95,7 +100,9 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         if len(targets) == 1:
             rows = conn.execute(_ACK_ONE, (now, watcher, targets[0])).fetchall()
         else:
-            rows = conn.execute(_ACK, (now, watcher, json.dumps(list(targets)))).fetchall()
+            listed = json.dumps(list(targets))
+            conn.execute(_ACK, (now, watcher, listed))
+            rows = conn.execute(_ACKED, (watcher, listed)).fetchall()
         wakes: list[WakeRequest] = []
         order = {t: i for i, t in enumerate(targets)}
         rows.sort(key=lambda r: order[r[0]])  # reopen in the order the notices were consumed

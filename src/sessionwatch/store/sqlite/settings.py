@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from ..base import DataSettings
 from .connection import SQLiteConnection
+from .queue_model import RELINK_ALL
 
 
 class SQLiteDataSettings(SQLiteConnection, DataSettings):
@@ -37,4 +38,8 @@ class SQLiteDataSettings(SQLiteConnection, DataSettings):
                 [(n, int(v), now) for n, v in changes.items()],
             )
             new = {n: int(v) for n, v in conn.execute("SELECT name, value FROM data_settings")}
+            if "queue_cap" in changes and old.get("queue_cap") != new["queue_cap"]:
+                # One full pass, on an explicit settings change only (see queue_model.RELINK_ALL).
+                for statement in RELINK_ALL:
+                    conn.execute(statement)
         return old, new

@@ -70,6 +70,7 @@ CREATE TABLE watch_mutes (
 
 -- The durable, capped system-event queue (see the SQLite schema): an entry with append index i is live
 -- while i > drained and appended - i < N.
+-- Migration 0007 chains the notice slots: queue_heads.last_slot and cursors.queued_prev.
 CREATE TABLE queue_heads (
     session_key text COLLATE "C" PRIMARY KEY,
     appended    bigint NOT NULL DEFAULT 0,
