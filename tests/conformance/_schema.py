@@ -19,20 +19,27 @@ def describe_sqlite(path: str) -> list[str]:
     conn = sqlite3.connect(path)
     try:
         out = [f"user_version {conn.execute('PRAGMA user_version').fetchone()[0]}"]
-        objects = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
-                               " ORDER BY type DESC, tbl_name, name").fetchall()
+        objects = conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+            " ORDER BY type DESC, tbl_name, name"
+        ).fetchall()
         for kind, name, table, sql in objects:
             if kind == "table":
                 flags = [f for f in ("AUTOINCREMENT", "WITHOUT ROWID", "STRICT") if f in (sql or "").upper()]
                 out.append(f"table {name}" + (f" ({', '.join(flags)})" if flags else ""))
                 for _, col, typ, notnull, default, pk, hidden in conn.execute(f"PRAGMA table_xinfo('{name}')"):
-                    out.append(f"  column {col} {typ}" + (" NOT NULL" if notnull else "")
-                               + (f" DEFAULT {default}" if default is not None else "")
-                               + (f" PK{pk}" if pk else "") + (" GENERATED" if hidden else ""))
+                    out.append(
+                        f"  column {col} {typ}"
+                        + (" NOT NULL" if notnull else "")
+                        + (f" DEFAULT {default}" if default is not None else "")
+                        + (f" PK{pk}" if pk else "")
+                        + (" GENERATED" if hidden else "")
+                    )
                 for fk in conn.execute(f"PRAGMA foreign_key_list('{name}')"):
                     out.append(f"  foreign key {fk[3]} -> {fk[2]}({fk[4]}) ON DELETE {fk[6]}")
-                for _, index, unique, origin, _partial in sorted(conn.execute(f"PRAGMA index_list('{name}')"),
-                                                                 key=lambda r: r[1]):
+                for _, index, unique, origin, _partial in sorted(
+                    conn.execute(f"PRAGMA index_list('{name}')"), key=lambda r: r[1]
+                ):
                     if origin != "c":  # made by a PRIMARY KEY or UNIQUE clause: the column lines say it
                         cols = [r[2] for r in conn.execute(f"PRAGMA index_info('{index}')")]
                         out.append(f"  {origin} index on ({', '.join(cols)})" + (" UNIQUE" if unique else ""))
@@ -86,19 +93,31 @@ def describe_postgres(url: str, bodies: bool = False) -> list[str]:
 
     with psycopg.connect(url, autocommit=True) as conn:
         schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
-        queries = {"tables": _PG_TABLES, "columns": _PG_COLUMNS, "constraints": _PG_CONSTRAINTS,
-                   "indexes": _PG_INDEXES, "sequences": _PG_SEQUENCES, "functions": _PG_FUNCTIONS}
-        rows: dict[str, list[Any]] = {name: conn.execute(query).fetchall()  # type: ignore[arg-type]
-                                      for name, query in queries.items()}
+        queries = {
+            "tables": _PG_TABLES,
+            "columns": _PG_COLUMNS,
+            "constraints": _PG_CONSTRAINTS,
+            "indexes": _PG_INDEXES,
+            "sequences": _PG_SEQUENCES,
+            "functions": _PG_FUNCTIONS,
+        }
+        rows: dict[str, list[Any]] = {
+            name: conn.execute(query).fetchall()  # type: ignore[arg-type]
+            for name, query in queries.items()
+        }
     out: list[str] = []
     for table, options in rows["tables"]:
         out.append(f"table {table}" + (f" ({options})" if options else ""))
         for t, col, typ, notnull, default, identity, generated, collation in rows["columns"]:
             if t == table:
-                out.append(f"  column {col} {typ}" + (f' COLLATE "{collation}"' if collation else "")
-                           + (" NOT NULL" if notnull else "") + (f" DEFAULT {default}" if default else "")
-                           + (f" IDENTITY {identity}" if identity else "")
-                           + (f" GENERATED {generated}" if generated else ""))
+                out.append(
+                    f"  column {col} {typ}"
+                    + (f' COLLATE "{collation}"' if collation else "")
+                    + (" NOT NULL" if notnull else "")
+                    + (f" DEFAULT {default}" if default else "")
+                    + (f" IDENTITY {identity}" if identity else "")
+                    + (f" GENERATED {generated}" if generated else "")
+                )
         for t, name, definition in rows["constraints"]:
             if t == table:
                 out.append(f"  constraint {name}: {definition}")
@@ -107,6 +126,8 @@ def describe_postgres(url: str, bodies: bool = False) -> list[str]:
     for name, typ in rows["sequences"]:
         out.append(f"sequence {name} {typ}")
     for name, args, result, language, volatility, digest in rows["functions"]:
-        out.append(f"function {name}({args}) RETURNS {result} LANGUAGE {language} VOLATILITY {volatility}"
-                   + (f" md5 {digest}" if bodies else ""))
+        out.append(
+            f"function {name}({args}) RETURNS {result} LANGUAGE {language} VOLATILITY {volatility}"
+            + (f" md5 {digest}" if bodies else "")
+        )
     return out

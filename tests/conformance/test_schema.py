@@ -45,8 +45,12 @@ def _check_expected(backend: str, actual: list[str]) -> None:
     if os.environ.get("SESSIONWATCH_WRITE_EXPECTED_SCHEMA") == "1":
         path.write_text("\n".join(actual) + "\n")
     expected = path.read_text().splitlines()
-    _same(actual, expected, f"a new {backend} store differs from {path.relative_to(HERE.parent.parent)}"
-                            " (SESSIONWATCH_WRITE_EXPECTED_SCHEMA=1 rewrites it)")
+    _same(
+        actual,
+        expected,
+        f"a new {backend} store differs from {path.relative_to(HERE.parent.parent)}"
+        " (SESSIONWATCH_WRITE_EXPECTED_SCHEMA=1 rewrites it)",
+    )
 
 
 def _old_files(backend: str) -> list[Path]:
@@ -70,8 +74,11 @@ def test_a_sqlite_store_of_version_0_1_0_upgrades_to_the_new_schema(tmp_path: Pa
     conn.close()
     SQLiteStore(f"sqlite:///{old}").close()
     SQLiteStore(f"sqlite:///{tmp_path}/new.db").close()
-    _same(describe_sqlite(str(old)), describe_sqlite(f"{tmp_path}/new.db"),
-          "a 0.1.0 SQLite store opened by this version differs from a new one")
+    _same(
+        describe_sqlite(str(old)),
+        describe_sqlite(f"{tmp_path}/new.db"),
+        "a 0.1.0 SQLite store opened by this version differs from a new one",
+    )
 
 
 @needs_pg
@@ -87,14 +94,21 @@ def test_a_new_postgres_store_has_the_expected_schema() -> None:
 def test_a_postgres_store_of_version_0_1_0_upgrades_to_the_new_schema() -> None:
     with pg.fresh_database(migrated=False) as old, pg.fresh_database(migrated=False) as new:
         with psycopg.connect(old, autocommit=True) as conn:  # as 0.1.0's runner did, functions and all
-            conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                         " applied_at timestamptz NOT NULL DEFAULT now())")
+            conn.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             for f in _old_files("postgres"):
                 with conn.transaction():
                     conn.execute(f.read_text())  # type: ignore[arg-type]
-                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                                 (int(f.name.split("_", 1)[0]), f.name))
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (int(f.name.split("_", 1)[0]), f.name),
+                    )
         PostgresStore(old).close()
         PostgresStore(new).close()
-        _same(describe_postgres(old, bodies=True), describe_postgres(new, bodies=True),
-              "a 0.1.0 PostgreSQL store opened by this version differs from a new one")
+        _same(
+            describe_postgres(old, bodies=True),
+            describe_postgres(new, bodies=True),
+            "a 0.1.0 PostgreSQL store opened by this version differs from a new one",
+        )

@@ -77,8 +77,10 @@ def test_sqlite_version_1_queue_survives_the_upgrade(tmp_path: Path) -> None:
 def test_postgres_version_1_queue_survives_the_upgrade() -> None:
     with pg.fresh_database(migrated=False) as url:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                         " applied_at timestamptz NOT NULL DEFAULT now())")
+            conn.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             conn.execute(_v1_sql("postgres"))
             conn.execute("INSERT INTO schema_migrations (version, name) VALUES (1, '0001_init.sql')")
             for row in _ROWS:
@@ -100,13 +102,17 @@ def test_postgres_store_of_version_0_1_0_works_and_runs_the_new_functions() -> N
     version: the queue behaves as in the v1 test, and every function is this version's."""
     with pg.fresh_database(migrated=False) as url, pg.fresh_database() as new:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                         " applied_at timestamptz NOT NULL DEFAULT now())")
+            conn.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
             for f in sorted((OLD / "postgres").glob("*.sql")):
                 with conn.transaction():
                     conn.execute(f.read_text())  # type: ignore[arg-type]
-                    conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                                 (int(f.name.split("_", 1)[0]), f.name))
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (int(f.name.split("_", 1)[0]), f.name),
+                    )
                 if f.name.startswith("0001_"):
                     for row in _ROWS:
                         conn.execute(row)  # type: ignore[arg-type]
@@ -117,12 +123,13 @@ def test_postgres_store_of_version_0_1_0_works_and_runs_the_new_functions() -> N
         assert _functions(url) == _functions(new)
 
 
-def test_postgres_functions_are_put_back_unless_a_newer_version_wrote_them(
-        caplog: pytest.LogCaptureFixture) -> None:
+def test_postgres_functions_are_put_back_unless_a_newer_version_wrote_them(caplog: pytest.LogCaptureFixture) -> None:
     """A start replaces functions whose stamp differs from this version's file (a hand edit, an older
     version), but leaves those of a higher revision: a newer gateway installed them (rolling upgrade)."""
-    edited = ("CREATE OR REPLACE FUNCTION sw_ensure_head(p_session text) RETURNS void LANGUAGE sql AS $$"
-              " INSERT INTO queue_heads (session_key) VALUES (p_session) ON CONFLICT DO NOTHING; -- by hand $$")
+    edited = (
+        "CREATE OR REPLACE FUNCTION sw_ensure_head(p_session text) RETURNS void LANGUAGE sql AS $$"
+        " INSERT INTO queue_heads (session_key) VALUES (p_session) ON CONFLICT DO NOTHING; -- by hand $$"
+    )
     with pg.fresh_database() as url:
         pristine = _functions(url)
 

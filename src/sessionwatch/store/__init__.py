@@ -23,10 +23,30 @@ from .records import (
     WakeRequest,
 )
 
-__all__ = ["Store", "SignalLog", "CursorQueue", "Sessions", "UpstreamLinks", "Tokens", "DataSettings",
-           "open_store", "check_store_url", "default_sqlite_path", "ChangesPage", "Cursor", "EventInput",
-           "EventRecord", "Link", "MessageRow", "Node", "PruneResult", "QueueEntry", "RecordOutcome",
-           "SessionRow", "WakeRequest"]
+__all__ = [
+    "Store",
+    "SignalLog",
+    "CursorQueue",
+    "Sessions",
+    "UpstreamLinks",
+    "Tokens",
+    "DataSettings",
+    "open_store",
+    "check_store_url",
+    "default_sqlite_path",
+    "ChangesPage",
+    "Cursor",
+    "EventInput",
+    "EventRecord",
+    "Link",
+    "MessageRow",
+    "Node",
+    "PruneResult",
+    "QueueEntry",
+    "RecordOutcome",
+    "SessionRow",
+    "WakeRequest",
+]
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -52,8 +72,10 @@ def check_store_url(url: object) -> str:
         return url
     match = _URL.match(url)
     if match and match.group(1).lower() != "sqlite":
-        raise InvalidArgument(f"unknown store URL scheme {match.group(1)!r}: use sqlite:///relative.db, "
-                              "sqlite:////absolute.db, a file path, or postgresql://user@host/db")
+        raise InvalidArgument(
+            f"unknown store URL scheme {match.group(1)!r}: use sqlite:///relative.db, "
+            "sqlite:////absolute.db, a file path, or postgresql://user@host/db"
+        )
     sqlite_path(url)  # raises on sqlite:// with two slashes
     return url
 
@@ -75,7 +97,8 @@ def open_store(url: str) -> Store:
             except ImportError as exc:
                 raise StoreUnavailable(
                     "PostgreSQL support needs psycopg and libpq: pip install 'sessionwatch[postgres]', or "
-                    f"'sessionwatch[postgres,binary]' where no libpq is installed ({exc})") from exc
+                    f"'sessionwatch[postgres,binary]' where no libpq is installed ({exc})"
+                ) from exc
             return PostgresStore(url)
         from .sqlite import SQLiteStore
 

@@ -50,8 +50,13 @@ class EventRecord:
 
     def projected(self) -> dict[str, Any]:
         """The ``session_status`` shape: only the public fields, payload projected."""
-        out: dict[str, Any] = {"sequence": self.sequence, "kind": self.kind, "actorType": self.actor_type,
-                               "occurredAt": self.occurred_at, "summary": self.summary}
+        out: dict[str, Any] = {
+            "sequence": self.sequence,
+            "kind": self.kind,
+            "actorType": self.actor_type,
+            "occurredAt": self.occurred_at,
+            "summary": self.summary,
+        }
         if self.actor_id is not None:
             out["actorId"] = self.actor_id
         if self.run_id is not None:
@@ -122,8 +127,12 @@ class ChangesPage:
                 if projected is not None:
                     e["payload"] = projected
             events.append(e)
-        return {"events": events, "truncated": self.truncated,
-                "earliestAvailableSequence": self.earliest_available_sequence, "historyGap": self.history_gap}
+        return {
+            "events": events,
+            "truncated": self.truncated,
+            "earliestAvailableSequence": self.earliest_available_sequence,
+            "historyGap": self.history_gap,
+        }
 
 
 EMPTY_PAGE = ChangesPage([], False, 0, False)
@@ -140,9 +149,15 @@ class Cursor:
     updated_at: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"watcher": self.watcher, "target": self.target, "lastSeen": self.last_seen,
-                "notified": self.notified, "material": self.material, "provenance": self.provenance,
-                "updatedAt": self.updated_at}
+        return {
+            "watcher": self.watcher,
+            "target": self.target,
+            "lastSeen": self.last_seen,
+            "notified": self.notified,
+            "material": self.material,
+            "provenance": self.provenance,
+            "updatedAt": self.updated_at,
+        }
 
 
 @dataclass(slots=True)
@@ -170,9 +185,14 @@ class SessionRow:
     goal: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"sessionKey": self.session_key, "agentId": self.agent_id,
-                               "sessionId": self.session_id, "kind": self.kind,
-                               "createdAt": self.created_at, "updatedAt": self.updated_at}
+        out: dict[str, Any] = {
+            "sessionKey": self.session_key,
+            "agentId": self.agent_id,
+            "sessionId": self.session_id,
+            "kind": self.kind,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
         if self.spawned_by is not None:
             out["spawnedBy"] = self.spawned_by
         if self.label is not None:
@@ -218,8 +238,12 @@ class PruneResult:
     skipped: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"rowsDeleted": self.rows_deleted, "cursorsDeleted": self.cursors_deleted,
-                "headsStamped": self.heads_stamped, "skipped": self.skipped}
+        return {
+            "rowsDeleted": self.rows_deleted,
+            "cursorsDeleted": self.cursors_deleted,
+            "headsStamped": self.heads_stamped,
+            "skipped": self.skipped,
+        }
 
 
 @dataclass(slots=True)
@@ -245,10 +269,20 @@ class Link:
         return self.catalog_id, self.thread_id, self.host_id, self.upstream_kind, dumps(self.upstream_ref)
 
     def to_json(self) -> dict[str, Any]:
-        return {"sessionKey": self.session_key, "agentId": self.agent_id, "catalogId": self.catalog_id,
-                "hostId": self.host_id, "threadId": self.thread_id, "upstreamKind": self.upstream_kind,
-                "upstreamRef": self.upstream_ref, "marker": self.marker, "lastScannedAt": self.last_scanned_at,
-                "missCount": self.miss_count, "createdAt": self.created_at, "updatedAt": self.updated_at}
+        return {
+            "sessionKey": self.session_key,
+            "agentId": self.agent_id,
+            "catalogId": self.catalog_id,
+            "hostId": self.host_id,
+            "threadId": self.thread_id,
+            "upstreamKind": self.upstream_kind,
+            "upstreamRef": self.upstream_ref,
+            "marker": self.marker,
+            "lastScannedAt": self.last_scanned_at,
+            "missCount": self.miss_count,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
 
 
 @dataclass(slots=True)
@@ -260,8 +294,7 @@ class Node:
     updated_at: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"nodeId": self.node_id, "url": self.url, "createdAt": self.created_at,
-                "updatedAt": self.updated_at}
+        return {"nodeId": self.node_id, "url": self.url, "createdAt": self.created_at, "updatedAt": self.updated_at}
 
 
 def dumps(value: Any) -> str:
@@ -293,5 +326,12 @@ class TokenRow:
     revoked_at: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.token_id, "name": self.name, "agents": list(self.agents), "admin": self.admin,
-                "createdAt": self.created_at, "revokedAt": self.revoked_at, "revoked": self.revoked_at is not None}
+        return {
+            "id": self.token_id,
+            "name": self.name,
+            "agents": list(self.agents),
+            "admin": self.admin,
+            "createdAt": self.created_at,
+            "revokedAt": self.revoked_at,
+            "revoked": self.revoked_at is not None,
+        }

@@ -8,18 +8,23 @@ from typing import Any
 
 from .records import EventInput, EventRecord, Link, MessageRow, SessionRow, TokenRow, dumps, loads, loads_or_none
 
-EVENT_COLS = ("sequence, session_key, agent_id, kind, actor_type, occurred_at, summary, actor_id,"
-              " session_id, run_id, dedupe_key, body")
+EVENT_COLS = (
+    "sequence, session_key, agent_id, kind, actor_type, occurred_at, summary, actor_id,"
+    " session_id, run_id, dedupe_key, body"
+)
 CURSOR_COLS = "watcher, target, last_seen, notified, material, provenance, updated_at"
-SESSION_COLS = ("session_key, agent_id, session_id, kind, spawned_by, label, active_run_id, goal_json,"
-                " created_at, updated_at")
+SESSION_COLS = (
+    "session_key, agent_id, session_id, kind, spawned_by, label, active_run_id, goal_json, created_at, updated_at"
+)
 MESSAGE_COLS = "id, session_key, agent_id, role, text, created_at, provenance, source_session_key, channel, imported"
 # The sessions_list order (listing.py); migrations 0005 index it for each filter shape.
 LIST_ORDER = "created_at DESC, session_key, agent_id"
 # Beyond this many (agent, kind) pairs a listing is one filtered walk instead of a merge of walks.
 MAX_LIST_BRANCHES = 64
-LINK_COLS = ("session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json,"
-             " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at")
+LINK_COLS = (
+    "session_key, agent_id, catalog_id, host_id, thread_id, upstream_kind, upstream_ref_json,"
+    " last_marker_json, created_at, updated_at, last_scanned_at, miss_count, miss_link_updated_at"
+)
 TOKEN_COLS = "token_id, token_hash, name, agents, admin, created_at, revoked_at"
 
 
@@ -36,8 +41,12 @@ def cursor_query(watcher: str | None, target: str | None, placeholder: str) -> t
 
 def event_body(ev: EventInput) -> str:
     """The stored JSON body of an event: its public shape without the sequence."""
-    body: dict[str, Any] = {"kind": ev.kind, "actorType": ev.actor_type, "occurredAt": ev.occurred_at,
-                            "summary": ev.summary}
+    body: dict[str, Any] = {
+        "kind": ev.kind,
+        "actorType": ev.actor_type,
+        "occurredAt": ev.occurred_at,
+        "summary": ev.summary,
+    }
     if ev.actor_id is not None:
         body["actorId"] = ev.actor_id
     if ev.run_id is not None:
@@ -48,28 +57,68 @@ def event_body(ev: EventInput) -> str:
 
 
 def event_from_row(row: Sequence[Any]) -> EventRecord:
-    return EventRecord(sequence=row[0], session_key=row[1], agent_id=row[2], kind=row[3], actor_type=row[4],
-                       occurred_at=row[5], summary=row[6], actor_id=row[7], session_id=row[8], run_id=row[9],
-                       dedupe_key=row[10], payload=loads(row[11]).get("payload"))
+    return EventRecord(
+        sequence=row[0],
+        session_key=row[1],
+        agent_id=row[2],
+        kind=row[3],
+        actor_type=row[4],
+        occurred_at=row[5],
+        summary=row[6],
+        actor_id=row[7],
+        session_id=row[8],
+        run_id=row[9],
+        dedupe_key=row[10],
+        payload=loads(row[11]).get("payload"),
+    )
 
 
 def session_from_row(row: Sequence[Any]) -> SessionRow:
-    return SessionRow(session_key=row[0], agent_id=row[1], session_id=row[2], kind=row[3], spawned_by=row[4],
-                      label=row[5], active_run_id=row[6], goal=loads_or_none(row[7]), created_at=row[8],
-                      updated_at=row[9])
+    return SessionRow(
+        session_key=row[0],
+        agent_id=row[1],
+        session_id=row[2],
+        kind=row[3],
+        spawned_by=row[4],
+        label=row[5],
+        active_run_id=row[6],
+        goal=loads_or_none(row[7]),
+        created_at=row[8],
+        updated_at=row[9],
+    )
 
 
 def message_from_row(row: Sequence[Any]) -> MessageRow:
-    return MessageRow(id=row[0], session_key=row[1], agent_id=row[2], role=row[3], text=row[4],
-                      created_at=row[5], provenance=row[6], source_session_key=row[7], channel=row[8],
-                      imported=bool(row[9]))
+    return MessageRow(
+        id=row[0],
+        session_key=row[1],
+        agent_id=row[2],
+        role=row[3],
+        text=row[4],
+        created_at=row[5],
+        provenance=row[6],
+        source_session_key=row[7],
+        channel=row[8],
+        imported=bool(row[9]),
+    )
 
 
 def link_from_row(row: Sequence[Any]) -> Link:
-    return Link(session_key=row[0], agent_id=row[1], catalog_id=row[2], host_id=row[3], thread_id=row[4],
-                upstream_kind=row[5], upstream_ref=json.loads(row[6]), marker=json.loads(row[7]),
-                created_at=row[8], updated_at=row[9], last_scanned_at=row[10], miss_count=row[11],
-                miss_link_updated_at=row[12])
+    return Link(
+        session_key=row[0],
+        agent_id=row[1],
+        catalog_id=row[2],
+        host_id=row[3],
+        thread_id=row[4],
+        upstream_kind=row[5],
+        upstream_ref=json.loads(row[6]),
+        marker=json.loads(row[7]),
+        created_at=row[8],
+        updated_at=row[9],
+        last_scanned_at=row[10],
+        miss_count=row[11],
+        miss_link_updated_at=row[12],
+    )
 
 
 def token_from_row(row: Any) -> TokenRow:

@@ -46,25 +46,31 @@ _WALK = (
     " SELECT c.target, k.id, c.queued_idx, c.queued_id, c.queued_prev, c.queued_ls, c.queued_ts, c.queued_quiet,"
     " " + LIVE_C + ", {go}, w.n + 1 FROM chain w JOIN slot_keys k ON k.id = w.prev"
     " JOIN cursors c ON c.target = k.target AND c.watcher = ?1"
-    " JOIN queue_heads h ON h.session_key = ?1 WHERE w.go AND w.n < ?3 AND c.queued_id < w.id)")
-_LIVE_SLOTS = (_WALK.format(go="(" + LIVE_C + ")")
-               + " SELECT idx, target, ls, ts, quiet, id FROM chain WHERE live")
+    " JOIN queue_heads h ON h.session_key = ?1 WHERE w.go AND w.n < ?3 AND c.queued_id < w.id)"
+)
+_LIVE_SLOTS = _WALK.format(go="(" + LIVE_C + ")") + " SELECT idx, target, ls, ts, quiet, id FROM chain WHERE live"
 # Compaction's walk also steps over slots just taken out (queued_idx = 0, their queued_id kept).
-_COMPACT_WALK = (_WALK.format(go="(" + LIVE_C + " OR c.queued_idx = 0)")
-                 + " SELECT target, key, idx, prev, live, go, n FROM chain ORDER BY n")
+_COMPACT_WALK = (
+    _WALK.format(go="(" + LIVE_C + " OR c.queued_idx = 0)")
+    + " SELECT target, key, idx, prev, live, go, n FROM chain ORDER BY n"
+)
 # The live slots from the watcher's cursors: after a cursor row in the chain was deleted.
-_SCAN_SLOTS = ("SELECT c.queued_idx, c.target, k.id, c.queued_prev FROM cursors c JOIN queue_heads h"
-               " ON h.session_key = c.watcher JOIN slot_keys k ON k.target = c.target WHERE c.watcher = ?1 AND "
-               + LIVE_C)
+_SCAN_SLOTS = (
+    "SELECT c.queued_idx, c.target, k.id, c.queued_prev FROM cursors c JOIN queue_heads h"
+    " ON h.session_key = c.watcher JOIN slot_keys k ON k.target = c.target WHERE c.watcher = ?1 AND " + LIVE_C
+)
 # A notice append: the slot first (its index is the head's next one, its predecessor the head's newest),
 # then the head (?1 watcher, ?2 target, ?3 last_seen, ?4 ts, ?5 quiet; ?2 of the bump: the slot key).
-_FILL_ONE = ("UPDATE cursors SET queued_idx = h.appended + 1, queued_id = h.appended + 1, queued_prev = h.last_slot,"
-             " queued_ls = ?3, queued_ts = ?4, queued_quiet = ?5 FROM queue_heads h"
-             " WHERE h.session_key = ?1 AND cursors.target = ?2 AND cursors.watcher = ?1")
+_FILL_ONE = (
+    "UPDATE cursors SET queued_idx = h.appended + 1, queued_id = h.appended + 1, queued_prev = h.last_slot,"
+    " queued_ls = ?3, queued_ts = ?4, queued_quiet = ?5 FROM queue_heads h"
+    " WHERE h.session_key = ?1 AND cursors.target = ?2 AND cursors.watcher = ?1"
+)
 _BUMP_ONE = "UPDATE queue_heads SET appended = appended + 1, last_slot = ?2 WHERE session_key = ?1"
 _LIVE_GENERIC = (
     "SELECT e.idx, e.context_key, e.text, e.ts, e.eid FROM system_events e JOIN queue_heads h"
-    " ON h.session_key = e.session_key WHERE e.session_key = ?1 AND e.idx > h.drained AND h.appended - e.idx < ?2")
+    " ON h.session_key = e.session_key WHERE e.session_key = ?1 AND e.idx > h.drained AND h.appended - e.idx < ?2"
+)
 
 
 # Every watcher's chain from its cursors: queued slots linked in append order (dead ones end a walk), each
@@ -76,7 +82,8 @@ RELINK_ALL = (
     " (PARTITION BY c.watcher ORDER BY c.queued_idx) AS prev FROM cursors c JOIN slot_keys k ON k.target = c.target"
     " WHERE c.queued_idx > 0) l WHERE cursors.target = l.target AND cursors.watcher = l.watcher",
     "UPDATE queue_heads SET last_slot = (SELECT k.id FROM cursors c JOIN slot_keys k ON k.target = c.target"
-    " WHERE c.watcher = queue_heads.session_key AND c.queued_idx > 0 ORDER BY c.queued_idx DESC LIMIT 1)")
+    " WHERE c.watcher = queue_heads.session_key AND c.queued_idx > 0 ORDER BY c.queued_idx DESC LIMIT 1)",
+)
 
 
 def slot_key(conn: sqlite3.Connection, target: str) -> int:
@@ -103,8 +110,11 @@ def head(conn: sqlite3.Connection, session_key: str) -> tuple[int, int]:
 
 def _next_index(conn: sqlite3.Connection, session_key: str) -> int:
     ensure_head(conn, session_key)
-    return conn.execute("UPDATE queue_heads SET appended = appended + 1 WHERE session_key = ? RETURNING appended",
-                        (session_key,)).fetchone()[0]
+    return int(
+        conn.execute(
+            "UPDATE queue_heads SET appended = appended + 1 WHERE session_key = ? RETURNING appended", (session_key,)
+        ).fetchone()[0]
+    )
 
 
 # twin: store/postgres_functions.sql::sw_queue (bound by sessionwatch/testing/stateful.py and
@@ -114,8 +124,9 @@ def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int
     out: list[tuple[int, QueueEntry]] = []
     for idx, target, last_seen, ts, quiet, eid in conn.execute(_LIVE_SLOTS, (session_key, cap, cap + 1)):
         t = render(target)
-        out.append((idx, QueueEntry(eid, session_key, t.text(last_seen), t.context_key, ts, bool(quiet),
-                                    target=target)))
+        out.append(
+            (idx, QueueEntry(eid, session_key, t.text(last_seen), t.context_key, ts, bool(quiet), target=target))
+        )
     for idx, ctx, text, ts, eid in conn.execute(_LIVE_GENERIC, (session_key, cap)):
         out.append((idx, QueueEntry(eid, session_key, text, ctx, ts)))
     out.sort(key=lambda item: item[0])
@@ -127,12 +138,14 @@ def entries(conn: sqlite3.Connection, session_key: str, render: Render, cap: int
 def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool:
     if conn.execute(_LIVE_SLOTS + " AND quiet = 0 LIMIT 1", (watcher, cap, cap + 1)).fetchone():
         return True
-    return conn.execute(_LIVE_GENERIC + " AND e.context_key LIKE 'session-state:%' LIMIT 1",
-                        (watcher, cap)).fetchone() is not None
+    return (
+        conn.execute(_LIVE_GENERIC + " AND e.context_key LIKE 'session-state:%' LIMIT 1", (watcher, cap)).fetchone()
+        is not None
+    )
 
 
 # twin: store/postgres_functions.sql::sw_walk (bound by sessionwatch/testing/stateful.py and
-#   sessionwatch/testing/queue.py::test_queue_of_a_wide_watcher_matches_an_eager_list_under_reappends_drains_and_unwatches)
+#   sessionwatch/testing/queue.py::test_queue_of_a_wide_watcher_matches_an_eager_list_under_reappends_drains_and_unwatches)  # noqa: E501
 def _walked_slots(conn: sqlite3.Connection, session_key: str, cap: int) -> list[tuple[int, str, int, Any]] | None:
     """The live slots (idx, target, slot key, prev) by the chain walk; None when the walk cannot vouch
     for them."""
@@ -145,8 +158,13 @@ def _walked_slots(conn: sqlite3.Connection, session_key: str, cap: int) -> list[
     if go and prev is not None:
         if n >= bound:
             return None
-        if conn.execute("SELECT 1 FROM slot_keys k JOIN cursors c ON c.target = k.target AND c.watcher = ?2"
-                        " WHERE k.id = ?1", (prev, session_key)).fetchone() is None:
+        if (
+            conn.execute(
+                "SELECT 1 FROM slot_keys k JOIN cursors c ON c.target = k.target AND c.watcher = ?2 WHERE k.id = ?1",
+                (prev, session_key),
+            ).fetchone()
+            is None
+        ):
             return None  # the walk hit a deleted cursor row
     return [(idx, t, key, p) for t, key, idx, p, live, _, _ in rows if live]
 
@@ -176,14 +194,19 @@ def _compact(conn: sqlite3.Connection, session_key: str, cap: int) -> None:
         new = base + k + 1
         if where == "slot":
             if new != old or prev != before[k]:
-                conn.execute("UPDATE cursors SET queued_idx = ?, queued_prev = ? WHERE target = ? AND watcher = ?",
-                             (new, before[k], ref[0], session_key))
+                conn.execute(
+                    "UPDATE cursors SET queued_idx = ?, queued_prev = ? WHERE target = ? AND watcher = ?",
+                    (new, before[k], ref[0], session_key),
+                )
         elif new != old:
             conn.execute("UPDATE system_events SET idx = ? WHERE session_key = ? AND idx = ?", (new, session_key, old))
-    conn.execute("DELETE FROM system_events WHERE session_key = ?1 AND (idx <= ?2 OR ?3 - idx >= ?4)",
-                 (session_key, drained, appended, cap))
-    conn.execute("UPDATE queue_heads SET last_slot = ?2 WHERE session_key = ?1 AND last_slot IS NOT ?2",
-                 (session_key, newest))
+    conn.execute(
+        "DELETE FROM system_events WHERE session_key = ?1 AND (idx <= ?2 OR ?3 - idx >= ?4)",
+        (session_key, drained, appended, cap),
+    )
+    conn.execute(
+        "UPDATE queue_heads SET last_slot = ?2 WHERE session_key = ?1 AND last_slot IS NOT ?2", (session_key, newest)
+    )
 
 
 def slot_live(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> tuple[bool, int] | None:
@@ -191,7 +214,8 @@ def slot_live(conn: sqlite3.Connection, watcher: str, target: str, cap: int) -> 
     row = conn.execute(
         "SELECT c.queued_idx > h.drained AND h.appended - c.queued_idx < ?3, c.queued_ls FROM cursors c"
         " JOIN queue_heads h ON h.session_key = c.watcher WHERE c.target = ?2 AND c.watcher = ?1",
-        (watcher, target, cap)).fetchone()
+        (watcher, target, cap),
+    ).fetchone()
     return None if row is None else (bool(row[0]), row[1])
 
 
@@ -215,8 +239,16 @@ def after_removal(conn: sqlite3.Connection, watchers: set[str], cap: int) -> Non
 
 # twin: store/postgres_functions.sql::sw_append_notice (bound by sessionwatch/testing/stateful.py and
 #   sessionwatch/testing/watchers.py::test_material_updates_while_pending_keep_one_byte_identical_notice)
-def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen: int, context_key: str,
-                  ts: int, cap: int, quiet: bool) -> bool:
+def append_notice(
+    conn: sqlite3.Connection,
+    watcher: str,
+    target: str,
+    last_seen: int,
+    context_key: str,
+    ts: int,
+    cap: int,
+    quiet: bool,
+) -> bool:
     """Queue the pair's notice quoting ``last_seen``: dedupe (explicit) or replace (queue-only).
 
     The cursor row must exist. Returns True when an entry was appended.
@@ -228,8 +260,9 @@ def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen
         if live and quoted == last_seen:
             return False
     else:
-        same_ctx_generic = conn.execute(_LIVE_GENERIC + " AND e.context_key = ?3",
-                                        (watcher, cap, context_key)).fetchall()
+        same_ctx_generic = conn.execute(
+            _LIVE_GENERIC + " AND e.context_key = ?3", (watcher, cap, context_key)
+        ).fetchall()
         if live and quoted == last_seen and not same_ctx_generic:
             return False  # exactly one entry with this context key, and its text is identical
         removed = live or bool(same_ctx_generic)
@@ -251,19 +284,25 @@ def append_notice(conn: sqlite3.Connection, watcher: str, target: str, last_seen
 
 # twin: store/postgres_functions.sql::sw_append_generic (bound by sessionwatch/testing/stateful.py and
 #   sessionwatch/testing/queue.py::test_dedupe_is_by_context_key_and_exact_text)
-def append_generic(conn: sqlite3.Connection, session_key: str, text: str, context_key: str | None,
-                   ts: int, cap: int) -> QueueEntry | None:
+def append_generic(
+    conn: sqlite3.Connection, session_key: str, text: str, context_key: str | None, ts: int, cap: int
+) -> QueueEntry | None:
     """Queue any other entry, deduped by context key + exact text."""
     ensure_head(conn, session_key)
-    if conn.execute(_LIVE_GENERIC + " AND e.context_key IS ?3 AND e.text = ?4",
-                    (session_key, cap, context_key, text)).fetchone():
+    if conn.execute(
+        _LIVE_GENERIC + " AND e.context_key IS ?3 AND e.text = ?4", (session_key, cap, context_key, text)
+    ).fetchone():
         return None
     idx = _next_index(conn, session_key)
-    conn.execute("INSERT INTO system_events (session_key, idx, eid, context_key, text, ts) VALUES (?1,?2,?2,?3,?4,?5)",
-                 (session_key, idx, context_key, text, ts))
+    conn.execute(
+        "INSERT INTO system_events (session_key, idx, eid, context_key, text, ts) VALUES (?1,?2,?2,?3,?4,?5)",
+        (session_key, idx, context_key, text, ts),
+    )
     appended, drained = idx, head(conn, session_key)[1]
-    conn.execute("DELETE FROM system_events WHERE session_key = ?1 AND (idx <= ?2 OR ?3 - idx >= ?4)",
-                 (session_key, drained, appended, cap))
+    conn.execute(
+        "DELETE FROM system_events WHERE session_key = ?1 AND (idx <= ?2 OR ?3 - idx >= ?4)",
+        (session_key, drained, appended, cap),
+    )
     return QueueEntry(idx, session_key, text, context_key, ts)
 
 
@@ -280,8 +319,7 @@ def drain(conn: sqlite3.Connection, session_key: str, render: Render, cap: int) 
 
 # twin: store/postgres_functions.sql::sw_take_entries (bound by sessionwatch/testing/stateful.py and
 #   sessionwatch/testing/delivery.py::test_ack_removes_exactly_the_given_entries)
-def remove_ids(conn: sqlite3.Connection, session_key: str, ids: set[int], render: Render,
-               cap: int) -> list[QueueEntry]:
+def remove_ids(conn: sqlite3.Connection, session_key: str, ids: set[int], render: Render, cap: int) -> list[QueueEntry]:
     """Take the live entries with these stable ids out of the queue (others stay); returns them."""
     taken = [e for e in entries(conn, session_key, render, cap) if e.id in ids]
     if not taken:
