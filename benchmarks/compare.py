@@ -21,15 +21,23 @@ ROOT = Path(__file__).resolve().parent.parent
 # op -> (what is compared, target) ; kinds: "tput" ours/peer throughput, "p50" peer p50 / ours p50,
 # "time" peer seconds / ours seconds.
 TARGETS: dict[str, tuple[str, float]] = {
-    "append_w0": ("tput", 3.0), "append_w10_target": ("tput", 0), "append_w100_target": ("tput", 0),
-    "append_w10_all": ("tput", 0), "append_w100_all": ("tput", 5.0),
-    "changes_since_oldest_limit200": ("p50", 2.0), "changes_since_random_limit200": ("p50", 2.0),
-    "changes_since_tail50_limit200": ("p50", 2.0), "changes_since_at_head_limit200": ("p50", 2.0),
+    "append_w0": ("tput", 3.0),
+    "append_w10_target": ("tput", 0),
+    "append_w100_target": ("tput", 0),
+    "append_w10_all": ("tput", 0),
+    "append_w100_all": ("tput", 5.0),
+    "changes_since_oldest_limit200": ("p50", 2.0),
+    "changes_since_random_limit200": ("p50", 2.0),
+    "changes_since_tail50_limit200": ("p50", 2.0),
+    "changes_since_at_head_limit200": ("p50", 2.0),
     "get_session_state_version": ("tput", 0),
-    "ack_single_target": ("tput", 3.0), "ack_single_target_nothing_pending": ("tput", 3.0),
-    "ack_batch_1000_targets_one_call": ("tput", 3.0), "ack_batch_100_targets_one_call": ("tput", 3.0),
+    "ack_single_target": ("tput", 3.0),
+    "ack_single_target_nothing_pending": ("tput", 3.0),
+    "ack_batch_1000_targets_one_call": ("tput", 3.0),
+    "ack_batch_100_targets_one_call": ("tput", 3.0),
     "sweep_after_restart": ("time", 2.0),
-    "prune_60000_to_cap": ("time", 0), "prune_6000_to_cap": ("time", 0),
+    "prune_60000_to_cap": ("time", 0),
+    "prune_6000_to_cap": ("time", 0),
     "prune_at_cap_nothing_to_delete": ("tput", 5.0),
 }
 
@@ -58,8 +66,10 @@ def ratio(kind: str, peer: dict, ours: dict) -> float | None:
 def table(peer: list[dict], ours: list[dict]) -> str:
     p = {d["op"]: d for d in peer if not d.get("meta")}
     o = {d["op"]: d for d in ours if not d.get("meta")}
-    rows = ["| op | peer per_sec | ours per_sec | peer p50 µs | ours p50 µs | ratio | target | met |",
-            "|---|---:|---:|---:|---:|---:|---|---|"]
+    rows = [
+        "| op | peer per_sec | ours per_sec | peer p50 µs | ours p50 µs | ratio | target | met |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
     for op, (kind, target) in TARGETS.items():
         if op not in p or op not in o:
             continue
@@ -67,14 +77,18 @@ def table(peer: list[dict], ours: list[dict]) -> str:
         what = {"tput": "throughput ×", "p50": "p50 speed-up ×", "time": "time speed-up ×"}[kind]
         tgt = f"≥ {target:g} ({what.strip(' ×')})" if target else "–"
         met = "–" if not target or r is None else ("yes" if r >= target else "**no**")
-        rows.append(f"| `{op}` | {p[op].get('per_sec', '')} | {o[op].get('per_sec', '')} | "
-                    f"{p[op].get('p50_us', '')} | {o[op].get('p50_us', '')} | "
-                    f"{'' if r is None else f'{r:.1f}×'} | {tgt} | {met} |")
+        rows.append(
+            f"| `{op}` | {p[op].get('per_sec', '')} | {o[op].get('per_sec', '')} | "
+            f"{p[op].get('p50_us', '')} | {o[op].get('p50_us', '')} | "
+            f"{'' if r is None else f'{r:.1f}×'} | {tgt} | {met} |"
+        )
     raw = o.get("raw_insert_baseline")
     if raw and "append_w0" in o:
         share = o["append_w0"]["per_sec"] / raw["per_sec"]
-        rows.append(f"| `append_w0` vs `raw_insert_baseline` | – | {raw['per_sec']} (raw) | – | "
-                    f"{raw.get('p50_us', '')} | {share:.0%} of raw | ≥ 70% | {'yes' if share >= 0.7 else '**no**'} |")
+        rows.append(
+            f"| `append_w0` vs `raw_insert_baseline` | – | {raw['per_sec']} (raw) | – | "
+            f"{raw.get('p50_us', '')} | {share:.0%} of raw | ≥ 70% | {'yes' if share >= 0.7 else '**no**'} |"
+        )
     return "\n".join(rows)
 
 

@@ -54,9 +54,16 @@ def percentiles(lat_ns: list[int] | array, seconds: float, op: str, **extra: Any
     def pct(p: float) -> float:
         return round(ordered[min(n - 1, int(p * n))] / 1000, 1) if n else 0.0
 
-    return {"op": op, "n": n, "seconds": round(seconds, 4), "per_sec": round(n / seconds, 1) if seconds else 0.0,
-            "p50_us": pct(0.50), "p99_us": pct(0.99), "max_us": round(ordered[-1] / 1000, 1) if n else 0.0,
-            **extra}
+    return {
+        "op": op,
+        "n": n,
+        "seconds": round(seconds, 4),
+        "per_sec": round(n / seconds, 1) if seconds else 0.0,
+        "p50_us": pct(0.50),
+        "p99_us": pct(0.99),
+        "max_us": round(ordered[-1] / 1000, 1) if n else 0.0,
+        **extra,
+    }
 
 
 # -- workload ------------------------------------------------------------------------------------
@@ -91,8 +98,10 @@ def send_args(i: int) -> dict[str, Any]:
 def raw_request(name: str, args: dict[str, Any], port: int) -> bytes:
     body = json.dumps(args, separators=(",", ":")).encode()
     # Host names this server with its port: the browser guard refuses any other (docs/security.md).
-    return (f"POST /v1/tools/{name} HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\n"
-            f"X-Session-Key: {CALLER}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    return (
+        f"POST /v1/tools/{name} HTTP/1.1\r\nHost: {HOST}:{port}\r\nContent-Type: application/json\r\n"
+        f"X-Session-Key: {CALLER}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 # -- load generator (child processes) --------------------------------------------------------------
@@ -139,17 +148,17 @@ def _load_process(port: int, per_connection: list[list[bytes]], go: Any, out: An
         raise
 
 
-def run_http(port: int, op: str, requests: list[bytes], clients: int, connections: int,
-             **extra: Any) -> dict[str, Any]:
+def run_http(port: int, op: str, requests: list[bytes], clients: int, connections: int, **extra: Any) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     go, out = ctx.Event(), ctx.Queue()
     slots = clients * connections
     shares = [requests[i::slots] for i in range(slots)]
     # Generous (at least 100 calls/s), but bounded: a stalled server or connection fails within it.
     limit = max(60.0, len(requests) / 100)
-    procs = [ctx.Process(target=_load_process,
-                         args=(port, shares[c * connections:(c + 1) * connections], go, out, limit))
-             for c in range(clients)]
+    procs = [
+        ctx.Process(target=_load_process, args=(port, shares[c * connections : (c + 1) * connections], go, out, limit))
+        for c in range(clients)
+    ]
     for p in procs:
         p.start()
     time.sleep(0.3)  # let the generators import and connect-ready
@@ -223,8 +232,7 @@ async def _subscriber(port: int, key: str, ready: asyncio.Event, counter: list[i
 def _subscribers_process(port: int, n: int, ready_flag: Any) -> None:
     async def main() -> None:
         ready, counter = asyncio.Event(), [0]
-        tasks = [asyncio.create_task(_subscriber(port, f"agent:main:watcher-{i}", ready, counter, n))
-                 for i in range(n)]
+        tasks = [asyncio.create_task(_subscriber(port, f"agent:main:watcher-{i}", ready, counter, n)) for i in range(n)]
         await ready.wait()
         ready_flag.set()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -236,9 +244,24 @@ def _subscribers_process(port: int, n: int, ready_flag: Any) -> None:
 def start_gateway(store_url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "SESSIONWATCH_ACCESS_LOG": "0"}
     env.pop("SESSIONWATCH_TOKEN", None)
-    proc = subprocess.Popen([sys.executable, "-m", "sessionwatch.http", "--port", str(port), "--store", store_url,
-                             "--no-monitor", "--no-access-log", "--log-level", "warning"],
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sessionwatch.http",
+            "--port",
+            str(port),
+            "--store",
+            store_url,
+            "--no-monitor",
+            "--no-access-log",
+            "--log-level",
+            "warning",
+        ],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -273,10 +296,23 @@ def http_runs(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
         status_reqs = [raw_request("session_status", status_args(i, heads), port) for i in range(n)]
         send_reqs = [raw_request("sessions_send", send_args(i), port) for i in range(n)]
         run_http(port, "warmup", status_reqs[: min(2000, n)], args.clients, args.connections)
-        lines.append(measured(server.pid, run_http, port, "http_session_status_changes_since", status_reqs,
-                              args.clients, args.connections, **extra))
-        lines.append(measured(server.pid, run_http, port, "http_sessions_send", send_reqs, args.clients,
-                              args.connections, **extra))
+        lines.append(
+            measured(
+                server.pid,
+                run_http,
+                port,
+                "http_session_status_changes_since",
+                status_reqs,
+                args.clients,
+                args.connections,
+                **extra,
+            )
+        )
+        lines.append(
+            measured(
+                server.pid, run_http, port, "http_sessions_send", send_reqs, args.clients, args.connections, **extra
+            )
+        )
         lines[-1]["sse_subscribers_after"] = httpx.get(f"http://{HOST}:{port}/v1/health").json().get("streams")
     finally:
         if subs is not None:
@@ -294,9 +330,10 @@ def python_runs(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]
     lines = []
     try:
         heads = seed(gw)
-        for op, make, name in (("python_session_status_changes_since", lambda i: status_args(i, heads),
-                                "session_status"),
-                               ("python_sessions_send", send_args, "sessions_send")):
+        for op, make, name in (
+            ("python_session_status_changes_since", lambda i: status_args(i, heads), "session_status"),
+            ("python_sessions_send", send_args, "sessions_send"),
+        ):
             calls = [make(i) for i in range(args.requests)]
             if name == "session_status":  # warm caches (reads only, so the measured run sees the same data)
                 for a in calls[:500]:

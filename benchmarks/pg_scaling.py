@@ -58,8 +58,17 @@ def worker(url: str, events: int, sessions: int, worker_id: int) -> None:
     t0 = clock()
     for i in range(events):
         a = clock()
-        out = gw.record(EventInput(keys[(i + worker_id) % sessions], AGENT, "human_direct_message", "human",
-                                   f"bench event {worker_id}.{i}", None, payload={"i": i}))
+        out = gw.record(
+            EventInput(
+                keys[(i + worker_id) % sessions],
+                AGENT,
+                "human_direct_message",
+                "human",
+                f"bench event {worker_id}.{i}",
+                None,
+                payload={"i": i},
+            )
+        )
         lat.append(clock() - a)
         failures += out is None
     seconds = clock() - t0
@@ -78,10 +87,27 @@ def _setup(url: str, sessions: int, watchers: int) -> None:
 
 def _run(url: str, procs: int, events: int, sessions: int) -> dict[str, Any]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    children = [subprocess.Popen([sys.executable, __file__, "--worker", url, "--events", str(events),
-                                  "--sessions", str(sessions), "--worker-id", str(k)],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-                for k in range(procs)]
+    children = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--worker",
+                url,
+                "--events",
+                str(events),
+                "--sessions",
+                str(sessions),
+                "--worker-id",
+                str(k),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for k in range(procs)
+    ]
     for c in children:
         assert c.stdout is not None and c.stdout.readline().strip() == "ready"
     t0 = time.perf_counter()
@@ -97,21 +123,31 @@ def _run(url: str, procs: int, events: int, sessions: int) -> dict[str, Any]:
     for c in children:
         c.wait(60)
     lat = [x for r in reports for x in r["lat"]]
-    return {"wall": wall, "failures": sum(r["failures"] for r in reports), "lat": lat,
-            "slowest_process_seconds": max(r["seconds"] for r in reports)}
+    return {
+        "wall": wall,
+        "failures": sum(r["failures"] for r in reports),
+        "lat": lat,
+        "slowest_process_seconds": max(r["seconds"] for r in reports),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--store", default=os.environ.get("SESSIONWATCH_BENCH_PG",
-                                                     "postgresql://postgres@127.0.0.1:5432/postgres"),
-                   help="a server URL; a fresh database is created (and dropped) per run")
+    p.add_argument(
+        "--store",
+        default=os.environ.get("SESSIONWATCH_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres"),
+        help="a server URL; a fresh database is created (and dropped) per run",
+    )
     p.add_argument("--procs", default="1,2,4")
     p.add_argument("--events", type=int, default=1500, help="events per process")
     p.add_argument("--sessions", type=int, default=100)
     p.add_argument("--watchers", default="0,10", help="watchers on every session, per scenario")
-    p.add_argument("--synchronous-commit", choices=["on", "off"], default=None,
-                   help="override synchronous_commit for the gateways' sessions (default: the server's)")
+    p.add_argument(
+        "--synchronous-commit",
+        choices=["on", "off"],
+        default=None,
+        help="override synchronous_commit for the gateways' sessions (default: the server's)",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--worker-id", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -122,9 +158,19 @@ def main(argv: list[str] | None = None) -> None:
     import psycopg
 
     server = urlsplit(a.store)
-    print(json.dumps({"op": "run", "meta": True, "backend": "postgresql", "server": server.netloc.split("@")[-1],
-                      "cpus": os.cpu_count(), "synchronous_commit": a.synchronous_commit or "server default"}),
-          flush=True)
+    print(
+        json.dumps(
+            {
+                "op": "run",
+                "meta": True,
+                "backend": "postgresql",
+                "server": server.netloc.split("@")[-1],
+                "cpus": os.cpu_count(),
+                "synchronous_commit": a.synchronous_commit or "server default",
+            }
+        ),
+        flush=True,
+    )
     for watchers in [int(w) for w in a.watchers.split(",")]:
         base: float | None = None
         for procs in [int(n) for n in a.procs.split(",")]:
@@ -143,12 +189,26 @@ def main(argv: list[str] | None = None) -> None:
             n = procs * a.events
             per_sec = n / res["wall"]
             base = base or per_sec
-            print(json.dumps({
-                "op": f"pg_record_w{watchers}_procs{procs}", "n": n, "seconds": round(res["wall"], 6),
-                "per_sec": round(per_sec, 1), "procs": procs, "watchers": watchers, "sessions": a.sessions,
-                "ratio_vs_1": round(per_sec / base, 2), "per_process_per_sec": round(a.events / res["wall"], 1),
-                "failures": res["failures"], "rows_after": rows, "dense": rows == n and top == n,
-                **_pct(res["lat"])}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "op": f"pg_record_w{watchers}_procs{procs}",
+                        "n": n,
+                        "seconds": round(res["wall"], 6),
+                        "per_sec": round(per_sec, 1),
+                        "procs": procs,
+                        "watchers": watchers,
+                        "sessions": a.sessions,
+                        "ratio_vs_1": round(per_sec / base, 2),
+                        "per_process_per_sec": round(a.events / res["wall"], 1),
+                        "failures": res["failures"],
+                        "rows_after": rows,
+                        "dense": rows == n and top == n,
+                        **_pct(res["lat"]),
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

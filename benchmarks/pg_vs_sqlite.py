@@ -21,8 +21,9 @@ SKIP = {"raw_insert_baseline"}
 
 
 def run(extra: list[str]) -> list[dict]:
-    proc = subprocess.run([sys.executable, "-m", "sessionwatch.bench", *extra], stdout=subprocess.PIPE, text=True,
-                          cwd=ROOT, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sessionwatch.bench", *extra], stdout=subprocess.PIPE, text=True, cwd=ROOT, check=True
+    )
     return [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
 
 
@@ -37,8 +38,10 @@ def table(sqlite_lines: list[dict], pg_lines: list[dict]) -> str:
         p = pg[op]
         slower = s["per_sec"] / p["per_sec"] if p.get("per_sec") else None
         mark = "" if slower is None else ("yes" if slower <= 4 else "**no**")
-        rows.append(f"| `{op}` | {s['per_sec']} | {p.get('per_sec', '')} | "
-                    f"{'' if slower is None else f'{slower:.1f}×'} | {mark} |")
+        rows.append(
+            f"| `{op}` | {s['per_sec']} | {p.get('per_sec', '')} | "
+            f"{'' if slower is None else f'{slower:.1f}×'} | {mark} |"
+        )
     return "\n".join(rows)
 
 
@@ -55,8 +58,13 @@ def round_trip(store: str, n: int = 2000) -> dict:
             conn.execute("SELECT 1").fetchone()
             lat.append(time.perf_counter_ns() - t0)
     lat.sort()
-    return {"op": "select_1_round_trip", "meta": True, "n": n, "p50_us": round(lat[n // 2] / 1000, 1),
-            "p99_us": round(lat[int(n * 0.99)] / 1000, 1)}
+    return {
+        "op": "select_1_round_trip",
+        "meta": True,
+        "n": n,
+        "p50_us": round(lat[n // 2] / 1000, 1),
+        "p99_us": round(lat[int(n * 0.99)] / 1000, 1),
+    }
 
 
 def main() -> None:

@@ -51,29 +51,72 @@ def claude_rows(rnd: random.Random, session: str, target_bytes: int) -> tuple[by
     while size < target_bytes:
         n += 1
         uid = str(uuid.UUID(int=rnd.getrandbits(128)))
-        env = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/dev/acme-api",
-               "sessionId": session, "version": "2.1.310", "gitBranch": "main"}
+        env = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/home/dev/acme-api",
+            "sessionId": session,
+            "version": "2.1.310",
+            "gitBranch": "main",
+        }
         r = rnd.random()
         if r < 0.04:
-            row = {**env, "type": "user", "message": {"role": "user", "content": f"please look at issue {n} " * 4},
-                   "uuid": uid, "timestamp": "2027-01-15T07:00:00.000Z", "promptSource": "typed"}
+            row = {
+                **env,
+                "type": "user",
+                "message": {"role": "user", "content": f"please look at issue {n} " * 4},
+                "uuid": uid,
+                "timestamp": "2027-01-15T07:00:00.000Z",
+                "promptSource": "typed",
+            }
             humans += 1
         elif r < 0.45:
-            row = {**env, "type": "assistant", "message": {"id": f"msg_{n}", "role": "assistant",
-                   "model": "claude-sonnet-4-6", "content": [{"type": "text", "text": "Looking into it. " * 30}],
-                   "usage": {"input_tokens": 10, "output_tokens": 90}}, "uuid": uid,
-                   "timestamp": "2027-01-15T07:00:00.000Z"}
+            row = {
+                **env,
+                "type": "assistant",
+                "message": {
+                    "id": f"msg_{n}",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-6",
+                    "content": [{"type": "text", "text": "Looking into it. " * 30}],
+                    "usage": {"input_tokens": 10, "output_tokens": 90},
+                },
+                "uuid": uid,
+                "timestamp": "2027-01-15T07:00:00.000Z",
+            }
         elif r < 0.7:
-            row = {**env, "type": "assistant", "message": {"id": f"msg_{n}", "role": "assistant",
-                   "content": [{"type": "tool_use", "id": f"toolu_{n}", "name": "Read",
-                                "input": {"file_path": f"/home/dev/acme-api/src/mod{n}.py"}}]},
-                   "uuid": uid, "timestamp": "2027-01-15T07:00:00.000Z"}
+            row = {
+                **env,
+                "type": "assistant",
+                "message": {
+                    "id": f"msg_{n}",
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_{n}",
+                            "name": "Read",
+                            "input": {"file_path": f"/home/dev/acme-api/src/mod{n}.py"},
+                        }
+                    ],
+                },
+                "uuid": uid,
+                "timestamp": "2027-01-15T07:00:00.000Z",
+            }
         else:
             body = "    def handler(self, request):\n        return self.respond(request)\n" * rnd.randint(5, 300)
-            row = {**env, "type": "user", "message": {"role": "user", "content": [
-                {"tool_use_id": f"toolu_{n}", "type": "tool_result", "content": body}]},
-                "uuid": uid, "timestamp": "2027-01-15T07:00:00.000Z",
-                "toolUseResult": {"type": "text", "file": {"content": body, "numLines": body.count("\n")}}}
+            row = {
+                **env,
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [{"tool_use_id": f"toolu_{n}", "type": "tool_result", "content": body}],
+                },
+                "uuid": uid,
+                "timestamp": "2027-01-15T07:00:00.000Z",
+                "toolUseResult": {"type": "text", "file": {"content": body, "numLines": body.count("\n")}},
+            }
         data = line(row)
         out.append(data)
         size += len(data)
@@ -89,17 +132,36 @@ def codex_rows(rnd: random.Random, target_bytes: int) -> tuple[bytes, int]:
         r = rnd.random()
         if r < 0.04:
             text = "run the tests and fix what fails " * 3
-            rows = [{"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": "user",
-                     "content": [{"type": "input_text", "text": text}]}},
-                    {"timestamp": ts, "type": "event_msg", "payload": {"type": "user_message", "message": text}}]
+            rows = [
+                {
+                    "timestamp": ts,
+                    "type": "response_item",
+                    "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]},
+                },
+                {"timestamp": ts, "type": "event_msg", "payload": {"type": "user_message", "message": text}},
+            ]
             humans += 1
         elif r < 0.5:
-            rows = [{"timestamp": ts, "type": "event_msg", "payload": {"type": "agent_message",
-                                                                     "message": "Working on it. " * 40}}]
+            rows = [
+                {
+                    "timestamp": ts,
+                    "type": "event_msg",
+                    "payload": {"type": "agent_message", "message": "Working on it. " * 40},
+                }
+            ]
         else:
             output = "test_retry.py::test_backoff PASSED\n" * rnd.randint(5, 400)
-            rows = [{"timestamp": ts, "type": "response_item", "payload": {"type": "function_call_output",
-                     "call_id": "c", "output": json.dumps({"output": output})}}]
+            rows = [
+                {
+                    "timestamp": ts,
+                    "type": "response_item",
+                    "payload": {
+                        "type": "function_call_output",
+                        "call_id": "c",
+                        "output": json.dumps({"output": output}),
+                    },
+                }
+            ]
         for row in rows:
             data = line(row)
             out.append(data)
@@ -131,8 +193,15 @@ def bench_unchanged(tmp: Path, links: int, repeats: int) -> None:
         assert len(result["links"]) == links and all(e["status"] == "unchanged" for e in result["links"])
     gw.close()
     best, median = min(times), statistics.median(times)
-    emit(op="upstream_tick_unchanged", n=links, seconds=round(median, 4), best_seconds=round(best, 4),
-         per_sec=round(links / median), target_seconds=0.5, ok=median < 0.5 * links / 1000)
+    emit(
+        op="upstream_tick_unchanged",
+        n=links,
+        seconds=round(median, 4),
+        best_seconds=round(best, 4),
+        per_sec=round(links / median),
+        target_seconds=0.5,
+        ok=median < 0.5 * links / 1000,
+    )
 
 
 def bench_new_data(tmp: Path, mb: int) -> None:
@@ -189,9 +258,17 @@ def bench_new_data(tmp: Path, mb: int) -> None:
                 counted += (e.get("payload") or {}).get("turns", 1)
     gw.close()
     assert counted == humans, (counted, humans)
-    emit(op="upstream_scan_new_data", n=total, files=files, ticks=ticks, human_turns=humans,
-         seconds=round(elapsed, 3), mb_per_sec=round(total / 1e6 / elapsed, 1), target_mb_per_sec=50,
-         ok=total / 1e6 / elapsed >= 50)
+    emit(
+        op="upstream_scan_new_data",
+        n=total,
+        files=files,
+        ticks=ticks,
+        human_turns=humans,
+        seconds=round(elapsed, 3),
+        mb_per_sec=round(total / 1e6 / elapsed, 1),
+        target_mb_per_sec=50,
+        ok=total / 1e6 / elapsed >= 50,
+    )
 
 
 def bench_classifier(mb: int) -> None:
@@ -201,15 +278,27 @@ def bench_classifier(mb: int) -> None:
     t0 = time.perf_counter()
     humans = sum(1 for r in rows if CLAUDE.classify(r).human)
     el = time.perf_counter() - t0
-    emit(op="classify_rows", n=len(rows), bytes=len(body), human=humans, seconds=round(el, 3),
-         mb_per_sec=round(len(body) / 1e6 / el, 1))
-    big = line({"type": "user", "message": {"role": "user", "content": "pasted log line\n" * 300_000},
-                "promptSource": "typed", "timestamp": "2027-01-15T07:00:00.000Z"})[:-1]
+    emit(
+        op="classify_rows",
+        n=len(rows),
+        bytes=len(body),
+        human=humans,
+        seconds=round(el, 3),
+        mb_per_sec=round(len(body) / 1e6 / el, 1),
+    )
+    big = line(
+        {
+            "type": "user",
+            "message": {"role": "user", "content": "pasted log line\n" * 300_000},
+            "promptSource": "typed",
+            "timestamp": "2027-01-15T07:00:00.000Z",
+        }
+    )[:-1]
     t0 = time.perf_counter()
     state = None
     for i in range(0, len(big), 1 << 20):
         s = CLAUDE.stream(state)
-        s.feed(big[i:i + (1 << 20)])
+        s.feed(big[i : i + (1 << 20)])
         state = json.loads(json.dumps(s.to_state()))
     verdict = CLAUDE.stream(state).finish()
     el = time.perf_counter() - t0
@@ -228,8 +317,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.links, args.mb, args.repeats = 100, 10, 3
     base = Path(args.tmp) if args.tmp else Path(tempfile.mkdtemp(prefix="sw-upstream-bench-"))
-    emit(meta=True, python=platform.python_version(), machine=platform.machine(), cpus=os.cpu_count(),
-         links=args.links, mb=args.mb)
+    emit(
+        meta=True,
+        python=platform.python_version(),
+        machine=platform.machine(),
+        cpus=os.cpu_count(),
+        links=args.links,
+        mb=args.mb,
+    )
     try:
         d1, d2 = base / "tick", base / "scan"
         d1.mkdir(parents=True, exist_ok=True)

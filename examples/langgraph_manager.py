@@ -27,6 +27,7 @@ def build(gw, manager: str, model):
 
     graph = StateGraph(MessagesState)
     graph.add_node("sessionwatch", sessionwatch)
+
     def agent(state: MessagesState) -> dict:
         reply = model.invoke(state["messages"])
         if handed:

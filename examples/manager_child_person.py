@@ -24,8 +24,9 @@ def main() -> None:
         gw.subscribe_wakes(MANAGER, wakes.append)
 
         # 1. The manager delegates: spawning seeds its cursor at the child's spawn version.
-        child = gw.call_tool("sessions_spawn", {"label": "researcher", "task": "Survey retry libraries."},
-                             caller=MANAGER)
+        child = gw.call_tool(
+            "sessions_spawn", {"label": "researcher", "task": "Survey retry libraries."}, caller=MANAGER
+        )
         print(f"1. manager spawned {child['sessionKey']} at stateVersion {child['stateVersion']}")
 
         # 2. A person types into the child directly, twice.
@@ -42,14 +43,18 @@ def main() -> None:
 
         # 4. It reconciles with the exact delta the notice names, before acting.
         since = int(notices[0]["text"].rsplit(" ", 1)[1].rstrip("."))
-        status = gw.call_tool("session_status", {"sessionKey": child["sessionKey"], "changesSince": since},
-                              caller=MANAGER)
+        status = gw.call_tool(
+            "session_status", {"sessionKey": child["sessionKey"], "changesSince": since}, caller=MANAGER
+        )
         kinds = [e["kind"] for e in status["stateChanges"]["events"]]
         print(f"4. changesSince {since} -> {len(kinds)} events: {kinds}")
 
         # 5. Now it acts on fresh state. Its own message is an inter-session turn, not "another actor".
-        sent = gw.call_tool("sessions_send", {"sessionKey": child["sessionKey"],
-                                              "message": "Noted: tenacity<10. Continue."}, caller=MANAGER)
+        sent = gw.call_tool(
+            "sessions_send",
+            {"sessionKey": child["sessionKey"], "message": "Noted: tenacity<10. Continue."},
+            caller=MANAGER,
+        )
         print(f"5. manager replied to the child ({sent['status']})")
 
         # 6. The drain acknowledged up to the notice's frozen watermark, and the second message came after
@@ -57,8 +62,10 @@ def main() -> None:
         #    so no redundant follow-up notice is waiting. The manager is in sync.
         follow_up = gw.drain_system_events(MANAGER)
         cursor = gw.cursors(watcher=MANAGER)[0]
-        print(f"6. next turn: {len(follow_up)} follow-up notices; cursor at {cursor['lastSeen']}"
-              f" of stateVersion {status['stateVersion']}, then {len(gw.peek_system_events(MANAGER))} pending")
+        print(
+            f"6. next turn: {len(follow_up)} follow-up notices; cursor at {cursor['lastSeen']}"
+            f" of stateVersion {status['stateVersion']}, then {len(gw.peek_system_events(MANAGER))} pending"
+        )
         assert follow_up == [] and cursor["lastSeen"] == status["stateVersion"]
 
 

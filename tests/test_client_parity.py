@@ -52,14 +52,20 @@ CLIENT_ONLY = {
 
 
 def _public(cls: type) -> dict[str, object]:
-    return {name: member for name, member in inspect.getmembers(cls)
-            if not name.startswith("_") and callable(member) and not isinstance(member, type)}
+    return {
+        name: member
+        for name, member in inspect.getmembers(cls)
+        if not name.startswith("_") and callable(member) and not isinstance(member, type)
+    }
 
 
 def _params(fn: object, method: str = "") -> list[tuple[str, object, object]]:
     sig = inspect.signature(fn)  # type: ignore[arg-type]
-    return [(p.name, p.kind, p.default) for p in sig.parameters.values()
-            if p.name != "self" and (method, p.name) not in GATEWAY_ONLY_PARAMS]
+    return [
+        (p.name, p.kind, p.default)
+        for p in sig.parameters.values()
+        if p.name != "self" and (method, p.name) not in GATEWAY_ONLY_PARAMS
+    ]
 
 
 def test_the_three_offer_the_same_methods_apart_from_the_documented_ones() -> None:

@@ -13,11 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_example_program_runs_the_whole_story(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "manager_child_person.py"),
-                          f"sqlite:///{tmp_path}/ex.db"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "manager_child_person.py"), f"sqlite:///{tmp_path}/ex.db"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert "3. manager got 1 notice and 1 wake" in out.stdout
-    assert 'changesSince 2.' in out.stdout
+    assert "changesSince 2." in out.stdout
     assert "4. changesSince 2 -> 2 events: ['human_direct_message', 'human_direct_message']" in out.stdout
     assert "6. next turn: 0 follow-up notices; cursor at 4 of stateVersion 4" in out.stdout  # the read acked
     assert out.stdout.rstrip().endswith("then 0 pending")
@@ -25,12 +29,33 @@ def test_example_program_runs_the_whole_story(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_benchmark_quick_run_prints_the_peer_shape(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "sessionwatch.bench", "--quick", "--only", "raw,append,ack,prune",
-                          "--no-all", "--tmp", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sessionwatch.bench",
+            "--quick",
+            "--only",
+            "raw,append,ack,prune",
+            "--no-all",
+            "--tmp",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     lines = {d["op"]: d for d in map(json.loads, out.stdout.splitlines()) if not d.get("meta")}
-    for op in ("raw_insert_baseline", "append_w0", "append_w10_target", "ack_single_target",
-               "ack_batch_100_targets_one_call", "prune_6000_to_cap", "prune_at_cap_nothing_to_delete"):
+    for op in (
+        "raw_insert_baseline",
+        "append_w0",
+        "append_w10_target",
+        "ack_single_target",
+        "ack_batch_100_targets_one_call",
+        "prune_6000_to_cap",
+        "prune_at_cap_nothing_to_delete",
+    ):
         assert {"op", "n", "seconds", "per_sec"} <= lines[op].keys(), op
     assert lines["append_w0"]["rows_after"] == 2000 and lines["append_w0"]["failures"] == 0
     assert lines["append_w10_target"]["pending_cursors_after"] == 10

@@ -13,8 +13,18 @@ from tests.support.commands import sessionwatch_command
 
 ROOT = Path(__file__).resolve().parents[1]
 # Folders that are not the project's own text (environments, caches, VCS data).
-SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache",
-             "build", "dist"}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".mypy_cache",
+    ".ruff_cache",
+    "build",
+    "dist",
+}
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".sql", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".json", ".sh", ""}
 
 
@@ -24,19 +34,26 @@ def _bare_env() -> dict[str, str]:
 
 
 def test_python_m_sessionwatch_runs_the_cli(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "sessionwatch", "--version"], capture_output=True, text=True,
-                         env=_bare_env(), timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "sessionwatch", "--version"], capture_output=True, text=True, env=_bare_env(), timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert __version__ in out.stdout
-    out = subprocess.run([sys.executable, "-m", "sessionwatch", "--store", f"sqlite:///{tmp_path}/m.db", "--json",
-                          "sessions"], capture_output=True, text=True, env=_bare_env(), timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "sessionwatch", "--store", f"sqlite:///{tmp_path}/m.db", "--json", "sessions"],
+        capture_output=True,
+        text=True,
+        env=_bare_env(),
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"sessions": []}
 
 
 def test_the_tests_find_the_command_without_virtual_env() -> None:
-    out = subprocess.run([*sessionwatch_command(), "--version"], capture_output=True, text=True, env=_bare_env(),
-                         timeout=60)
+    out = subprocess.run(
+        [*sessionwatch_command(), "--version"], capture_output=True, text=True, env=_bare_env(), timeout=60
+    )
     assert out.returncode == 0, out.stderr
 
 

@@ -19,11 +19,13 @@ from sessionwatch.notices import (
 def test_notice_text_is_the_byte_exact_v1_format() -> None:
     assert notice_text("agent:main:subagent:child", 17) == (
         'Session "agent:main:subagent:child" changed (other actor). Reconcile before acting: '
-        'session_status sessionKey "agent:main:subagent:child" changesSince 17.')
-    assert notice_text("agent:a:b", 0).endswith('changesSince 0.')
+        'session_status sessionKey "agent:main:subagent:child" changesSince 17.'
+    )
+    assert notice_text("agent:a:b", 0).endswith("changesSince 0.")
     assert notice_text("agent:a:b", 0).encode() == (
         b'Session "agent:a:b" changed (other actor). Reconcile before acting: '
-        b'session_status sessionKey "agent:a:b" changesSince 0.')
+        b'session_status sessionKey "agent:a:b" changesSince 0.'
+    )
 
 
 def test_notice_text_depends_only_on_target_and_last_seen() -> None:
@@ -50,12 +52,22 @@ def test_context_key_round_trips(target: str) -> None:
     assert target_from_context_key(context_key_for(target).upper()) == target
 
 
-@pytest.mark.parametrize("key", [
-    None, "", "cron:nightly", "session-state:", "session-state:zz", "session-state:abc",  # odd length
-    "session-state:6g", "session-created:6167", "xsession-state:61",
-    "session-state:ff",  # not valid UTF-8
-    "session-state:c328",  # truncated multi-byte sequence
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        None,
+        "",
+        "cron:nightly",
+        "session-state:",
+        "session-state:zz",
+        "session-state:abc",  # odd length
+        "session-state:6g",
+        "session-created:6167",
+        "xsession-state:61",
+        "session-state:ff",  # not valid UTF-8
+        "session-state:c328",  # truncated multi-byte sequence
+    ],
+)
 def test_malformed_context_keys_decode_to_nothing(key: str | None) -> None:
     assert target_from_context_key(key) is None
 
@@ -68,8 +80,7 @@ def test_timestamp_is_iso_utc_with_milliseconds() -> None:
 
 def test_system_line_format_with_continuation_lines() -> None:
     assert format_line(0, "hello") == "System: [1970-01-01T00:00:00.000Z] hello"
-    assert format_line(0, "one\ntwo\nthree") == (
-        "System: [1970-01-01T00:00:00.000Z] one\nSystem: two\nSystem: three")
+    assert format_line(0, "one\ntwo\nthree") == ("System: [1970-01-01T00:00:00.000Z] one\nSystem: two\nSystem: three")
 
 
 def test_parse_notice_recognizes_only_the_exact_notice_for_its_key() -> None:

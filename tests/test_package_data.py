@@ -1,4 +1,4 @@
-"""The package carries its data: migrations, the dashboard's files and py.typed (issue 13, "a package ready to publish").
+"""The package carries its data: migrations, the dashboard's files and py.typed (a package ready to publish).
 
 A file that is not Python reaches the wheel only through `[tool.setuptools.package-data]`; forgetting a pattern
 passes every test from a source checkout and breaks only the installed package. CI also builds the wheel and runs

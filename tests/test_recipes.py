@@ -28,8 +28,9 @@ def _load(name: str) -> ModuleType:
 
 def test_langgraph_recipe_runs_as_a_script() -> None:
     pytest.importorskip("langgraph")
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "langgraph_manager.py")], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "langgraph_manager.py")], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "[system] System: [" in out.stdout and '"kind": "human_direct_message"' in out.stdout
     assert out.stdout.rstrip().endswith("[ai] Reconciled: switching to tenacity.")
@@ -65,8 +66,12 @@ def test_langgraph_manager_reconciles_before_the_model_acts_and_hears_each_notic
 @pytest.mark.slow
 def test_openai_agents_recipe_runs_as_a_script() -> None:
     pytest.importorskip("agents")
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "openai_agents_manager.py")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "openai_agents_manager.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("System: [") and '"kind": "human_direct_message"' in out.stdout
     assert out.stdout.rstrip().endswith("Reconciled: switching to tenacity.")
@@ -150,8 +155,9 @@ class _ClaudeCodeStandIn:
                 await self._turn(msg["message"]["content"])
 
     async def _reply(self, request_id: str, body: dict) -> None:
-        await self._send.send({"type": "control_response",
-                               "response": {"subtype": "success", "request_id": request_id, "response": body}})
+        await self._send.send(
+            {"type": "control_response", "response": {"subtype": "success", "request_id": request_id, "response": body}}
+        )
 
     async def _turn(self, prompt: str) -> None:
         added: list[str] = []
@@ -160,11 +166,25 @@ class _ClaudeCodeStandIn:
                 done, box = self._anyio.Event(), []
                 request_id = f"hook-{len(self.contexts)}-{callback_id}"
                 self._answers[request_id] = (done, box)
-                await self._send.send({"type": "control_request", "request_id": request_id, "request": {
-                    "subtype": "hook_callback", "callback_id": callback_id, "tool_use_id": None,
-                    "input": {"session_id": "s-1", "transcript_path": "/tmp/s-1.jsonl", "cwd": "/tmp",
-                              "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
-                              "prompt": prompt}}})
+                await self._send.send(
+                    {
+                        "type": "control_request",
+                        "request_id": request_id,
+                        "request": {
+                            "subtype": "hook_callback",
+                            "callback_id": callback_id,
+                            "tool_use_id": None,
+                            "input": {
+                                "session_id": "s-1",
+                                "transcript_path": "/tmp/s-1.jsonl",
+                                "cwd": "/tmp",
+                                "permission_mode": "default",
+                                "hook_event_name": "UserPromptSubmit",
+                                "prompt": prompt,
+                            },
+                        },
+                    }
+                )
                 await done.wait()
                 assert box[0]["subtype"] == "success", box[0]
                 context = box[0]["response"].get("hookSpecificOutput", {}).get("additionalContext")
@@ -172,11 +192,28 @@ class _ClaudeCodeStandIn:
                     added.append(context)
         self.contexts.append("\n".join(added) or None)
         reply = f"Got {len(added)} context block(s) before '{prompt}'."
-        await self._send.send({"type": "assistant", "session_id": "s-1", "parent_tool_use_id": None, "message": {
-            "role": "assistant", "model": "stand-in", "content": [{"type": "text", "text": reply}]}})
-        await self._send.send({"type": "result", "subtype": "success", "duration_ms": 1, "duration_api_ms": 0,
-                               "is_error": False, "num_turns": 1, "session_id": "s-1", "result": reply,
-                               "total_cost_usd": 0, "usage": {}})
+        await self._send.send(
+            {
+                "type": "assistant",
+                "session_id": "s-1",
+                "parent_tool_use_id": None,
+                "message": {"role": "assistant", "model": "stand-in", "content": [{"type": "text", "text": reply}]},
+            }
+        )
+        await self._send.send(
+            {
+                "type": "result",
+                "subtype": "success",
+                "duration_ms": 1,
+                "duration_api_ms": 0,
+                "is_error": False,
+                "num_turns": 1,
+                "session_id": "s-1",
+                "result": reply,
+                "total_cost_usd": 0,
+                "usage": {},
+            }
+        )
 
 
 def test_claude_agent_sdk_hook_adds_notice_and_delta_to_the_prompt_once(tmp_path: Path) -> None:

@@ -19,8 +19,10 @@ CHILD = "agent:a:subagent:kid"
 
 
 def _notice(target: str, last_seen: int) -> str:
-    return (f'Session "{target}" changed (other actor). Reconcile before acting: '
-            f'session_status sessionKey "{target}" changesSince {last_seen}.')
+    return (
+        f'Session "{target}" changed (other actor). Reconcile before acting: '
+        f'session_status sessionKey "{target}" changesSince {last_seen}.'
+    )
 
 
 def _raw(url: str, *statements: str) -> None:
@@ -34,7 +36,7 @@ def _raw(url: str, *statements: str) -> None:
 
 
 FAIL_EVENTS = "CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
-FAIL_CURSORS = ("CREATE TRIGGER fail_cursors BEFORE UPDATE ON cursors BEGIN SELECT RAISE(ABORT, 'cursor write'); END")
+FAIL_CURSORS = "CREATE TRIGGER fail_cursors BEFORE UPDATE ON cursors BEGIN SELECT RAISE(ABORT, 'cursor write'); END"
 
 
 @pytest.fixture
@@ -46,8 +48,9 @@ def gw(sqlite_url: str, clock: ManualClock) -> Iterator[Gateway]:
     gateway.close()
 
 
-def test_a_failing_append_is_logged_and_never_fails_the_action(gw: Gateway, sqlite_url: str,
-                                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_append_is_logged_and_never_fails_the_action(
+    gw: Gateway, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     head = gw.state_version(CHILD)
     cursors = gw.cursors()
     _raw(sqlite_url, FAIL_EVENTS)
@@ -115,15 +118,26 @@ def test_a_read_only_store_degrades_without_failing_inbound(gw: Gateway, caplog:
     assert gw.prune(force=True).skipped is True
 
 
-def test_failed_reads_raise_and_tools_flag_what_degraded(gw: Gateway, sqlite_url: str,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_failed_reads_raise_and_tools_flag_what_degraded(
+    gw: Gateway, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     gw.inbound(CHILD, "hello", channel="telegram")
     gw.enqueue_system_event(MAIN, "cron: x")
-    _raw(sqlite_url, "ALTER TABLE events RENAME TO events_gone", "ALTER TABLE heads RENAME TO heads_gone",
-         "ALTER TABLE cursors RENAME TO cursors_gone", "ALTER TABLE system_events RENAME TO system_events_gone")
+    _raw(
+        sqlite_url,
+        "ALTER TABLE events RENAME TO events_gone",
+        "ALTER TABLE heads RENAME TO heads_gone",
+        "ALTER TABLE cursors RENAME TO cursors_gone",
+        "ALTER TABLE system_events RENAME TO system_events_gone",
+    )
     with caplog.at_level(logging.WARNING):
-        for read in (lambda: gw.state_version(CHILD), lambda: gw.changes_since(CHILD, 0), lambda: gw.events_after(0),
-                     gw.cursors, lambda: gw.peek_system_events(MAIN)):
+        for read in (
+            lambda: gw.state_version(CHILD),
+            lambda: gw.changes_since(CHILD, 0),
+            lambda: gw.events_after(0),
+            gw.cursors,
+            lambda: gw.peek_system_events(MAIN),
+        ):
             with pytest.raises(StoreUnavailable):  # a host read that failed is an error, never empty
                 read()
         status = gw.call_tool("session_status", {"sessionKey": CHILD, "changesSince": 0}, caller=MAIN)

@@ -31,15 +31,48 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads
 __version__ = "0.2.0"
 
 _LAZY = {
-    "Gateway": "engine", "Subscription": "engine", "TOOLS": "engine", "Wake": "engine",
-    "Settings": "settings", "notice_text": "notices",
-    **dict.fromkeys(("SessionwatchError", "InvalidArgument", "NotFound", "UnknownTool", "Forbidden", "Unauthorized",
-                     "PayloadTooLarge", "Conflict", "StoreUnavailable", "Unavailable"), "errors"),
+    "Gateway": "engine",
+    "Subscription": "engine",
+    "TOOLS": "engine",
+    "Wake": "engine",
+    "Settings": "settings",
+    "notice_text": "notices",
+    **dict.fromkeys(
+        (
+            "SessionwatchError",
+            "InvalidArgument",
+            "NotFound",
+            "UnknownTool",
+            "Forbidden",
+            "Unauthorized",
+            "PayloadTooLarge",
+            "Conflict",
+            "StoreUnavailable",
+            "Unavailable",
+        ),
+        "errors",
+    ),
 }
 
-__all__ = ["Gateway", "Subscription", "TOOLS", "Wake", "Settings", "notice_text", "SessionwatchError",
-           "InvalidArgument", "NotFound", "UnknownTool", "Forbidden", "Unauthorized", "PayloadTooLarge", "Conflict",
-           "StoreUnavailable", "Unavailable", "__version__"]
+__all__ = [
+    "Gateway",
+    "Subscription",
+    "TOOLS",
+    "Wake",
+    "Settings",
+    "notice_text",
+    "SessionwatchError",
+    "InvalidArgument",
+    "NotFound",
+    "UnknownTool",
+    "Forbidden",
+    "Unauthorized",
+    "PayloadTooLarge",
+    "Conflict",
+    "StoreUnavailable",
+    "Unavailable",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -33,16 +33,19 @@ class Principal:
 
     def require_agent(self, agent_id: str | None, what: str = "session") -> None:
         if not self.covers(agent_id):
-            raise Forbidden(f"this token may not touch the {what} of agent {agent_id!r}; it covers "
-                            f"{', '.join(sorted(self.agents)) or 'no agent'}")
+            raise Forbidden(
+                f"this token may not touch the {what} of agent {agent_id!r}; it covers "
+                f"{', '.join(sorted(self.agents)) or 'no agent'}"
+            )
 
     def require_key(self, session_key: str, agent_id: str | None = None, what: str = "session") -> None:
         self.require_agent(agent_of(session_key) or agent_id, f"{what} {session_key!r}")
 
     def require_admin(self, what: str) -> None:
         if not self.admin:
-            raise Forbidden(f"{what} needs an admin token; this token is scoped to agents "
-                            f"{', '.join(sorted(self.agents))}")
+            raise Forbidden(
+                f"{what} needs an admin token; this token is scoped to agents {', '.join(sorted(self.agents))}"
+            )
 
     def agent_filter(self) -> frozenset[str] | None:
         """None: no filter (admin); otherwise the agent ids reads are limited to."""
@@ -59,5 +62,6 @@ def scoped(agents: Iterable[str], *, token_id: str | None = None, name: str | No
 def check_scope(scope: frozenset[str] | None, agent_id: str | None, what: str) -> None:
     """The tool layer's form of the check: ``scope`` None means unrestricted."""
     if scope is not None and (agent_id is None or agent_id not in scope):
-        raise Forbidden(f"this token may not touch {what} (agent {agent_id!r}); it covers "
-                        f"{', '.join(sorted(scope)) or 'no agent'}")
+        raise Forbidden(
+            f"this token may not touch {what} (agent {agent_id!r}); it covers {', '.join(sorted(scope)) or 'no agent'}"
+        )

@@ -83,7 +83,8 @@ def _answer(res: httpx.Response, path: str) -> Any:
         if isinstance(data, dict) and isinstance(data.get("error"), dict):
             raise error_from_json(data)
         raise (StoreUnavailable if res.status_code >= 500 else SessionwatchError)(
-            f"HTTP {res.status_code} from {path}: {res.text[:200]}")
+            f"HTTP {res.status_code} from {path}: {res.text[:200]}"
+        )
     return data
 
 
@@ -101,8 +102,12 @@ def _tool_failure(exc: Exception) -> dict[str, Any]:
 
 
 def _prune_result(data: Mapping[str, Any]) -> PruneResult:
-    return PruneResult(rows_deleted=data["rowsDeleted"], cursors_deleted=data["cursorsDeleted"],
-                       heads_stamped=data["headsStamped"], skipped=data["skipped"])
+    return PruneResult(
+        rows_deleted=data["rowsDeleted"],
+        cursors_deleted=data["cursorsDeleted"],
+        heads_stamped=data["headsStamped"],
+        skipped=data["skipped"],
+    )
 
 
 def _health(res: httpx.Response) -> dict[str, Any]:
@@ -112,8 +117,9 @@ def _health(res: httpx.Response) -> dict[str, Any]:
 
 def _stream_refused(res: httpx.Response) -> SessionwatchError:
     data = _decode(res)
-    return error_from_json(data) if isinstance(data, dict) else StoreUnavailable(
-        f"HTTP {res.status_code} from /v1/stream")
+    return (
+        error_from_json(data) if isinstance(data, dict) else StoreUnavailable(f"HTTP {res.status_code} from /v1/stream")
+    )
 
 
 class _WakeParser:
@@ -149,10 +155,19 @@ class _ClientBase:
     def _unreachable(self, exc: Exception) -> StoreUnavailable:
         return StoreUnavailable(f"gateway at {self.base_url} unreachable: {exc.__class__.__name__}: {exc}")
 
-    def _kw(self, body: Mapping[str, Any] | None, params: Mapping[str, Any] | None,
-            headers: Mapping[str, str] | None, timeout: float | None) -> dict[str, Any]:
-        return {"json": None if body is None else dict(body), "params": _drop_none(params or {}) or None,
-                "headers": headers, "timeout": self.timeout if timeout is None else timeout}
+    def _kw(
+        self,
+        body: Mapping[str, Any] | None,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        timeout: float | None,
+    ) -> dict[str, Any]:
+        return {
+            "json": None if body is None else dict(body),
+            "params": _drop_none(params or {}) or None,
+            "headers": headers,
+            "timeout": self.timeout if timeout is None else timeout,
+        }
 
 
 class GatewayClient(_ClientBase):
@@ -170,9 +185,16 @@ class GatewayClient(_ClientBase):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(self, method: str, path: str, *, body: Mapping[str, Any] | None = None,
-              params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
-              timeout: float | None = None) -> httpx.Response:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> httpx.Response:
         try:
             return self._http.request(method, path, **self._kw(body, params, headers, timeout))
         except httpx.HTTPError as exc:
@@ -185,22 +207,41 @@ class GatewayClient(_ClientBase):
         return self._request(method, _session_path(key, suffix), **kw)
 
     # -- tools -----------------------------------------------------------------------------------
-    def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,
-                  agent_id: str | None = None) -> dict[str, Any]:
+    def call_tool(
+        self, name: str, args: Mapping[str, Any] | None = None, *, caller: str, agent_id: str | None = None
+    ) -> dict[str, Any]:
         """Run one tool as ``caller``; errors come back as ``{"error": {"code", "message"}}``."""
         args = dict(args or {})
         try:
-            res = self._send("POST", f"/v1/tools/{_seg(name)}", body=args, headers=caller_headers(caller, agent_id),
-                             timeout=_tool_timeout(self.timeout, args))
+            res = self._send(
+                "POST",
+                f"/v1/tools/{_seg(name)}",
+                body=args,
+                headers=caller_headers(caller, agent_id),
+                timeout=_tool_timeout(self.timeout, args),
+            )
         except (StoreUnavailable, UnicodeEncodeError) as exc:
             return _tool_failure(exc)
         return _tool_answer(res)
 
     # -- sessions --------------------------------------------------------------------------------
-    def put_session(self, key: object, *, agent_id: object = None, kind: object = None, spawned_by: object = None,
-                    label: object = None, created_by: object = None) -> dict[str, Any]:
-        return self._session("PUT", key, body=_drop_none({"agentId": agent_id, "kind": kind, "spawnedBy": spawned_by,
-                                                          "label": label, "createdBy": created_by}))
+    def put_session(
+        self,
+        key: object,
+        *,
+        agent_id: object = None,
+        kind: object = None,
+        spawned_by: object = None,
+        label: object = None,
+        created_by: object = None,
+    ) -> dict[str, Any]:
+        return self._session(
+            "PUT",
+            key,
+            body=_drop_none(
+                {"agentId": agent_id, "kind": kind, "spawnedBy": spawned_by, "label": label, "createdBy": created_by}
+            ),
+        )
 
     def get_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
         return self._session("GET", key, params={"agentId": agent_id})
@@ -212,43 +253,91 @@ class GatewayClient(_ClientBase):
         return self._session("POST", key, "/reset", body=_drop_none({"agentId": agent_id}))
 
     # -- producers -------------------------------------------------------------------------------
-    def inbound(self, key: object, text: object, *, channel: object, provenance: object = None,
-                source_session_key: object = None, human_id: object = None, lane: object = None,
-                occurred_at: object = None, run_id: object = None, agent_id: object = None,
-                dedupe_key: object = None) -> dict[str, Any]:
-        return self._session("POST", key, "/inbound", body=_drop_none({
-            "text": text, "channel": channel, "provenance": provenance, "sourceSessionKey": source_session_key,
-            "humanId": human_id, "lane": lane, "occurredAt": occurred_at, "runId": run_id, "agentId": agent_id,
-            "dedupeKey": dedupe_key}))
+    def inbound(
+        self,
+        key: object,
+        text: object,
+        *,
+        channel: object,
+        provenance: object = None,
+        source_session_key: object = None,
+        human_id: object = None,
+        lane: object = None,
+        occurred_at: object = None,
+        run_id: object = None,
+        agent_id: object = None,
+        dedupe_key: object = None,
+    ) -> dict[str, Any]:
+        return self._session(
+            "POST",
+            key,
+            "/inbound",
+            body=_drop_none(
+                {
+                    "text": text,
+                    "channel": channel,
+                    "provenance": provenance,
+                    "sourceSessionKey": source_session_key,
+                    "humanId": human_id,
+                    "lane": lane,
+                    "occurredAt": occurred_at,
+                    "runId": run_id,
+                    "agentId": agent_id,
+                    "dedupeKey": dedupe_key,
+                }
+            ),
+        )
 
-    def set_goal(self, key: object, action: object, *, objective: object = None, status: object = None,
-                 actor: object = None, agent_id: object = None) -> dict[str, Any]:
-        return self._session("POST", key, "/goal", body=_drop_none({
-            "action": action, "objective": objective, "status": status, "actor": actor, "agentId": agent_id}))
+    def set_goal(
+        self,
+        key: object,
+        action: object,
+        *,
+        objective: object = None,
+        status: object = None,
+        actor: object = None,
+        agent_id: object = None,
+    ) -> dict[str, Any]:
+        return self._session(
+            "POST",
+            key,
+            "/goal",
+            body=_drop_none(
+                {"action": action, "objective": objective, "status": status, "actor": actor, "agentId": agent_id}
+            ),
+        )
 
     def begin_run(self, key: object, run_id: object, *, agent_id: object = None) -> dict[str, Any]:
         return self._session("POST", key, "/runs", body=_drop_none({"runId": run_id, "agentId": agent_id}))
 
     def end_run(self, key: object, run_id: object, status: object, *, agent_id: object = None) -> dict[str, Any]:
-        return self._session("POST", key, f"/runs/{_seg(run_id)}/end",
-                             body=_drop_none({"status": status, "agentId": agent_id}))
+        return self._session(
+            "POST", key, f"/runs/{_seg(run_id)}/end", body=_drop_none({"status": status, "agentId": agent_id})
+        )
 
     def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
-        return self._session("POST", key, "/compactions",
-                             body=_drop_none({"operationId": operation_id, "agentId": agent_id}))
+        return self._session(
+            "POST", key, "/compactions", body=_drop_none({"operationId": operation_id, "agentId": agent_id})
+        )
 
-    def append_message(self, key: object, role: object, text: object, *, agent_id: object = None,
-                       imported: bool = False) -> dict[str, Any]:
+    def append_message(
+        self, key: object, role: object, text: object, *, agent_id: object = None, imported: bool = False
+    ) -> dict[str, Any]:
         body = _drop_none({"role": role, "text": text, "agentId": agent_id})
         if imported:
             body["imported"] = True
         return self._session("POST", key, "/messages", body=body)
 
     # -- queue and watches -----------------------------------------------------------------------
-    def enqueue_system_event(self, key: object, text: object, *, context_key: object = None,
-                             agent_id: object = None) -> dict[str, Any]:
-        return self._session("POST", key, "/system-events",
-                             body=_drop_none({"text": text, "contextKey": context_key, "agentId": agent_id}))
+    def enqueue_system_event(
+        self, key: object, text: object, *, context_key: object = None, agent_id: object = None
+    ) -> dict[str, Any]:
+        return self._session(
+            "POST",
+            key,
+            "/system-events",
+            body=_drop_none({"text": text, "contextKey": context_key, "agentId": agent_id}),
+        )
 
     def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return self._session("GET", key, "/system-events", params={"agentId": agent_id})["entries"]
@@ -261,8 +350,9 @@ class GatewayClient(_ClientBase):
         return self._session("POST", key, "/system-events/ack", body=_ack_body(ids, agent_id))
 
     def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
-        return self._request("POST", "/v1/watch", body=_drop_none(
-            {"watcher": watcher, "target": target, "agentId": agent_id}))["watched"]
+        return self._request(
+            "POST", "/v1/watch", body=_drop_none({"watcher": watcher, "target": target, "agentId": agent_id})
+        )["watched"]
 
     def unwatch(self, watcher: object, target: object) -> bool:
         return self._request("POST", "/v1/unwatch", body={"watcher": watcher, "target": target})["unwatched"]
@@ -292,10 +382,20 @@ class GatewayClient(_ClientBase):
     def list_threads(self, catalog_id: str) -> list[dict[str, Any]]:
         return self._request("GET", f"/v1/catalogs/{_seg(catalog_id)}/threads")["threads"]
 
-    def continue_thread(self, catalog_id: str, thread_id: str, *, session_key: str | None = None,
-                        agent_id: str | None = None, host_id: str = "gateway:local") -> dict[str, Any]:
-        return self._request("POST", f"/v1/catalogs/{_seg(catalog_id)}/threads/{_seg(thread_id)}/continue",
-                             body=_drop_none({"sessionKey": session_key, "agentId": agent_id, "hostId": host_id}))
+    def continue_thread(
+        self,
+        catalog_id: str,
+        thread_id: str,
+        *,
+        session_key: str | None = None,
+        agent_id: str | None = None,
+        host_id: str = "gateway:local",
+    ) -> dict[str, Any]:
+        return self._request(
+            "POST",
+            f"/v1/catalogs/{_seg(catalog_id)}/threads/{_seg(thread_id)}/continue",
+            body=_drop_none({"sessionKey": session_key, "agentId": agent_id, "hostId": host_id}),
+        )
 
     def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
         return self._session("GET", session_key, "/link", params={"agentId": agent_id})["link"]
@@ -330,19 +430,32 @@ class GatewayClient(_ClientBase):
         except httpx.ReadTimeout:
             raise TimeoutError(f"no data from the wake stream within {timeout} s") from None
         except httpx.HTTPError as exc:
-            raise StoreUnavailable(f"wake stream from {self.base_url} failed: {exc.__class__.__name__}: {exc}") \
-                from None
-
+            raise StoreUnavailable(
+                f"wake stream from {self.base_url} failed: {exc.__class__.__name__}: {exc}"
+            ) from None
 
     # -- the log stream (sessionwatch.log_follow) -------------------------------------------------
-    def follow_log(self, after: int | None = None, *, session: str | None = None, agent: str | None = None,
-                   kinds: list[str] | None = None, reconnect: bool = True,
-                   timeout: float | None = None) -> Iterator[dict[str, Any]]:
+    def follow_log(
+        self,
+        after: int | None = None,
+        *,
+        session: str | None = None,
+        agent: str | None = None,
+        kinds: list[str] | None = None,
+        reconnect: bool = True,
+        timeout: float | None = None,
+    ) -> Iterator[dict[str, Any]]:
         """Yield log events after ``after`` (None: from now) as they are recorded, reconnecting with
         ``Last-Event-ID`` after a drop (nothing missed, nothing repeated). A gap dict ``{historyGap: true,
         earliestAvailableSequence, after, prunedThrough}`` comes first when retention removed events."""
-        return log_follow.follow(self._http, self.base_url, after, log_follow.params(session, agent, kinds),
-                                 reconnect=reconnect, timeout=timeout)
+        return log_follow.follow(
+            self._http,
+            self.base_url,
+            after,
+            log_follow.params(session, agent, kinds),
+            reconnect=reconnect,
+            timeout=timeout,
+        )
 
 
 class AsyncGatewayClient(_ClientBase):
@@ -362,9 +475,16 @@ class AsyncGatewayClient(_ClientBase):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _send(self, method: str, path: str, *, body: Mapping[str, Any] | None = None,
-                    params: Mapping[str, Any] | None = None, headers: Mapping[str, str] | None = None,
-                    timeout: float | None = None) -> httpx.Response:
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> httpx.Response:
         try:
             return await self._http.request(method, path, **self._kw(body, params, headers, timeout))
         except httpx.HTTPError as exc:
@@ -377,23 +497,41 @@ class AsyncGatewayClient(_ClientBase):
         return await self._request(method, _session_path(key, suffix), **kw)
 
     # -- tools -----------------------------------------------------------------------------------
-    async def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,
-                        agent_id: str | None = None) -> dict[str, Any]:
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any] | None = None, *, caller: str, agent_id: str | None = None
+    ) -> dict[str, Any]:
         """Run one tool as ``caller``; errors come back as ``{"error": {"code", "message"}}``."""
         args = dict(args or {})
         try:
-            res = await self._send("POST", f"/v1/tools/{_seg(name)}", body=args,
-                                   headers=caller_headers(caller, agent_id), timeout=_tool_timeout(self.timeout, args))
+            res = await self._send(
+                "POST",
+                f"/v1/tools/{_seg(name)}",
+                body=args,
+                headers=caller_headers(caller, agent_id),
+                timeout=_tool_timeout(self.timeout, args),
+            )
         except (StoreUnavailable, UnicodeEncodeError) as exc:
             return _tool_failure(exc)
         return _tool_answer(res)
 
     # -- sessions --------------------------------------------------------------------------------
-    async def put_session(self, key: object, *, agent_id: object = None, kind: object = None,
-                          spawned_by: object = None, label: object = None, created_by: object = None
-                          ) -> dict[str, Any]:
-        return await self._session("PUT", key, body=_drop_none({
-            "agentId": agent_id, "kind": kind, "spawnedBy": spawned_by, "label": label, "createdBy": created_by}))
+    async def put_session(
+        self,
+        key: object,
+        *,
+        agent_id: object = None,
+        kind: object = None,
+        spawned_by: object = None,
+        label: object = None,
+        created_by: object = None,
+    ) -> dict[str, Any]:
+        return await self._session(
+            "PUT",
+            key,
+            body=_drop_none(
+                {"agentId": agent_id, "kind": kind, "spawnedBy": spawned_by, "label": label, "createdBy": created_by}
+            ),
+        )
 
     async def get_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
         return await self._session("GET", key, params={"agentId": agent_id})
@@ -405,60 +543,110 @@ class AsyncGatewayClient(_ClientBase):
         return await self._session("POST", key, "/reset", body=_drop_none({"agentId": agent_id}))
 
     # -- producers -------------------------------------------------------------------------------
-    async def inbound(self, key: object, text: object, *, channel: object, provenance: object = None,
-                      source_session_key: object = None, human_id: object = None, lane: object = None,
-                      occurred_at: object = None, run_id: object = None, agent_id: object = None,
-                      dedupe_key: object = None) -> dict[str, Any]:
-        return await self._session("POST", key, "/inbound", body=_drop_none({
-            "text": text, "channel": channel, "provenance": provenance, "sourceSessionKey": source_session_key,
-            "humanId": human_id, "lane": lane, "occurredAt": occurred_at, "runId": run_id, "agentId": agent_id,
-            "dedupeKey": dedupe_key}))
+    async def inbound(
+        self,
+        key: object,
+        text: object,
+        *,
+        channel: object,
+        provenance: object = None,
+        source_session_key: object = None,
+        human_id: object = None,
+        lane: object = None,
+        occurred_at: object = None,
+        run_id: object = None,
+        agent_id: object = None,
+        dedupe_key: object = None,
+    ) -> dict[str, Any]:
+        return await self._session(
+            "POST",
+            key,
+            "/inbound",
+            body=_drop_none(
+                {
+                    "text": text,
+                    "channel": channel,
+                    "provenance": provenance,
+                    "sourceSessionKey": source_session_key,
+                    "humanId": human_id,
+                    "lane": lane,
+                    "occurredAt": occurred_at,
+                    "runId": run_id,
+                    "agentId": agent_id,
+                    "dedupeKey": dedupe_key,
+                }
+            ),
+        )
 
-    async def set_goal(self, key: object, action: object, *, objective: object = None, status: object = None,
-                       actor: object = None, agent_id: object = None) -> dict[str, Any]:
-        return await self._session("POST", key, "/goal", body=_drop_none({
-            "action": action, "objective": objective, "status": status, "actor": actor, "agentId": agent_id}))
+    async def set_goal(
+        self,
+        key: object,
+        action: object,
+        *,
+        objective: object = None,
+        status: object = None,
+        actor: object = None,
+        agent_id: object = None,
+    ) -> dict[str, Any]:
+        return await self._session(
+            "POST",
+            key,
+            "/goal",
+            body=_drop_none(
+                {"action": action, "objective": objective, "status": status, "actor": actor, "agentId": agent_id}
+            ),
+        )
 
     async def begin_run(self, key: object, run_id: object, *, agent_id: object = None) -> dict[str, Any]:
         return await self._session("POST", key, "/runs", body=_drop_none({"runId": run_id, "agentId": agent_id}))
 
-    async def end_run(self, key: object, run_id: object, status: object, *, agent_id: object = None
-                      ) -> dict[str, Any]:
-        return await self._session("POST", key, f"/runs/{_seg(run_id)}/end",
-                                   body=_drop_none({"status": status, "agentId": agent_id}))
+    async def end_run(self, key: object, run_id: object, status: object, *, agent_id: object = None) -> dict[str, Any]:
+        return await self._session(
+            "POST", key, f"/runs/{_seg(run_id)}/end", body=_drop_none({"status": status, "agentId": agent_id})
+        )
 
-    async def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None
-                                ) -> dict[str, Any]:
-        return await self._session("POST", key, "/compactions",
-                                   body=_drop_none({"operationId": operation_id, "agentId": agent_id}))
+    async def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
+        return await self._session(
+            "POST", key, "/compactions", body=_drop_none({"operationId": operation_id, "agentId": agent_id})
+        )
 
-    async def append_message(self, key: object, role: object, text: object, *, agent_id: object = None,
-                             imported: bool = False) -> dict[str, Any]:
+    async def append_message(
+        self, key: object, role: object, text: object, *, agent_id: object = None, imported: bool = False
+    ) -> dict[str, Any]:
         body = _drop_none({"role": role, "text": text, "agentId": agent_id})
         if imported:
             body["imported"] = True
         return await self._session("POST", key, "/messages", body=body)
 
     # -- queue and watches -----------------------------------------------------------------------
-    async def enqueue_system_event(self, key: object, text: object, *, context_key: object = None,
-                                   agent_id: object = None) -> dict[str, Any]:
-        return await self._session("POST", key, "/system-events",
-                                   body=_drop_none({"text": text, "contextKey": context_key, "agentId": agent_id}))
+    async def enqueue_system_event(
+        self, key: object, text: object, *, context_key: object = None, agent_id: object = None
+    ) -> dict[str, Any]:
+        return await self._session(
+            "POST",
+            key,
+            "/system-events",
+            body=_drop_none({"text": text, "contextKey": context_key, "agentId": agent_id}),
+        )
 
     async def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return (await self._session("GET", key, "/system-events", params={"agentId": agent_id}))["entries"]
 
     async def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
-        return (await self._session("POST", key, "/system-events/drain",
-                                    body=_drop_none({"agentId": agent_id})))["entries"]
+        return (await self._session("POST", key, "/system-events/drain", body=_drop_none({"agentId": agent_id})))[
+            "entries"
+        ]
 
     async def ack_system_events(self, key: object, ids: Any, *, agent_id: object = None) -> dict[str, Any]:
         """Acknowledge entries (ids from a peek) once you have them: ``{acknowledged: n}``."""
         return await self._session("POST", key, "/system-events/ack", body=_ack_body(ids, agent_id))
 
     async def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
-        return (await self._request("POST", "/v1/watch", body=_drop_none(
-            {"watcher": watcher, "target": target, "agentId": agent_id})))["watched"]
+        return (
+            await self._request(
+                "POST", "/v1/watch", body=_drop_none({"watcher": watcher, "target": target, "agentId": agent_id})
+            )
+        )["watched"]
 
     async def unwatch(self, watcher: object, target: object) -> bool:
         return (await self._request("POST", "/v1/unwatch", body={"watcher": watcher, "target": target}))["unwatched"]
@@ -488,11 +676,20 @@ class AsyncGatewayClient(_ClientBase):
     async def list_threads(self, catalog_id: str) -> list[dict[str, Any]]:
         return (await self._request("GET", f"/v1/catalogs/{_seg(catalog_id)}/threads"))["threads"]
 
-    async def continue_thread(self, catalog_id: str, thread_id: str, *, session_key: str | None = None,
-                              agent_id: str | None = None, host_id: str = "gateway:local") -> dict[str, Any]:
+    async def continue_thread(
+        self,
+        catalog_id: str,
+        thread_id: str,
+        *,
+        session_key: str | None = None,
+        agent_id: str | None = None,
+        host_id: str = "gateway:local",
+    ) -> dict[str, Any]:
         return await self._request(
-            "POST", f"/v1/catalogs/{_seg(catalog_id)}/threads/{_seg(thread_id)}/continue",
-            body=_drop_none({"sessionKey": session_key, "agentId": agent_id, "hostId": host_id}))
+            "POST",
+            f"/v1/catalogs/{_seg(catalog_id)}/threads/{_seg(thread_id)}/continue",
+            body=_drop_none({"sessionKey": session_key, "agentId": agent_id, "hostId": host_id}),
+        )
 
     async def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
         return (await self._session("GET", session_key, "/link", params={"agentId": agent_id}))["link"]
@@ -526,15 +723,28 @@ class AsyncGatewayClient(_ClientBase):
         except httpx.ReadTimeout:
             raise TimeoutError(f"no data from the wake stream within {timeout} s") from None
         except httpx.HTTPError as exc:
-            raise StoreUnavailable(f"wake stream from {self.base_url} failed: {exc.__class__.__name__}: {exc}") \
-                from None
+            raise StoreUnavailable(
+                f"wake stream from {self.base_url} failed: {exc.__class__.__name__}: {exc}"
+            ) from None
 
     # -- the log stream (sessionwatch.log_follow) -------------------------------------------------
-    async def follow_log(self, after: int | None = None, *, session: str | None = None, agent: str | None = None,
-                         kinds: list[str] | None = None, reconnect: bool = True,
-                         timeout: float | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def follow_log(
+        self,
+        after: int | None = None,
+        *,
+        session: str | None = None,
+        agent: str | None = None,
+        kinds: list[str] | None = None,
+        reconnect: bool = True,
+        timeout: float | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
         """``GatewayClient.follow_log`` as an async iterator."""
-        async for item in log_follow.afollow(self._http, self.base_url, after,
-                                             log_follow.params(session, agent, kinds),
-                                             reconnect=reconnect, timeout=timeout):
+        async for item in log_follow.afollow(
+            self._http,
+            self.base_url,
+            after,
+            log_follow.params(session, agent, kinds),
+            reconnect=reconnect,
+            timeout=timeout,
+        ):
             yield item

@@ -66,8 +66,16 @@ Unavailable = StoreUnavailable
 
 ERROR_TYPES: dict[str, type[SessionwatchError]] = {
     cls.code: cls
-    for cls in (InvalidArgument, NotFound, UnknownTool, Forbidden, Unauthorized, PayloadTooLarge, Conflict,
-                StoreUnavailable)
+    for cls in (
+        InvalidArgument,
+        NotFound,
+        UnknownTool,
+        Forbidden,
+        Unauthorized,
+        PayloadTooLarge,
+        Conflict,
+        StoreUnavailable,
+    )
 }
 
 

@@ -16,8 +16,7 @@ from .errors import InvalidArgument
 
 def encode_header_value(value: str) -> str:
     """Percent-encode everything outside printable ASCII, and ``%`` itself, as UTF-8."""
-    return "".join(c if "!" <= c <= "~" and c != "%" else quote(c, safe="", errors="surrogatepass")
-                   for c in value)
+    return "".join(c if "!" <= c <= "~" and c != "%" else quote(c, safe="", errors="surrogatepass") for c in value)
 
 
 def decode_header_value(raw: str | bytes, name: str) -> str:

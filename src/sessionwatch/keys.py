@@ -51,8 +51,7 @@ def parse_key(value: object, what: str = "sessionKey") -> SessionKey:
     if any(p == "" for p in parts):
         raise InvalidArgument(f"{what} {raw!r} has an empty ':'-separated part")
     if parts[0] != "agent" or len(parts) < 3:
-        raise InvalidArgument(
-            f"{what} {raw!r} is not a session key: expected 'agent:<agentId>:<rest>' or 'global'")
+        raise InvalidArgument(f"{what} {raw!r} is not a session key: expected 'agent:<agentId>:<rest>' or 'global'")
     return SessionKey(raw, parts[1], ":".join(parts[2:]))
 
 

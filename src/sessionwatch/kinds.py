@@ -15,8 +15,20 @@ CREATED = "created"
 ADOPTED = "adopted"
 IMPORTED = "imported"
 
-ALL_KINDS = frozenset({HUMAN_DIRECT_MESSAGE, GOAL_CHANGED, UPSTREAM_MISSING, CHILD_SPAWNED, RUN_COMPLETED,
-                       RUN_FAILED, COMPACTED, CREATED, ADOPTED, IMPORTED})
+ALL_KINDS = frozenset(
+    {
+        HUMAN_DIRECT_MESSAGE,
+        GOAL_CHANGED,
+        UPSTREAM_MISSING,
+        CHILD_SPAWNED,
+        RUN_COMPLETED,
+        RUN_FAILED,
+        COMPACTED,
+        CREATED,
+        ADOPTED,
+        IMPORTED,
+    }
+)
 # Kinds that advance watcher cursors and queue a stale notice.
 NOTIFY_ELIGIBLE = frozenset({HUMAN_DIRECT_MESSAGE, GOAL_CHANGED, UPSTREAM_MISSING})
 # Kinds that seed (overwrite) the producer watchers' cursors at the event's sequence.
@@ -26,8 +38,11 @@ ACTOR_TYPES = frozenset({"human", "agent", "system"})
 RUN_STATUSES = ("ok", "error", "timeout", "cancelled")
 GOAL_ACTIONS = ("create", "edit", "status", "clear")
 
-_RUN_FAILED_SUMMARY = {"error": "child run failed", "timeout": "child run timed out",
-                       "cancelled": "child run cancelled"}
+_RUN_FAILED_SUMMARY = {
+    "error": "child run failed",
+    "timeout": "child run timed out",
+    "cancelled": "child run cancelled",
+}
 
 
 def human_message_summary(channel: str | None) -> str:

@@ -76,8 +76,13 @@ def _filter_tag(agent_id: str | None, kinds: Sequence[str] | None) -> list[Any]:
 
 
 def encode_cursor(pos: ListPosition, agent_id: str | None, kinds: Sequence[str] | None) -> str:
-    body = {"v": CURSOR_VERSION, "c": pos.created_at, "k": pos.session_key, "a": pos.agent_id,
-            "f": _filter_tag(agent_id, kinds)}
+    body = {
+        "v": CURSOR_VERSION,
+        "c": pos.created_at,
+        "k": pos.session_key,
+        "a": pos.agent_id,
+        "f": _filter_tag(agent_id, kinds),
+    }
     raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
@@ -96,8 +101,12 @@ def decode_cursor(cursor: object, agent_id: str | None, kinds: Sequence[str] | N
     if not isinstance(body, dict) or body.get("v") != CURSOR_VERSION or set(body) != {"v", "c", "k", "a", "f"}:
         raise InvalidArgument(bad)
     created, key, agent = body["c"], body["k"], body["a"]
-    if (type(created) is not int or not -_INT64 <= created < _INT64 or not isinstance(key, str)
-            or not isinstance(agent, str)):
+    if (
+        type(created) is not int
+        or not -_INT64 <= created < _INT64
+        or not isinstance(key, str)
+        or not isinstance(agent, str)
+    ):
         raise InvalidArgument(bad)
     try:
         parse_key(key, "cursor")
@@ -105,8 +114,10 @@ def decode_cursor(cursor: object, agent_id: str | None, kinds: Sequence[str] | N
     except InvalidArgument:
         raise InvalidArgument(bad) from None
     if body["f"] != _filter_tag(agent_id, kinds):
-        raise InvalidArgument("cursor was issued for a different agentId/kinds filter: pass the same agentId and "
-                              "kinds as on the first page, or start again without a cursor")
+        raise InvalidArgument(
+            "cursor was issued for a different agentId/kinds filter: pass the same agentId and "
+            "kinds as on the first page, or start again without a cursor"
+        )
     return ListPosition(created, key, agent)
 
 

@@ -73,16 +73,26 @@ def _refused(res: httpx.Response) -> SessionwatchError:
         data = res.json()
     except ValueError:
         data = None
-    return error_from_json(data) if isinstance(data, dict) and "error" in data else StoreUnavailable(
-        f"HTTP {res.status_code} from {PATH}")
+    return (
+        error_from_json(data)
+        if isinstance(data, dict) and "error" in data
+        else StoreUnavailable(f"HTTP {res.status_code} from {PATH}")
+    )
 
 
 def _resume_headers(last: int | None) -> dict[str, str]:
     return {"Last-Event-ID": str(last)} if last is not None else {}
 
 
-def follow(http: httpx.Client, base_url: str, after: int | None, query: dict[str, str], *,
-           reconnect: bool, timeout: float | None) -> Iterator[dict[str, Any]]:
+def follow(
+    http: httpx.Client,
+    base_url: str,
+    after: int | None,
+    query: dict[str, str],
+    *,
+    reconnect: bool,
+    timeout: float | None,
+) -> Iterator[dict[str, Any]]:
     last = after
     read = httpx.Timeout(10.0, read=timeout)
     while True:
@@ -104,15 +114,21 @@ def follow(http: httpx.Client, base_url: str, after: int | None, query: dict[str
             raise TimeoutError(f"no data from the log stream within {timeout} s") from None
         except httpx.HTTPError as exc:
             if not reconnect:
-                raise StoreUnavailable(f"log stream from {base_url} failed: {exc.__class__.__name__}: {exc}") \
-                    from None
+                raise StoreUnavailable(f"log stream from {base_url} failed: {exc.__class__.__name__}: {exc}") from None
         if not reconnect:
             return
         time.sleep(parser.retry_s)
 
 
-async def afollow(http: httpx.AsyncClient, base_url: str, after: int | None, query: dict[str, str], *,
-                  reconnect: bool, timeout: float | None) -> AsyncIterator[dict[str, Any]]:
+async def afollow(
+    http: httpx.AsyncClient,
+    base_url: str,
+    after: int | None,
+    query: dict[str, str],
+    *,
+    reconnect: bool,
+    timeout: float | None,
+) -> AsyncIterator[dict[str, Any]]:
     last = after
     read = httpx.Timeout(10.0, read=timeout)
     while True:
@@ -134,8 +150,7 @@ async def afollow(http: httpx.AsyncClient, base_url: str, after: int | None, que
             raise TimeoutError(f"no data from the log stream within {timeout} s") from None
         except httpx.HTTPError as exc:
             if not reconnect:
-                raise StoreUnavailable(f"log stream from {base_url} failed: {exc.__class__.__name__}: {exc}") \
-                    from None
+                raise StoreUnavailable(f"log stream from {base_url} failed: {exc.__class__.__name__}: {exc}") from None
         if not reconnect:
             return
         await anyio.sleep(parser.retry_s)

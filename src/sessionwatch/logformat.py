@@ -31,7 +31,10 @@ class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage()}
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             out.update(fields)
@@ -71,9 +74,14 @@ def uvicorn_log_config() -> dict[str, Any] | None:
     if not is_json():
         return None
     handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
-    return {"version": 1, "disable_existing_loggers": False,
-            "formatters": {"json": {"()": "sessionwatch.logformat.JsonFormatter"}},
-            "handlers": {"default": handler, "access": dict(handler)},
-            "loggers": {"uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
-                        "uvicorn.error": {"level": "INFO"},
-                        "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False}}}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "sessionwatch.logformat.JsonFormatter"}},
+        "handlers": {"default": handler, "access": dict(handler)},
+        "loggers": {
+            "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
+            "uvicorn.error": {"level": "INFO"},
+            "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        },
+    }

@@ -24,8 +24,10 @@ class NoticeTemplate:
 def notice_template(target: str) -> NoticeTemplate:
     return NoticeTemplate(
         target=target,
-        prefix=(f'Session "{target}" changed (other actor). Reconcile before acting: '
-                f'session_status sessionKey "{target}" changesSince '),
+        prefix=(
+            f'Session "{target}" changed (other actor). Reconcile before acting: '
+            f'session_status sessionKey "{target}" changesSince '
+        ),
         suffix=".",
         context_key=context_key_for(target),
     )
@@ -44,7 +46,7 @@ def target_from_context_key(context_key: str | None) -> str | None:
     """Decode a session-state context key; None for anything else (fail closed)."""
     if not context_key or not context_key.lower().startswith(CONTEXT_PREFIX):
         return None
-    payload = context_key[len(CONTEXT_PREFIX):]
+    payload = context_key[len(CONTEXT_PREFIX) :]
     if not payload or len(payload) % 2:
         return None
     try:
@@ -74,7 +76,7 @@ def parse_notice(text: str, context_key: str | None) -> tuple[str, int] | None:
         return None
     t = notice_template(target)
     framed = text.startswith(t.prefix) and text.endswith(t.suffix)
-    middle = text[len(t.prefix):len(text) - len(t.suffix)] if framed else ""
+    middle = text[len(t.prefix) : len(text) - len(t.suffix)] if framed else ""
     if not middle.isascii() or not middle.isdigit() or (len(middle) > 1 and middle[0] == "0"):
         return None
     return target, int(middle)

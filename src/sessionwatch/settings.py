@@ -51,13 +51,17 @@ class DataSetting:
 
 
 # The settings that define the data: stored with the store (migration 0003), one value for every process.
-DATA_SETTINGS: dict[str, DataSetting] = {d.field: d for d in (
-    DataSetting("queue_cap", "SESSIONWATCH_QUEUE_CAP", "--queue-cap", 1, "system-event queue entries per session"),
-    DataSetting("retention_ms", "SESSIONWATCH_RETENTION_MS", "--retention-ms", 0, "log retention (ms)"),
-    DataSetting("max_events", "SESSIONWATCH_MAX_EVENTS", "--max-events", 1, "log row cap"),
-    DataSetting("wake_coalesce_ms", "SESSIONWATCH_WAKE_COALESCE_MS", "--wake-coalesce-ms", 0,
-                "wake coalescing window (ms)"),
-)}
+DATA_SETTINGS: dict[str, DataSetting] = {
+    d.field: d
+    for d in (
+        DataSetting("queue_cap", "SESSIONWATCH_QUEUE_CAP", "--queue-cap", 1, "system-event queue entries per session"),
+        DataSetting("retention_ms", "SESSIONWATCH_RETENTION_MS", "--retention-ms", 0, "log retention (ms)"),
+        DataSetting("max_events", "SESSIONWATCH_MAX_EVENTS", "--max-events", 1, "log row cap"),
+        DataSetting(
+            "wake_coalesce_ms", "SESSIONWATCH_WAKE_COALESCE_MS", "--wake-coalesce-ms", 0, "wake coalescing window (ms)"
+        ),
+    )
+}
 
 # Per-process boolean settings read from the environment by every face ("1"/"true"/"yes"/"on" or
 # "0"/"false"/"no"/"off").

@@ -40,8 +40,9 @@ def token_id_of(token: str) -> str | None:
     return m.group(1) if m else None
 
 
-def create_token(store: Store, *, agents: Iterable[str] = (), admin: bool = False, name: str | None = None,
-                 now: int | None = None) -> tuple[str, TokenRow]:
+def create_token(
+    store: Store, *, agents: Iterable[str] = (), admin: bool = False, name: str | None = None, now: int | None = None
+) -> tuple[str, TokenRow]:
     """Store a new token; returns (token text, row). The text is not kept anywhere: show it once."""
     agent_ids = tuple(dict.fromkeys(check_agent_id(a, "agent") for a in agents))
     if admin and agent_ids:

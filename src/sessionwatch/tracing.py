@@ -34,6 +34,7 @@ def otel_tracer(provider: Any = None) -> OtelTracer | None:
     try:
         return OtelTracer(provider)
     except ImportError as exc:
-        log.warning("SESSIONWATCH_OTEL is set but OpenTelemetry is not installed "
-                    "(pip install 'sessionwatch[otel]'): %s", exc)
+        log.warning(
+            "SESSIONWATCH_OTEL is set but OpenTelemetry is not installed (pip install 'sessionwatch[otel]'): %s", exc
+        )
         return None

@@ -123,6 +123,10 @@ ToolResult = SpawnResult | SendResult | StatusResult | ListResult | HistoryResul
 
 # Tool name -> its result type (what a successful call returns).
 RESULT_TYPES: dict[str, type] = {
-    "sessions_spawn": SpawnResult, "sessions_send": SendResult, "session_status": StatusResult,
-    "sessions_list": ListResult, "sessions_history": HistoryResult, "session_unwatch": UnwatchResult,
+    "sessions_spawn": SpawnResult,
+    "sessions_send": SendResult,
+    "session_status": StatusResult,
+    "sessions_list": ListResult,
+    "sessions_history": HistoryResult,
+    "session_unwatch": UnwatchResult,
 }

@@ -19,8 +19,9 @@ def check_args(args: object, allowed: set[str], tool: str) -> Mapping[str, Any]:
         raise InvalidArgument(f"{tool}: arguments must be a JSON object")
     unknown = sorted(set(args) - allowed)
     if unknown:
-        raise InvalidArgument(f"{tool}: unknown argument(s) {', '.join(unknown)}; "
-                              f"allowed: {', '.join(sorted(allowed))}")
+        raise InvalidArgument(
+            f"{tool}: unknown argument(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+        )
     return args
 
 

@@ -11,8 +11,11 @@ import pytest
 from sessionwatch.bench import growth
 from tests.support import pg
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow,
-              pytest.mark.skipif(not pg.available(), reason="PostgreSQL not reachable")]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.skipif(not pg.available(), reason="PostgreSQL not reachable"),
+]
 
 
 def _schemas(url: str) -> list[str]:

@@ -46,8 +46,13 @@ def sw(store: str) -> Runner:
     """``sw("status", KEY, "--json")`` runs the command with SESSIONWATCH_STORE pointing at a fresh store."""
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
-        proc = subprocess.run([*SESSIONWATCH, *args], capture_output=True, text=True, timeout=timeout,
-                              env=env if env is not None else clean_env(SESSIONWATCH_STORE=store))
+        proc = subprocess.run(
+            [*SESSIONWATCH, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env if env is not None else clean_env(SESSIONWATCH_STORE=store),
+        )
         return Result(proc)
 
     return run

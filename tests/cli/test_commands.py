@@ -133,9 +133,20 @@ def test_error_exit_codes(sw: Runner, tmp_path: Path) -> None:
 
 
 def test_exit_code_mapping_is_stable() -> None:
-    assert [exit_code_for(c) for c in ("invalid_argument", "payload_too_large", "not_found", "unknown_tool",
-                                       "unauthorized", "forbidden", "conflict", "unavailable", "internal")] \
-        == [2, 2, 3, 3, 4, 4, 5, 1, 1]
+    assert [
+        exit_code_for(c)
+        for c in (
+            "invalid_argument",
+            "payload_too_large",
+            "not_found",
+            "unknown_tool",
+            "unauthorized",
+            "forbidden",
+            "conflict",
+            "unavailable",
+            "internal",
+        )
+    ] == [2, 2, 3, 3, 4, 4, 5, 1, 1]
 
 
 def test_serve_refuses_a_public_interface_without_a_token(sw: Runner) -> None:
@@ -166,9 +177,11 @@ def test_the_same_commands_on_postgresql() -> None:
     if not pg.available():
         pytest.skip("PostgreSQL is not reachable")
     with pg.fresh_database() as url:
+
         def run(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([*SESSIONWATCH, "--store", url, *args], capture_output=True, text=True, timeout=60,
-                                  env=clean_env())
+            return subprocess.run(
+                [*SESSIONWATCH, "--store", url, *args], capture_output=True, text=True, timeout=60, env=clean_env()
+            )
 
         assert run("put", MAIN).returncode == 0
         assert run("put", KID, "--spawned-by", MAIN).returncode == 0

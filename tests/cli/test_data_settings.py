@@ -95,8 +95,24 @@ def test_a_conflicting_value_is_a_clear_error_and_changes_nothing(sw: Runner, st
     assert "sessionwatch settings set --max-events 200000" in res.err
     assert sw("status", KID).code == 3  # nothing was written
     # the gateway refuses to start the same way, naming both values
-    proc = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--store", store, "--port", "0", "--no-monitor",
-                           "--log-level", "warning"], capture_output=True, text=True, timeout=60, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sessionwatch.http",
+            "--store",
+            store,
+            "--port",
+            "0",
+            "--no-monitor",
+            "--log-level",
+            "warning",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert proc.returncode != 0
     assert "SESSIONWATCH_MAX_EVENTS=200000" in proc.stderr and "settings set --max-events 200000" in proc.stderr
     # after the explicit change, the same environment is accepted

@@ -25,8 +25,9 @@ def test_a_drain_that_cannot_print_leaves_the_notice(tmp_path: Path) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        broken = subprocess.run([SW, "--store", url, "drain", MAIN], stdout=write_end, stderr=subprocess.PIPE,
-                                env=env, timeout=60)
+        broken = subprocess.run(
+            [SW, "--store", url, "drain", MAIN], stdout=write_end, stderr=subprocess.PIPE, env=env, timeout=60
+        )
     finally:
         os.close(write_end)
     assert broken.returncode != 0

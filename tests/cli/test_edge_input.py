@@ -16,8 +16,16 @@ from .conftest import SESSIONWATCH, Result, Runner, clean_env
 
 
 def run_in(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
-    return Result(subprocess.run([*SESSIONWATCH, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                                 env=env if env is not None else clean_env(XDG_STATE_HOME=str(cwd / "state"))))
+    return Result(
+        subprocess.run(
+            [*SESSIONWATCH, *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env if env is not None else clean_env(XDG_STATE_HOME=str(cwd / "state")),
+        )
+    )
 
 
 def tree(folder: Path) -> list[str]:
@@ -25,8 +33,9 @@ def tree(folder: Path) -> list[str]:
 
 
 # -- store URLs ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("url", ["mysql://root@localhost/sw", "file:///tmp/x.db", "sqlite://tmp/x.db",
-                                 "sqlite:x.db", "sqlite://"])
+@pytest.mark.parametrize(
+    "url", ["mysql://root@localhost/sw", "file:///tmp/x.db", "sqlite://tmp/x.db", "sqlite:x.db", "sqlite://"]
+)
 def test_a_store_url_that_can_only_be_a_mistake_is_a_usage_error(tmp_path: Path, url: str) -> None:
     r = run_in(tmp_path, "--store", url, "sessions")
     assert r.code == 2, r
@@ -85,9 +94,17 @@ def test_token_without_gateway_warns(sw: Runner, store: str) -> None:
     assert quiet.code == 0 and "warning" not in quiet.err  # from the environment it may be meant for serve
 
 
-@pytest.mark.parametrize("args", [["--json", "status"], ["status", "--json"], ["--json", "frobnicate"],
-                                  ["--json", "--no-such-flag", "sessions"], ["sessions", "--limit", "x", "--json"],
-                                  ["status", "agent:a:b", "--bogus", "--json"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--json", "status"],
+        ["status", "--json"],
+        ["--json", "frobnicate"],
+        ["--json", "--no-such-flag", "sessions"],
+        ["sessions", "--limit", "x", "--json"],
+        ["status", "agent:a:b", "--bogus", "--json"],
+    ],
+)
 def test_usage_errors_print_json_under_json(sw: Runner, args: list[str]) -> None:
     r = sw(*args)
     assert r.code == 2, r
@@ -114,8 +131,13 @@ SERVERS = {"cli": [*SESSIONWATCH, "serve"], "module": [sys.executable, "-m", "se
 
 @pytest.mark.parametrize("entry", sorted(SERVERS))
 def test_serve_on_a_busy_port_exits_1_with_one_line(tmp_path: Path, busy_port: int, entry: str) -> None:
-    p = subprocess.run([*SERVERS[entry], "--port", str(busy_port), "--store", f"sqlite:///{tmp_path}/s.db"],
-                       capture_output=True, text=True, timeout=60, env=clean_env())
+    p = subprocess.run(
+        [*SERVERS[entry], "--port", str(busy_port), "--store", f"sqlite:///{tmp_path}/s.db"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert p.returncode == 1, p
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "unavailable" in lines[0] and str(busy_port) in lines[0], p.stderr
@@ -124,8 +146,13 @@ def test_serve_on_a_busy_port_exits_1_with_one_line(tmp_path: Path, busy_port: i
 
 @pytest.mark.parametrize("entry", sorted(SERVERS))
 def test_serve_with_an_unreachable_store_fails_before_listening(entry: str) -> None:
-    p = subprocess.run([*SERVERS[entry], "--port", "0", "--store", "postgresql://sw:secret@127.0.0.1:1/sw"],
-                       capture_output=True, text=True, timeout=60, env=clean_env())
+    p = subprocess.run(
+        [*SERVERS[entry], "--port", "0", "--store", "postgresql://sw:secret@127.0.0.1:1/sw"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert p.returncode == 1, p
     assert "Uvicorn running" not in p.stderr and "listening" not in p.stderr and "startup" not in p.stderr
     lines = p.stderr.strip().splitlines()
@@ -136,22 +163,37 @@ def test_serve_with_an_unreachable_store_fails_before_listening(entry: str) -> N
 @pytest.mark.parametrize("entry", sorted(SERVERS))
 @pytest.mark.parametrize("store,code", [("mysql://x/y", 2), ("sqlite:///{tmp}/missing/x.db", 2)])
 def test_serve_exits_alike_for_bad_store_urls(tmp_path: Path, entry: str, store: str, code: int) -> None:
-    p = subprocess.run([*SERVERS[entry], "--port", "0", "--store", store.format(tmp=tmp_path)],
-                       capture_output=True, text=True, timeout=60, env=clean_env())
+    p = subprocess.run(
+        [*SERVERS[entry], "--port", "0", "--store", store.format(tmp=tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert p.returncode == code and p.stderr.startswith("error (invalid_argument):"), p
     assert tree(tmp_path) == []
 
 
 @pytest.mark.parametrize("entry", sorted(SERVERS))
 def test_serve_beyond_loopback_without_token_exits_4_from_both(entry: str) -> None:
-    p = subprocess.run([*SERVERS[entry], "--host", "0.0.0.0", "--port", "0", "--store", "sqlite:///unused.db"],
-                       capture_output=True, text=True, timeout=60, env=clean_env())
+    p = subprocess.run(
+        [*SERVERS[entry], "--host", "0.0.0.0", "--port", "0", "--store", "sqlite:///unused.db"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert p.returncode == 4 and p.stderr.startswith("error (forbidden):"), p
 
 
 def test_serve_ready_line_names_the_store(tmp_path: Path) -> None:
-    proc = spawn_serving([*SESSIONWATCH, "serve", "--no-monitor", "--store", f"sqlite:///{tmp_path}/ready.db"],
-                         listening_socket(), stderr=subprocess.PIPE, text=True, env=clean_env())
+    proc = spawn_serving(
+        [*SESSIONWATCH, "serve", "--no-monitor", "--store", f"sqlite:///{tmp_path}/ready.db"],
+        listening_socket(),
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(),
+    )
     try:
         assert proc.stderr is not None
         seen: list[str] = []
@@ -170,8 +212,12 @@ def test_serve_ready_line_names_the_store(tmp_path: Path) -> None:
 
 
 def test_python_m_sessionwatch_http_and_serve_print_the_same_error(tmp_path: Path) -> None:
-    outs = [subprocess.run([*cmd, "--port", "0", "--store", "mysql://x"], capture_output=True, text=True,
-                           timeout=60, env=clean_env()) for cmd in SERVERS.values()]
+    outs = [
+        subprocess.run(
+            [*cmd, "--port", "0", "--store", "mysql://x"], capture_output=True, text=True, timeout=60, env=clean_env()
+        )
+        for cmd in SERVERS.values()
+    ]
     assert outs[0].returncode == outs[1].returncode == 2
     assert outs[0].stderr.strip() == outs[1].stderr.strip(), outs
     json.dumps([o.stderr for o in outs])

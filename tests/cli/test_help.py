@@ -13,9 +13,30 @@ COMMANDS = sorted(cli.commands)
 
 
 def test_the_documented_command_set_is_there() -> None:
-    assert set(COMMANDS) >= {"serve", "token", "mcp", "sessions", "status", "send", "watch", "unwatch", "drain",
-                             "log", "prune", "put", "inbound", "cursors", "demo", "threads", "adopt", "link",
-                             "tick", "upstream-results", "pair", "node"}
+    assert set(COMMANDS) >= {
+        "serve",
+        "token",
+        "mcp",
+        "sessions",
+        "status",
+        "send",
+        "watch",
+        "unwatch",
+        "drain",
+        "log",
+        "prune",
+        "put",
+        "inbound",
+        "cursors",
+        "demo",
+        "threads",
+        "adopt",
+        "link",
+        "tick",
+        "upstream-results",
+        "pair",
+        "node",
+    }
 
 
 def test_top_level_help_lists_exit_codes(sw: Runner) -> None:

@@ -30,8 +30,12 @@ def test_log_prints_every_event_in_order(sw: Runner, store: str) -> None:
     lines = r.out.strip().splitlines()
     assert len(lines) == 3
     assert lines[0].startswith("#1 ") and "created" in lines[0]
-    assert lines[1].startswith("#2 ") and KID in lines[1] and "human_direct_message" in lines[1] \
+    assert (
+        lines[1].startswith("#2 ")
+        and KID in lines[1]
+        and "human_direct_message" in lines[1]
         and "human:dana" in lines[1]
+    )
     events = [json.loads(ln) for ln in sw("log", "--json").out.splitlines()]
     assert [e["sequence"] for e in events] == [1, 2, 3]
     assert [e["sequence"] for e in map(json.loads, sw("log", "--since", "2", "--json").out.splitlines())] == [3]
@@ -40,8 +44,13 @@ def test_log_prints_every_event_in_order(sw: Runner, store: str) -> None:
 
 def test_log_follow_tails_new_events(store: str) -> None:
     _seed(store, ["before"])
-    proc = subprocess.Popen([*SESSIONWATCH, "log", "--follow", "--json", "--interval", "0.05"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=clean_env(SESSIONWATCH_STORE=store))
+    proc = subprocess.Popen(
+        [*SESSIONWATCH, "log", "--follow", "--json", "--interval", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(SESSIONWATCH_STORE=store),
+    )
     try:
         assert proc.stdout is not None
         seen = [json.loads(proc.stdout.readline()) for _ in range(2)]

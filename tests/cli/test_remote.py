@@ -29,9 +29,23 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("gw")
     sock = listening_socket()  # served with --fd: no port race
     url = url_of(sock)
-    proc = spawn_serving([sys.executable, "-m", "sessionwatch.http", "--store",
-                          f"sqlite:///{tmp}/gw.db", "--token", TOKEN, "--no-monitor", "--no-access-log"], sock,
-                         stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "gw.log", "wb"), env=clean_env())
+    proc = spawn_serving(
+        [
+            sys.executable,
+            "-m",
+            "sessionwatch.http",
+            "--store",
+            f"sqlite:///{tmp}/gw.db",
+            "--token",
+            TOKEN,
+            "--no-monitor",
+            "--no-access-log",
+        ],
+        sock,
+        stdout=subprocess.DEVNULL,
+        stderr=open(Path(tmp) / "gw.log", "wb"),
+        env=clean_env(),
+    )
     try:
         wait_http(f"{url}/v1/health", proc, timeout=30, log=Path(tmp) / "gw.log")
         yield url
@@ -40,8 +54,13 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def remote(url: str, *args: str, token: str = TOKEN, timeout: float = 60) -> Result:
-    proc = subprocess.run([*SESSIONWATCH, *args], capture_output=True, text=True, timeout=timeout,
-                          env=clean_env(SESSIONWATCH_GATEWAY=url, SESSIONWATCH_TOKEN=token))
+    proc = subprocess.run(
+        [*SESSIONWATCH, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=clean_env(SESSIONWATCH_GATEWAY=url, SESSIONWATCH_TOKEN=token),
+    )
     return Result(proc)
 
 
@@ -80,7 +99,7 @@ def test_demo_starts_its_own_gateway_and_succeeds() -> None:
     r = subprocess.run([*SESSIONWATCH, "demo"], capture_output=True, text=True, timeout=90, env=clean_env())
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "exactly one notice waiting" in r.stdout and "still gives exactly one notice (coalesced)" in r.stdout
-    assert 'changed (other actor). Reconcile before acting' in r.stdout
+    assert "changed (other actor). Reconcile before acting" in r.stdout
     assert "Done:" in r.stdout
 
 
@@ -104,14 +123,18 @@ def test_mcp_through_a_gateway(gateway: str) -> None:
     from ..mcp.helpers import assert_published_tools, run_notice_scenario
 
     async def scenario() -> None:
-        params = StdioServerParameters(command=SESSIONWATCH[0], args=[*SESSIONWATCH[1:], "mcp", "--session", MAIN],
-                                       env=clean_env(SESSIONWATCH_GATEWAY=gateway, SESSIONWATCH_TOKEN=TOKEN))
+        params = StdioServerParameters(
+            command=SESSIONWATCH[0],
+            args=[*SESSIONWATCH[1:], "mcp", "--session", MAIN],
+            env=clean_env(SESSIONWATCH_GATEWAY=gateway, SESSIONWATCH_TOKEN=TOKEN),
+        )
         client = GatewayClient(gateway, token=TOKEN)
         try:
             async with Client(params) as mcp_client:
                 await assert_published_tools(mcp_client)
-                await run_notice_scenario(mcp_client, lambda child: client.inbound(child, "hi", channel="webchat"),
-                                          child_label="remote-kid")
+                await run_notice_scenario(
+                    mcp_client, lambda child: client.inbound(child, "hi", channel="webchat"), child_label="remote-kid"
+                )
         finally:
             client.close()
 

@@ -37,8 +37,12 @@ def test_create_list_revoke(sw: Runner, store: str) -> None:
     human = sw("token", "create", "--admin")
     assert human.code == 0 and human.out.startswith("sw_") and "shown once" in human.out
     listed = sw("token", "list", "--json").json()["tokens"]
-    assert [(t["id"], t["agents"], t["admin"], t["revoked"]) for t in listed][0] == (data["id"], ["ops", "dev"],
-                                                                                   False, False)
+    assert [(t["id"], t["agents"], t["admin"], t["revoked"]) for t in listed][0] == (
+        data["id"],
+        ["ops", "dev"],
+        False,
+        False,
+    )
     table = sw("token", "list")
     assert "release bot" in table.out and "ops, dev" in table.out and "admin" in table.out
     assert "sw_" not in table.out and data["token"] not in json.dumps(listed)
@@ -57,9 +61,23 @@ def test_a_scoped_token_tails_only_its_agents_log(sw: Runner, store: str, tmp_pa
     token = sw("token", "create", "--agent", "ops", "--json").json()["token"]
     sock = listening_socket()  # served with --fd: no port race
     url = url_of(sock)
-    gateway = spawn_serving([sys.executable, "-m", "sessionwatch.http", "--store", store,
-                             "--token", ADMIN, "--no-monitor", "--no-access-log"], sock, stdout=subprocess.DEVNULL,
-                            stderr=open(tmp_path / "gw.log", "wb"), env=clean_env())
+    gateway = spawn_serving(
+        [
+            sys.executable,
+            "-m",
+            "sessionwatch.http",
+            "--store",
+            store,
+            "--token",
+            ADMIN,
+            "--no-monitor",
+            "--no-access-log",
+        ],
+        sock,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "gw.log", "wb"),
+        env=clean_env(),
+    )
     tail = None
     try:
         wait_http(url + "/v1/health", gateway, log=tmp_path / "gw.log")
@@ -67,8 +85,12 @@ def test_a_scoped_token_tails_only_its_agents_log(sw: Runner, store: str, tmp_pa
             for key in ("agent:ops:main", "agent:dev:main"):
                 admin.put_session(key)
                 admin.record_compaction(key, f"before-{key}")
-            tail = subprocess.Popen([*SESSIONWATCH, "--gateway", url, "--token", token, "log", "--follow", "--json",
-                                     "--interval", "0.05"], stdout=subprocess.PIPE, text=True, env=clean_env())
+            tail = subprocess.Popen(
+                [*SESSIONWATCH, "--gateway", url, "--token", token, "log", "--follow", "--json", "--interval", "0.05"],
+                stdout=subprocess.PIPE,
+                text=True,
+                env=clean_env(),
+            )
             assert tail.stdout is not None
             first = json.loads(tail.stdout.readline())
             for key in ("agent:dev:main", "agent:ops:main"):

@@ -52,8 +52,12 @@ def test_once_plain_render(sw: Runner, store: str) -> None:
 @pytest.mark.slow
 def test_top_against_a_gateway(tmp_path) -> None:
     # The access log shows each refresh of the live view (one GET /v1/cursors per frame).
-    gp = GatewayProcess(f"sqlite:///{tmp_path}/gw.db", tmp_path / "gw.log", env={"SESSIONWATCH_ACCESS_LOG": "1"},
-                        extra_args=["--log-level", "info"]).start()
+    gp = GatewayProcess(
+        f"sqlite:///{tmp_path}/gw.db",
+        tmp_path / "gw.log",
+        env={"SESSIONWATCH_ACCESS_LOG": "1"},
+        extra_args=["--log-level", "info"],
+    ).start()
 
     def frames() -> int:
         lines = [ln for ln in gp.log_path.read_text().splitlines() if ln.startswith("{")]
@@ -63,8 +67,9 @@ def test_top_against_a_gateway(tmp_path) -> None:
         env = clean_env()
 
         def remote(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([*SESSIONWATCH, "--gateway", gp.url, *args], capture_output=True, text=True,
-                                  timeout=60, env=env)
+            return subprocess.run(
+                [*SESSIONWATCH, "--gateway", gp.url, *args], capture_output=True, text=True, timeout=60, env=env
+            )
 
         assert remote("put", MAIN).returncode == 0
         assert remote("put", KID, "--spawned-by", MAIN).returncode == 0
@@ -76,9 +81,13 @@ def test_top_against_a_gateway(tmp_path) -> None:
         assert out["stale"][0]["notice"] and out["log"][-1]["kind"] == "human_direct_message"
 
         # The live view refreshes: a new event shows up in the running process's output.
-        live = subprocess.Popen([*SESSIONWATCH, "--gateway", gp.url, "top", "--interval", "0.2"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**env, "COLUMNS": "200"})
+        live = subprocess.Popen(
+            [*SESSIONWATCH, "--gateway", gp.url, "top", "--interval", "0.2"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**env, "COLUMNS": "200"},
+        )
         try:
             before = frames()
             wait_until(lambda: frames() > before, timeout=20, what="a refresh of the live view")

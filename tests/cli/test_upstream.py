@@ -21,10 +21,26 @@ THREAD = "3f6d2c1a-8e4b-4b7e-9c2d-7a1e5f0b9c44"
 
 
 def _typed(uuid: str, text: str, ts: str) -> str:
-    return json.dumps({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/dev/acme",
-                       "sessionId": THREAD, "version": "2.1.310", "entrypoint": "cli", "type": "user",
-                       "message": {"role": "user", "content": text}, "uuid": uuid, "timestamp": ts,
-                       "promptSource": "typed", "permissionMode": "default"}) + "\n"
+    return (
+        json.dumps(
+            {
+                "parentUuid": None,
+                "isSidechain": False,
+                "userType": "external",
+                "cwd": "/home/dev/acme",
+                "sessionId": THREAD,
+                "version": "2.1.310",
+                "entrypoint": "cli",
+                "type": "user",
+                "message": {"role": "user", "content": text},
+                "uuid": uuid,
+                "timestamp": ts,
+                "promptSource": "typed",
+                "permissionMode": "default",
+            }
+        )
+        + "\n"
+    )
 
 
 @pytest.fixture
@@ -32,15 +48,22 @@ def claude_root(tmp_path: Path) -> Path:
     root = tmp_path / "claude"
     project = root / "projects" / "-home-dev-acme"
     project.mkdir(parents=True)
-    (project / f"{THREAD}.jsonl").write_text(_typed("a41e9c3b-6f2d-4e8a-b1c7-2d9f0e3a5b66",
-                                                    "The retry test is flaky again", "2026-01-20T14:03:12.481Z"))
+    (project / f"{THREAD}.jsonl").write_text(
+        _typed("a41e9c3b-6f2d-4e8a-b1c7-2d9f0e3a5b66", "The retry test is flaky again", "2026-01-20T14:03:12.481Z")
+    )
     return root
 
 
 def _run(store: str, root: Path, *args: str) -> Result:
-    return Result(subprocess.run([*SESSIONWATCH, *args], capture_output=True, text=True, timeout=60,
-                                 env=clean_env(SESSIONWATCH_STORE=store, CLAUDE_CONFIG_DIR=str(root),
-                                               CODEX_HOME=str(root.parent / "codex"))))
+    return Result(
+        subprocess.run(
+            [*SESSIONWATCH, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=clean_env(SESSIONWATCH_STORE=store, CLAUDE_CONFIG_DIR=str(root), CODEX_HOME=str(root.parent / "codex")),
+        )
+    )
 
 
 @pytest.mark.slow
@@ -81,8 +104,13 @@ def test_upstream_errors(store: str, claude_root: Path) -> None:
 def node(claude_root: Path) -> Iterator[tuple[str, str]]:
     sock, token = listening_socket(), "node-test-token"  # the node serves it (--fd): no port race
     url = url_of(sock)
-    proc = spawn_serving([*SESSIONWATCH, "node", "--token", token, "--claude-root", str(claude_root)], sock,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env())
+    proc = spawn_serving(
+        [*SESSIONWATCH, "node", "--token", token, "--claude-root", str(claude_root)],
+        sock,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
     try:
         wait_http(f"{url}/v1/node/health", proc)
         yield url, token

@@ -32,15 +32,26 @@ MANAGER = "agent:main:main"
 
 
 def claude_input(event: str, session_id: str, transcript: str, **extra: Any) -> dict[str, Any]:
-    out = {"session_id": session_id, "transcript_path": transcript, "cwd": "/home/dev/acme-api",
-           "permission_mode": "default", "hook_event_name": event}
+    out = {
+        "session_id": session_id,
+        "transcript_path": transcript,
+        "cwd": "/home/dev/acme-api",
+        "permission_mode": "default",
+        "hook_event_name": event,
+    }
     out.update(extra)
     return out
 
 
 def codex_input(event: str, session_id: str, transcript: str | None, **extra: Any) -> dict[str, Any]:
-    out = {"session_id": session_id, "transcript_path": transcript, "cwd": "/home/dev/acme-api",
-           "hook_event_name": event, "model": "gpt-5.3-codex", "permission_mode": "default"}
+    out = {
+        "session_id": session_id,
+        "transcript_path": transcript,
+        "cwd": "/home/dev/acme-api",
+        "hook_event_name": event,
+        "model": "gpt-5.3-codex",
+        "permission_mode": "default",
+    }
     out.update(extra)
     return out
 
@@ -63,19 +74,21 @@ class World:
         self.worker_key = res["sessionKey"]
         assert self.gw.watch(MANAGER, self.worker_key, agent_id=res["agentId"])
         self.manager_thread = str(uuid.uuid4())
-        self.manager_transcript = str(self.claude_root / "projects" / "-home-dev-manager" /
-                                      f"{self.manager_thread}.jsonl")
+        self.manager_transcript = str(
+            self.claude_root / "projects" / "-home-dev-manager" / f"{self.manager_thread}.jsonl"
+        )
 
-    def hook(self, host: str, payload: dict[str, Any], *args: str, lose_answer: bool = False,
-             store: str | None = None) -> tuple[int, str, str]:
+    def hook(
+        self, host: str, payload: dict[str, Any], *args: str, lose_answer: bool = False, store: str | None = None
+    ) -> tuple[int, str, str]:
         cmd = [*SESSIONWATCH, "--store", store or self.store_url, "hook", host, "--log-file", "-", *args]
         if not lose_answer:
-            res = subprocess.run(cmd, input=json.dumps(payload).encode(), capture_output=True, env=self.env,
-                                 timeout=60)
+            res = subprocess.run(cmd, input=json.dumps(payload).encode(), capture_output=True, env=self.env, timeout=60)
             return res.returncode, res.stdout.decode(), res.stderr.decode()
         # the host drops the answer: it stops reading before the hook prints
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=self.env)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env
+        )
         assert proc.stdout is not None and proc.stdin is not None
         proc.stdout.close()
         _, err = proc.communicate(json.dumps(payload).encode(), timeout=60)
@@ -86,11 +99,16 @@ class World:
         return [e for e in page["events"] if e["kind"] == "human_direct_message"]
 
     def wait_for_messages(self, n: int, timeout: float = 20.0) -> list[dict[str, Any]]:
-        return wait_until(lambda: found if len(found := self.human_messages()) >= n else None, timeout=timeout,
-                          interval=0.1, what=f"{n} human_direct_message events")
+        return wait_until(
+            lambda: found if len(found := self.human_messages()) >= n else None,
+            timeout=timeout,
+            interval=0.1,
+            what=f"{n} human_direct_message events",
+        )
 
     def person_types(self, text: str, delay: float = 0.0) -> threading.Thread:
         """The host writes the prompt's row, possibly a moment after the hook started (it often does)."""
+
         def write() -> None:
             time.sleep(delay)  # the host's lag is the subject: the hook must wait for the row to appear
             self.worker.prompt(text)
@@ -118,9 +136,15 @@ def _context(stdout: str) -> str:
 def test_worker_prompt_is_recorded_and_manager_gets_exactly_one_notice_at_least_once(world: World) -> None:
     # 1. A person types into the watched worker; its UserPromptSubmit hook records it (the row lands late).
     writer = world.person_types("stop, use the 2024 brief instead", delay=0.4)
-    code, out, err = world.hook("claude-code", claude_input(
-        "UserPromptSubmit", world.worker.session_id, str(world.worker.path),
-        prompt="stop, use the 2024 brief instead"))
+    code, out, err = world.hook(
+        "claude-code",
+        claude_input(
+            "UserPromptSubmit",
+            world.worker.session_id,
+            str(world.worker.path),
+            prompt="stop, use the 2024 brief instead",
+        ),
+    )
     writer.join()
     assert code == 0 and out == "", err  # the worker itself has nothing pending
     events = world.wait_for_messages(1)
@@ -131,8 +155,9 @@ def test_worker_prompt_is_recorded_and_manager_gets_exactly_one_notice_at_least_
     assert entry["status"] in ("unchanged", "deduplicated"), entry
     assert len(world.human_messages()) == 1
 
-    manager = claude_input("UserPromptSubmit", world.manager_thread, world.manager_transcript,
-                           prompt="what is the status?")
+    manager = claude_input(
+        "UserPromptSubmit", world.manager_thread, world.manager_transcript, prompt="what is the status?"
+    )
     # 2. The manager's next prompt gets exactly one notice, as the System: line itself.
     code, out, err = world.hook("claude-code", manager, "--session", MANAGER)
     assert code == 0, err
@@ -166,8 +191,7 @@ def test_worker_prompt_is_recorded_and_manager_gets_exactly_one_notice_at_least_
 def test_codex_hook_answers_in_its_format_and_session_comes_from_the_environment(world: World) -> None:
     world.gw.enqueue_system_event(MANAGER, "Heads up: the release branch was cut.")
     world.env["SESSIONWATCH_SESSION"] = MANAGER
-    payload = codex_input("UserPromptSubmit", str(uuid.uuid4()), None, prompt="carry on",
-                          turn_id=str(uuid.uuid4()))
+    payload = codex_input("UserPromptSubmit", str(uuid.uuid4()), None, prompt="carry on", turn_id=str(uuid.uuid4()))
     code, out, err = world.hook("codex", payload)
     assert code == 0, err
     answer = json.loads(out)["hookSpecificOutput"]
@@ -180,15 +204,30 @@ def test_codex_hook_answers_in_its_format_and_session_comes_from_the_environment
 
 def test_session_start_and_post_tool_use_deliver_too(world: World) -> None:
     world.gw.enqueue_system_event(MANAGER, "first")
-    code, out, _ = world.hook("claude-code", claude_input("SessionStart", world.manager_thread,
-                                                          world.manager_transcript, source="startup",
-                                                          model="claude-sonnet-4-6"), "--session", MANAGER)
+    code, out, _ = world.hook(
+        "claude-code",
+        claude_input(
+            "SessionStart", world.manager_thread, world.manager_transcript, source="startup", model="claude-sonnet-4-6"
+        ),
+        "--session",
+        MANAGER,
+    )
     assert json.loads(out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     world.gw.enqueue_system_event(MANAGER, "second")
-    code, out, _ = world.hook("claude-code", claude_input(
-        "PostToolUse", world.manager_thread, world.manager_transcript, tool_name="Bash",
-        tool_input={"command": "ls"}, tool_response={"stdout": "", "stderr": ""}, tool_use_id="toolu_01"),
-        "--session", MANAGER)
+    code, out, _ = world.hook(
+        "claude-code",
+        claude_input(
+            "PostToolUse",
+            world.manager_thread,
+            world.manager_transcript,
+            tool_name="Bash",
+            tool_input={"command": "ls"},
+            tool_response={"stdout": "", "stderr": ""},
+            tool_use_id="toolu_01",
+        ),
+        "--session",
+        MANAGER,
+    )
     answer = json.loads(out)["hookSpecificOutput"]
     assert answer["hookEventName"] == "PostToolUse"
     assert answer["additionalContext"].splitlines()[-1].endswith("second")
@@ -197,8 +236,15 @@ def test_session_start_and_post_tool_use_deliver_too(world: World) -> None:
 
 def test_the_adoption_link_names_the_session_and_an_unknown_one_is_a_no_op(world: World) -> None:
     world.gw.enqueue_system_event(world.worker_key, "for the worker")
-    payload = claude_input("PostToolUse", world.worker.session_id, str(world.worker.path), tool_name="Read",
-                           tool_input={}, tool_response={}, tool_use_id="toolu_02")
+    payload = claude_input(
+        "PostToolUse",
+        world.worker.session_id,
+        str(world.worker.path),
+        tool_name="Read",
+        tool_input={},
+        tool_response={},
+        tool_use_id="toolu_02",
+    )
     code, out, err = world.hook("claude-code", payload)
     assert code == 0, err
     assert json.loads(out)["hookSpecificOutput"]["additionalContext"].endswith("for the worker")
@@ -214,13 +260,20 @@ def test_a_store_or_gateway_that_is_down_answers_nothing_at_once(world: World, t
     if how == "store":
         blocker = tmp_path / "not-a-dir"
         blocker.write_text("x")
-        code, out, err = world.hook("claude-code", payload, "--session", MANAGER,
-                                    store=f"sqlite:///{blocker}/sw.db")
+        code, out, err = world.hook("claude-code", payload, "--session", MANAGER, store=f"sqlite:///{blocker}/sw.db")
     else:
-        cmd = [*SESSIONWATCH, "--gateway", "http://127.0.0.1:9", "hook", "claude-code", "--session", MANAGER,
-               "--log-file", "-"]
-        res = subprocess.run(cmd, input=json.dumps(payload).encode(), capture_output=True, env=world.env,
-                             timeout=60)
+        cmd = [
+            *SESSIONWATCH,
+            "--gateway",
+            "http://127.0.0.1:9",
+            "hook",
+            "claude-code",
+            "--session",
+            MANAGER,
+            "--log-file",
+            "-",
+        ]
+        res = subprocess.run(cmd, input=json.dumps(payload).encode(), capture_output=True, env=world.env, timeout=60)
         code, out, err = res.returncode, res.stdout.decode(), res.stderr.decode()
     took = time.monotonic() - begun
     assert (code, out) == (0, ""), err
@@ -230,9 +283,13 @@ def test_a_store_or_gateway_that_is_down_answers_nothing_at_once(world: World, t
 
 def test_bad_input_is_a_silent_no_op(world: World) -> None:
     for raw in (b"", b"not json", b"[1, 2]", json.dumps({"hook_event_name": "Stop"}).encode()):
-        res = subprocess.run([*SESSIONWATCH, "--store", world.store_url, "hook", "claude-code", "--session",
-                              MANAGER, "--log-file", "-"], input=raw, capture_output=True, env=world.env,
-                             timeout=60)
+        res = subprocess.run(
+            [*SESSIONWATCH, "--store", world.store_url, "hook", "claude-code", "--session", MANAGER, "--log-file", "-"],
+            input=raw,
+            capture_output=True,
+            env=world.env,
+            timeout=60,
+        )
         assert (res.returncode, res.stdout) == (0, b""), res.stderr
 
 
@@ -249,8 +306,9 @@ def test_a_codex_worker_prompt_is_recorded_once_and_a_scheduled_one_never(world:
     world.env["CODEX_HOME"] = str(codex_root)
 
     def hook(text: str) -> None:
-        payload = codex_input("UserPromptSubmit", rollout.thread_id, str(rollout.path), prompt=text,
-                              turn_id=str(uuid.uuid4()))
+        payload = codex_input(
+            "UserPromptSubmit", rollout.thread_id, str(rollout.path), prompt=text, turn_id=str(uuid.uuid4())
+        )
         code, out, err = world.hook("codex", payload, "--foreground-nudge", "--nudge-wait", "300")
         assert (code, out) == (0, ""), err
 
@@ -277,18 +335,34 @@ def test_against_a_running_gateway(world: World, tmp_path: Path) -> None:
 
     sock = listening_socket()  # served with --fd: no port race
     port, url = port_of(sock), url_of(sock)
-    server = spawn_serving([*SESSIONWATCH, "serve", "--store", world.store_url, "--no-monitor"], sock,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=world.env)
+    server = spawn_serving(
+        [*SESSIONWATCH, "serve", "--store", world.store_url, "--no-monitor"],
+        sock,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=world.env,
+    )
     try:
         wait_http(f"{url}/v1/health", server, timeout=30)
         world.gw.enqueue_system_event(MANAGER, "via the gateway")
         payload = claude_input("UserPromptSubmit", world.manager_thread, world.manager_transcript, prompt="hi")
-        cmd = [*SESSIONWATCH, "--gateway", f"http://127.0.0.1:{port}", "hook", "claude-code", "--session", MANAGER,
-               "--no-nudge", "--log-file", "-"]
+        cmd = [
+            *SESSIONWATCH,
+            "--gateway",
+            f"http://127.0.0.1:{port}",
+            "hook",
+            "claude-code",
+            "--session",
+            MANAGER,
+            "--no-nudge",
+            "--log-file",
+            "-",
+        ]
 
         def run() -> tuple[int, str, str]:
-            res = subprocess.run(cmd, input=json.dumps(payload).encode(), capture_output=True, env=world.env,
-                                 timeout=60)
+            res = subprocess.run(
+                cmd, input=json.dumps(payload).encode(), capture_output=True, env=world.env, timeout=60
+            )
             return res.returncode, res.stdout.decode(), res.stderr.decode()
 
         code, out, err = run()
@@ -299,11 +373,26 @@ def test_against_a_running_gateway(world: World, tmp_path: Path) -> None:
         assert world.gw.peek_system_events(MANAGER) == []
         # a worker whose hook names its own adopted session: the prompt is recorded through the gateway
         world.worker.prompt("use the staging database")
-        worker = claude_input("UserPromptSubmit", world.worker.session_id, str(world.worker.path),
-                              prompt="use the staging database")
-        res = subprocess.run([*SESSIONWATCH, "--gateway", f"http://127.0.0.1:{port}", "hook", "claude-code",
-                              "--session", world.worker_key, "--log-file", "-"], input=json.dumps(worker).encode(),
-                             capture_output=True, env=world.env, timeout=60)
+        worker = claude_input(
+            "UserPromptSubmit", world.worker.session_id, str(world.worker.path), prompt="use the staging database"
+        )
+        res = subprocess.run(
+            [
+                *SESSIONWATCH,
+                "--gateway",
+                f"http://127.0.0.1:{port}",
+                "hook",
+                "claude-code",
+                "--session",
+                world.worker_key,
+                "--log-file",
+                "-",
+            ],
+            input=json.dumps(worker).encode(),
+            capture_output=True,
+            env=world.env,
+            timeout=60,
+        )
         assert (res.returncode, res.stdout) == (0, b""), res.stderr
         assert len(world.wait_for_messages(1)) == 1
     finally:

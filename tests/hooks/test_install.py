@@ -15,13 +15,24 @@ from tests.support.commands import SESSIONWATCH
 USER_SETTINGS = {
     "permissions": {"allow": ["Bash(npm test)"]},
     "hooks": {
-        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo \"branch: $(git branch --show-current)\""}]}],
-        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./scripts/guard.sh", "timeout": 5}]}],
+        "UserPromptSubmit": [
+            {"hooks": [{"type": "command", "command": 'echo "branch: $(git branch --show-current)"'}]}
+        ],
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "./scripts/guard.sh", "timeout": 5}]}
+        ],
         "PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "npx prettier --write"}]}],
     },
 }
-USER_MCP = {"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
-                                      "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}}}}
+USER_MCP = {
+    "mcpServers": {
+        "github": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-github"],
+            "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+        }
+    }
+}
 CODEX_CONFIG = """# my Codex settings
 model = "gpt-5.3-codex"
 
@@ -32,9 +43,14 @@ hooks = true
 command = "npx"
 args = ["-y", "docs-mcp"]  # the team's docs server
 """
-CODEX_HOOKS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "python3 .codex/hooks/stop.py"}]}],
-                         "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "./scan-secrets.sh",
-                                                          "statusMessage": "Scanning"}]}]}}
+CODEX_HOOKS = {
+    "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "python3 .codex/hooks/stop.py"}]}],
+        "UserPromptSubmit": [
+            {"hooks": [{"type": "command", "command": "./scan-secrets.sh", "statusMessage": "Scanning"}]}
+        ],
+    }
+}
 
 
 def sw(tmp: Path, *args: str, store: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -51,8 +67,7 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def ours(settings: dict[str, Any], event: str) -> list[str]:
-    return [h["command"] for g in settings["hooks"].get(event, []) for h in g["hooks"]
-            if " hook " in h["command"]]
+    return [h["command"] for g in settings["hooks"].get(event, []) for h in g["hooks"] if " hook " in h["command"]]
 
 
 def test_claude_code_project_install_merges_is_idempotent_and_uninstall_restores(tmp_path: Path) -> None:
@@ -80,10 +95,22 @@ def test_claude_code_project_install_merges_is_idempotent_and_uninstall_restores
 
     # the written hook command really runs as a hook: it answers at once, exit 0
     cmd = shlex.split(ours(now, "UserPromptSubmit")[0])
-    payload = {"session_id": "abc123", "transcript_path": "/tmp/x.jsonl", "cwd": str(project),
-               "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
-    ran = subprocess.run(cmd, input=json.dumps(payload), capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
+    payload = {
+        "session_id": "abc123",
+        "transcript_path": "/tmp/x.jsonl",
+        "cwd": str(project),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "hi",
+    }
+    ran = subprocess.run(
+        cmd,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")},
+    )
     assert (ran.returncode, ran.stdout) == (0, "")
 
     before = (settings.read_text(), mcp.read_text())
@@ -106,10 +133,21 @@ def test_claude_code_project_install_merges_is_idempotent_and_uninstall_restores
 
 def test_claude_code_user_install_keeps_the_rest_of_claude_json(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    state = {"numStartups": 12, "projects": {"/home/dev/acme-api": {"allowedTools": []}}, "mcpServers": USER_MCP["mcpServers"]}
+    state = {
+        "numStartups": 12,
+        "projects": {"/home/dev/acme-api": {"allowedTools": []}},
+        "mcpServers": USER_MCP["mcpServers"],
+    }
     write_json(home / ".claude.json", state)
-    res = sw(tmp_path, "install", "claude-code", "--user", "--session", "agent:main:main",
-             store=f"sqlite:///{tmp_path / 'sw.db'}")
+    res = sw(
+        tmp_path,
+        "install",
+        "claude-code",
+        "--user",
+        "--session",
+        "agent:main:main",
+        store=f"sqlite:///{tmp_path / 'sw.db'}",
+    )
     assert res.returncode == 0, res.stderr
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     assert "--store" in ours(settings, "SessionStart")[0]  # the store given at install is the hook's too
@@ -139,8 +177,10 @@ def test_codex_project_install_edits_toml_and_hooks_json_and_uninstall_restores(
     assert CODEX_HOOKS["hooks"]["UserPromptSubmit"][0] in now["hooks"]["UserPromptSubmit"]
     for event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
         assert len(ours(now, event)) == 1 and ours(now, event)[0].endswith("hook codex --session agent:main:main")
-    assert "Nothing changed." in sw(tmp_path, "install", "codex", "--dir", str(project), "--session",
-                                    "agent:main:main").stdout
+    assert (
+        "Nothing changed."
+        in sw(tmp_path, "install", "codex", "--dir", str(project), "--session", "agent:main:main").stdout
+    )
     assert sw(tmp_path, "uninstall", "codex", "--dir", str(project)).returncode == 0
     assert config.read_text() == CODEX_CONFIG
     assert json.loads(hooks.read_text()) == CODEX_HOOKS

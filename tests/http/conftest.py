@@ -21,15 +21,24 @@ def _limit_files(n: int) -> Callable[[], None]:
         import resource
 
         resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
     return apply
 
 
 class GatewayProcess:
     """One ``python -m sessionwatch.http`` process; ``start()`` returns when health says ok."""
 
-    def __init__(self, store_url: str, log_path: Path, *, token: str | None = None, env: dict[str, str] | None = None,
-                 extra_args: list[str] | None = None, host: str = "127.0.0.1",
-                 nofile: int | None = None) -> None:
+    def __init__(
+        self,
+        store_url: str,
+        log_path: Path,
+        *,
+        token: str | None = None,
+        env: dict[str, str] | None = None,
+        extra_args: list[str] | None = None,
+        host: str = "127.0.0.1",
+        nofile: int | None = None,
+    ) -> None:
         self.store_url = store_url
         self.log_path = log_path
         self.token = token
@@ -50,15 +59,31 @@ class GatewayProcess:
     def spawn(self) -> subprocess.Popen[bytes]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONWATCH_")}
         env.update({"SESSIONWATCH_ACCESS_LOG": "0", **self.env})
-        args = [sys.executable, "-m", "sessionwatch.http", "--store", self.store_url,
-                "--no-monitor", "--log-level", "warning", *self.extra_args]
+        args = [
+            sys.executable,
+            "-m",
+            "sessionwatch.http",
+            "--store",
+            self.store_url,
+            "--no-monitor",
+            "--log-level",
+            "warning",
+            *self.extra_args,
+        ]
         if self.token:
             args += ["--token", self.token]
         log = open(self.log_path, "ab")
         # This process keeps its copy of the socket until stop() or kill9(): start() after stop(keep_socket=True)
         # serves the same port again.
-        self.proc = spawn_serving(args, self.sock, keep=True, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                  preexec_fn=_limit_files(self.nofile) if self.nofile else None)
+        self.proc = spawn_serving(
+            args,
+            self.sock,
+            keep=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=_limit_files(self.nofile) if self.nofile else None,
+        )
         log.close()
         return self.proc
 
@@ -111,8 +136,9 @@ def gateway_factory(tmp_path: Path) -> Iterator:
     started: list[GatewayProcess] = []
 
     def make(store_url: str | None = None, **kw: object) -> GatewayProcess:
-        gp = GatewayProcess(store_url or f"sqlite:///{tmp_path}/state.db", tmp_path / f"gateway{len(started)}.log",
-                            **kw)  # type: ignore[arg-type]
+        gp = GatewayProcess(
+            store_url or f"sqlite:///{tmp_path}/state.db", tmp_path / f"gateway{len(started)}.log", **kw
+        )  # type: ignore[arg-type]
         started.append(gp)
         return gp
 

@@ -33,8 +33,7 @@ class SSEReader:
 
     def _run(self) -> None:
         try:
-            with self._client.stream("GET", "/v1/stream", params={"sessionKey": self.key},
-                                     headers=self.headers) as res:
+            with self._client.stream("GET", "/v1/stream", params={"sessionKey": self.key}, headers=self.headers) as res:
                 self.status = res.status_code
                 self._sock = res.extensions["network_stream"].get_extra_info("socket")
                 event, data = "message", []

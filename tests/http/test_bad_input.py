@@ -74,8 +74,17 @@ def _wrong(schema: dict[str, Any]) -> Any:
     return [1, 2]
 
 
-MALFORMED: list[bytes] = [b'{"text": ', b"[1, 2]", b'"just a string"', b"42", b"null", b'{"a": NaN}',
-                          b"\xff\xfe{}", b"{'single': 'quotes'}", b"[" * 5000 + b"]" * 5000]
+MALFORMED: list[bytes] = [
+    b'{"text": ',
+    b"[1, 2]",
+    b'"just a string"',
+    b"42",
+    b"null",
+    b'{"a": NaN}',
+    b"\xff\xfe{}",
+    b"{'single': 'quotes'}",
+    b"[" * 5000 + b"]" * 5000,
+]
 
 
 def test_malformed_bodies_are_400(http: httpx.Client, seeded: dict[str, Any]) -> None:
@@ -85,8 +94,9 @@ def test_malformed_bodies_are_400(http: httpx.Client, seeded: dict[str, Any]) ->
         if "requestBody" not in op:
             continue
         for raw in MALFORMED:
-            res = http.request(method, _fill(path, CHILD), content=raw,
-                               headers={"Content-Type": "application/json", **_headers(path)})
+            res = http.request(
+                method, _fill(path, CHILD), content=raw, headers={"Content-Type": "application/json", **_headers(path)}
+            )
             assert_client_error(res, "invalid_argument")
             checked += 1
     assert checked > 200
@@ -104,9 +114,14 @@ def test_wrong_types_and_unknown_fields_are_400(http: httpx.Client, seeded: dict
             assert_client_error(res, "invalid_argument")
         res = http.request(method, _fill(path, CHILD), json={"surprise": 1}, headers=_headers(path))
         assert_client_error(res, "invalid_argument")
-    for path, params in (("/v1/events", {"after": "x"}), ("/v1/events", {"after": "-1"}),
-                         ("/v1/events", {"limit": "0"}), ("/v1/events", {"limit": "1.5"}),
-                         ("/v1/cursors", {"watcher": "not a key"}), ("/v1/cursors", {"target": "agent::x"})):
+    for path, params in (
+        ("/v1/events", {"after": "x"}),
+        ("/v1/events", {"after": "-1"}),
+        ("/v1/events", {"limit": "0"}),
+        ("/v1/events", {"limit": "1.5"}),
+        ("/v1/cursors", {"watcher": "not a key"}),
+        ("/v1/cursors", {"target": "agent::x"}),
+    ):
         assert_client_error(http.get(path, params=params), "invalid_argument")
     assert snapshot(http) == before
 
@@ -117,26 +132,38 @@ def test_unknown_sessions_and_bad_keys(http: httpx.Client, seeded: dict[str, Any
         if "{key}" not in path:
             continue
         body = _minimal_body(path)
-        for key, codes in ((UNKNOWN, ("not_found",)), ("agent%3A%3Abad", ("invalid_argument",)),
-                           ("not%20a%20key", ("invalid_argument",)), ("x" * 600, ("invalid_argument",))):
-            defined_for_unknown = (method in ("PUT", "DELETE") or path.endswith(("/state-version", "/link"))
-                                   or "system-events" in path)
+        for key, codes in (
+            (UNKNOWN, ("not_found",)),
+            ("agent%3A%3Abad", ("invalid_argument",)),
+            ("not%20a%20key", ("invalid_argument",)),
+            ("x" * 600, ("invalid_argument",)),
+        ):
+            defined_for_unknown = (
+                method in ("PUT", "DELETE") or path.endswith(("/state-version", "/link")) or "system-events" in path
+            )
             if key == UNKNOWN and defined_for_unknown:
                 continue  # creates, or answers for unknown sessions (0, empty queue, deleted: false, no link)
             res = http.request(method, _fill(path, key), json=body)
             assert_client_error(res, *codes)
     # Tools: unknown target sessions, unknown callers, unknown tools.
-    for name, args in (("session_status", {"sessionKey": UNKNOWN}), ("sessions_history", {"sessionKey": UNKNOWN}),
-                       ("sessions_send", {"sessionKey": UNKNOWN, "message": "x"})):
-        assert_client_error(http.post(f"/v1/tools/{name}", json=args, headers={"X-Session-Key": MANAGER}),
-                            "not_found")
-    assert_client_error(http.post("/v1/tools/sessions_spawn", json={"label": "z"},
-                                  headers={"X-Session-Key": UNKNOWN}), "not_found")
+    for name, args in (
+        ("session_status", {"sessionKey": UNKNOWN}),
+        ("sessions_history", {"sessionKey": UNKNOWN}),
+        ("sessions_send", {"sessionKey": UNKNOWN, "message": "x"}),
+    ):
+        assert_client_error(http.post(f"/v1/tools/{name}", json=args, headers={"X-Session-Key": MANAGER}), "not_found")
+    assert_client_error(
+        http.post("/v1/tools/sessions_spawn", json={"label": "z"}, headers={"X-Session-Key": UNKNOWN}), "not_found"
+    )
     assert_client_error(http.post("/v1/tools/rm_rf", json={}, headers={"X-Session-Key": MANAGER}), "unknown_tool")
-    assert_client_error(http.post("/v1/tools/session_status", json={"changesSince": 1.0},
-                                  headers={"X-Session-Key": MANAGER}), "invalid_argument")
-    assert_client_error(http.post("/v1/tools/session_status", json={"changesSince": True},
-                                  headers={"X-Session-Key": MANAGER}), "invalid_argument")
+    assert_client_error(
+        http.post("/v1/tools/session_status", json={"changesSince": 1.0}, headers={"X-Session-Key": MANAGER}),
+        "invalid_argument",
+    )
+    assert_client_error(
+        http.post("/v1/tools/session_status", json={"changesSince": True}, headers={"X-Session-Key": MANAGER}),
+        "invalid_argument",
+    )
     assert_client_error(http.get("/v1/nope"), "not_found")
     assert_client_error(http.patch(f"/v1/sessions/{MANAGER}/inbound"), "method_not_allowed")
     assert snapshot(http) == before
@@ -182,8 +209,9 @@ def test_oversized_bodies_are_413(gateway_factory) -> None:
                 yield b'", "channel": "web"}'
 
             if "requestBody" in op:  # a body must say it is JSON (docs/security.md)
-                res = http.request(method, url, content=chunks(),
-                                   headers={**_headers(path), "Content-Type": "application/json"})
+                res = http.request(
+                    method, url, content=chunks(), headers={**_headers(path), "Content-Type": "application/json"}
+                )
                 assert res.status_code == 413 and res.json()["error"]["code"] == "payload_too_large", (path, res.text)
         assert snapshot(http) == before
 
@@ -191,13 +219,19 @@ def test_oversized_bodies_are_413(gateway_factory) -> None:
 def test_default_limits(http: httpx.Client, seeded: dict[str, Any]) -> None:
     before = snapshot(http)
     # Over the 4 MiB body cap.
-    res = http.post(f"/v1/sessions/{CHILD}/inbound", content=b"{" + b" " * (4 * 1024 * 1024) + b"}",
-                    headers={"Content-Type": "application/json"})
+    res = http.post(
+        f"/v1/sessions/{CHILD}/inbound",
+        content=b"{" + b" " * (4 * 1024 * 1024) + b"}",
+        headers={"Content-Type": "application/json"},
+    )
     assert res.status_code == 413
     # Within the body cap but over the 1 MiB text limit of the engine: bad input (SPEC §6).
     res = http.post(f"/v1/sessions/{CHILD}/inbound", json={"text": "x" * (1024 * 1024 + 1), "channel": "web"})
     assert res.status_code == 400 and res.json()["error"]["code"] == "invalid_argument"
-    res = http.post("/v1/tools/sessions_send", json={"sessionKey": CHILD, "message": "x" * (1024 * 1024 + 1)},
-                    headers={"X-Session-Key": MANAGER})
+    res = http.post(
+        "/v1/tools/sessions_send",
+        json={"sessionKey": CHILD, "message": "x" * (1024 * 1024 + 1)},
+        headers={"X-Session-Key": MANAGER},
+    )
     assert res.status_code == 400 and res.json()["error"]["code"] == "invalid_argument"
     assert snapshot(http) == before

@@ -75,8 +75,10 @@ def test_kill9_mid_burst_then_restart_rematerializes_every_notice(gateway_factor
             while not stop.is_set():
                 child = rng.choice(children)
                 try:
-                    res = c.post(f"/v1/sessions/{child}/inbound",
-                                 json={"text": f"human {rng.random()}", "channel": "telegram", "humanId": "ana"})
+                    res = c.post(
+                        f"/v1/sessions/{child}/inbound",
+                        json={"text": f"human {rng.random()}", "channel": "telegram", "humanId": "ana"},
+                    )
                 except httpx.HTTPError:
                     return  # the gateway is gone
                 assert res.status_code == 200, res.text
@@ -116,8 +118,9 @@ def test_kill9_mid_burst_then_restart_rematerializes_every_notice(gateway_factor
         for watcher in (manager, observer):
             queue = [e["text"] for e in http.get(f"/v1/sessions/{watcher}/system-events").json()["entries"]]
             assert not [t for t, n in Counter(queue).items() if n > 1], "duplicated notice"
-            pending = {c["target"]: c["lastSeen"] for c in cursors
-                       if c["watcher"] == watcher and c["material"] > c["lastSeen"]}
+            pending = {
+                c["target"]: c["lastSeen"] for c in cursors if c["watcher"] == watcher and c["material"] > c["lastSeen"]
+            }
             # Exactly one notice per target with unacknowledged change, quoting the cursor's lastSeen.
             assert sorted(queue) == sorted(notice_text(t, last) for t, last in pending.items())
             assert set(before["queues"][watcher]) <= set(queue)

@@ -22,8 +22,10 @@ from tests.support.ports import listening_socket, port_of, spawn_serving, url_of
 from tests.support.waiting import wait_http
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (CI installs the "
-                                "distribution's chromium package; see .ci/run)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium on this machine (CI installs the distribution's chromium package; see .ci/run)",
+)
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
@@ -77,12 +79,14 @@ def browser() -> Iterator[Any]:
 def _seed(s: Serve) -> None:
     with s.http() as http:
         for key in (MAIN, PEER, HELPER):
-            assert http.put(f"/v1/sessions/{key}", json={"label": key.rsplit(':', 1)[1]}).status_code == 200
+            assert http.put(f"/v1/sessions/{key}", json={"label": key.rsplit(":", 1)[1]}).status_code == 200
         spawned = http.post("/v1/tools/sessions_spawn", json={"label": "kid"}, headers={"X-Session-Key": MAIN})
         assert spawned.status_code == 200, spawned.text
         assert http.post("/v1/watch", json={"watcher": PEER, "target": MAIN}).status_code == 200
         assert http.post("/v1/watch", json={"watcher": MAIN, "target": PEER}).status_code == 200
-        assert http.post(f"/v1/sessions/{PEER}/goal", json={"action": "create", "objective": "review"}).status_code == 200
+        assert (
+            http.post(f"/v1/sessions/{PEER}/goal", json={"action": "create", "objective": "review"}).status_code == 200
+        )
         http.post(f"/v1/sessions/{MAIN}/system-events/drain", json={})  # MAIN is up to date with PEER
 
 

@@ -16,8 +16,12 @@ def _gateway(gateway_factory, **kw: object) -> GatewayProcess:
 
 def test_the_page_loads_without_a_token_but_data_needs_one(gateway_factory) -> None:
     gp = _gateway(gateway_factory)
-    for path, kind in (("/ui", "text/html"), ("/ui/", "text/html"), ("/ui/app.js", "text/javascript"),
-                       ("/ui/style.css", "text/css")):
+    for path, kind in (
+        ("/ui", "text/html"),
+        ("/ui/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/style.css", "text/css"),
+    ):
         res = httpx.get(gp.url + path)
         assert res.status_code == 200 and res.headers["content-type"].startswith(kind), path
         csp = res.headers["content-security-policy"]
@@ -39,7 +43,8 @@ def test_the_session_page_reads_without_acknowledging(gateway_factory) -> None:
             http.put(f"/v1/sessions/{key}", json={})
         http.post("/v1/watch", json={"watcher": PEER, "target": MAIN})
         seq = http.post(f"/v1/sessions/{MAIN}/inbound", json={"text": "hello", "channel": "cli"}).json()["event"][
-            "sequence"]
+            "sequence"
+        ]
         before = http.get("/v1/cursors", params={"watcher": PEER}).json()["cursors"]
         view = http.get(f"/v1/sessions/{PEER}/inspect", params={"after": 0}).json()
         assert [q["contextKey"] for q in view["queue"]] and view["watching"][0]["stale"] is True
@@ -66,8 +71,7 @@ def test_the_guard_accepts_the_gateways_own_origin_and_still_refuses_others(gate
     body = b"{}"
 
     def post(**headers: str) -> int:
-        return httpx.post(gp.url + f"/v1/sessions/{MAIN}/reset", content=body,
-                          headers={**auth, **headers}).status_code
+        return httpx.post(gp.url + f"/v1/sessions/{MAIN}/reset", content=body, headers={**auth, **headers}).status_code
 
     httpx.put(gp.url + f"/v1/sessions/{MAIN}", json={}, headers=auth)
     # the page at /ui, same origin: accepted (Chromium sends Origin on POST, and Sec-Fetch-Site)
@@ -87,6 +91,9 @@ def test_the_guard_accepts_the_gateways_own_origin_and_still_refuses_others(gate
 def test_with_the_host_check_off_a_matching_origin_is_not_same_origin(gateway_factory) -> None:
     gp = _gateway(gateway_factory, extra_args=["--allowed-host", "*"])
     auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
-    res = httpx.post(gp.url + f"/v1/sessions/{MAIN}/reset", content=b"{}",
-                     headers={**auth, "Host": f"evil.example:{gp.port}", "Origin": f"http://evil.example:{gp.port}"})
+    res = httpx.post(
+        gp.url + f"/v1/sessions/{MAIN}/reset",
+        content=b"{}",
+        headers={**auth, "Host": f"evil.example:{gp.port}", "Origin": f"http://evil.example:{gp.port}"},
+    )
     assert res.status_code == 403

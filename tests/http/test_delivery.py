@@ -29,16 +29,21 @@ def _queue_reads(base_url: str) -> float:
     """How many queue reads (store operation "peek": a peek, or a drain before its acknowledgment) the
     gateway has finished, from GET /metrics."""
     text = httpx.get(f"{base_url}/metrics", timeout=10).text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith('sessionwatch_store_operation_seconds_count{operation="peek"}'))
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith('sessionwatch_store_operation_seconds_count{operation="peek"}')
+    )
 
 
 def _send_and_hang_up(base_url: str, method: str, path: str, body: bytes = b"") -> None:
     """Send one complete request, then close the connection without reading a byte of the answer; return
     once the gateway has read the queue for it (after the client was gone)."""
     url = urlsplit(base_url)
-    head = (f"{method} {path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n").encode()
+    head = (
+        f"{method} {path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n"
+    ).encode()
     before = _queue_reads(base_url)
     with socket.create_connection((url.hostname, url.port)) as sock:
         sock.sendall(head + body)
@@ -83,8 +88,19 @@ def test_peek_hang_up_peek_ack(http: httpx.Client, shared_gateway: Any) -> None:
     assert cursor["lastSeen"] == cursor["material"]
 
 
-@pytest.mark.parametrize("body", [{}, {"ids": "1"}, {"ids": [True]}, {"ids": [1.5]}, {"ids": [0]},
-                                  {"ids": [2**63]}, {"ids": list(range(1, 1002))}, {"ids": [1], "x": 1}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"ids": "1"},
+        {"ids": [True]},
+        {"ids": [1.5]},
+        {"ids": [0]},
+        {"ids": [2**63]},
+        {"ids": list(range(1, 1002))},
+        {"ids": [1], "x": 1},
+    ],
+)
 def test_bad_ack_bodies_are_400(http: httpx.Client, body: dict[str, Any]) -> None:
     manager, child, v0 = _family(http, "badack")
     before = http.get(f"/v1/sessions/{manager}/system-events").json()
@@ -129,8 +145,11 @@ def test_a_strict_v1_gateway_leaves_cursors_alone(gateway_factory: Any) -> None:
     gp = gateway_factory(env={"SESSIONWATCH_RECONCILE_ACKS": "0"}).start()
     with httpx.Client(base_url=gp.url, timeout=10) as http:
         manager, child, v0 = _family(http, "strict")
-        res = http.post("/v1/tools/session_status", json={"sessionKey": child, "changesSince": v0},
-                        headers={"X-Session-Key": manager})
+        res = http.post(
+            "/v1/tools/session_status",
+            json={"sessionKey": child, "changesSince": v0},
+            headers={"X-Session-Key": manager},
+        )
         assert len(res.json()["stateChanges"]["events"]) == 1
         cursor = http.get("/v1/cursors", params={"watcher": manager, "target": child}).json()["cursors"][0]
         assert cursor["lastSeen"] == v0

@@ -67,39 +67,57 @@ def test_non_ascii_keys_call_tools_through_the_client(shared_gateway) -> None:
 def test_caller_header_that_is_not_utf8_is_400(port: int) -> None:
     body = b"{}"
     for header in (b"agent:a:%FFx", b"agent:a:\xff\xfe"):
-        status, _, out = raw_request(port, b"POST /v1/tools/session_status HTTP/1.1\r\n"
-                                           + b"Host: localhost:%d\r\n" % port + b"X-Session-Key: " + header + b"\r\nContent-Type: application/json\r\n"
-                                           b"Content-Length: 2\r\nConnection: close\r\n\r\n" + body)
+        status, _, out = raw_request(
+            port,
+            b"POST /v1/tools/session_status HTTP/1.1\r\n"
+            + b"Host: localhost:%d\r\n" % port
+            + b"X-Session-Key: "
+            + header
+            + b"\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 2\r\nConnection: close\r\n\r\n" + body,
+        )
         assert status == 400 and b"invalid_argument" in out and b"UTF-8" in out, out
 
 
 def test_invalid_utf8_in_a_path_or_query_is_400_never_a_replacement_key(http: httpx.Client, port: int) -> None:
     before = http.get("/v1/events", params={"limit": 1000}).json()
-    for target in (b"/v1/sessions/agent:a:%FF", b"/v1/sessions/agent:a:%C3%28/inbound",
-                   b"/v1/sessions/agent%3Aa%3A%ED%A0%80", b"/v1/stream?sessionKey=agent:a:%FF",
-                   b"/v1/cursors?watcher=agent:a:%E9"):
+    for target in (
+        b"/v1/sessions/agent:a:%FF",
+        b"/v1/sessions/agent:a:%C3%28/inbound",
+        b"/v1/sessions/agent%3Aa%3A%ED%A0%80",
+        b"/v1/stream?sessionKey=agent:a:%FF",
+        b"/v1/cursors?watcher=agent:a:%E9",
+    ):
         method = b"POST" if target.endswith(b"/inbound") else b"PUT" if target.count(b"/") == 3 else b"GET"
         payload = b'{"text": "t", "channel": "c"}' if method == b"POST" else b"{}"
-        status, headers, out = raw_request(port, method + b" " + target + b" HTTP/1.1\r\nHost: x\r\n"
-                                           b"Content-Type: application/json\r\nContent-Length: "
-                                           + str(len(payload)).encode() + b"\r\nConnection: close\r\n\r\n" + payload)
+        status, headers, out = raw_request(
+            port,
+            method + b" " + target + b" HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: "
+            + str(len(payload)).encode()
+            + b"\r\nConnection: close\r\n\r\n"
+            + payload,
+        )
         assert status == 400, (target, out)
         assert headers["content-type"].startswith("application/json") and b"invalid_argument" in out
     assert http.get("/v1/events", params={"limit": 1000}).json() == before
-    assert "\ufffd" not in str(http.post("/v1/tools/sessions_list", json={"limit": 1000},
-                                         headers={"X-Session-Key": "agent:a:main"}).json())
+    assert "\ufffd" not in str(
+        http.post("/v1/tools/sessions_list", json={"limit": 1000}, headers={"X-Session-Key": "agent:a:main"}).json()
+    )
 
 
 def test_trailing_slash_is_a_plain_404_that_echoes_nothing(port: int) -> None:
     for target in (b"/v1/sessions/agent:a:b/", b"/v1/sessions/agent:a:b%2Fc/", b"/v1/health/"):
-        status, headers, out = raw_request(port, b"GET " + target + b" HTTP/1.1\r\n"
-                                           + b"Host: localhost:%d\r\nConnection: close\r\n\r\n" % port)
+        status, headers, out = raw_request(
+            port, b"GET " + target + b" HTTP/1.1\r\n" + b"Host: localhost:%d\r\nConnection: close\r\n\r\n" % port
+        )
         assert status == 404 and "location" not in headers, (target, headers)
         assert b"localhost" not in out and "\ue000".encode() not in out, out
         assert b"not_found" in out
         # A foreign Host is refused before routing (docs/security.md), and is not echoed either.
-        status, headers, out = raw_request(port, b"GET " + target + b" HTTP/1.1\r\nHost: evil.example\r\n"
-                                           b"Connection: close\r\n\r\n")
+        status, headers, out = raw_request(
+            port, b"GET " + target + b" HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"
+        )
         assert status == 421 and "location" not in headers and b"evil.example" not in out, (target, out)
 
 
@@ -123,8 +141,9 @@ def test_changes_since_and_after_at_the_64_bit_edge(http: httpx.Client) -> None:
 def test_blank_channel_over_http_is_via_unknown(http: httpx.Client) -> None:
     parent, label = "agent:blank:main", "kid"
     http.put(f"/v1/sessions/{parent}", json={})
-    kid = http.post("/v1/tools/sessions_spawn", json={"label": label},
-                    headers={"X-Session-Key": parent}).json()["sessionKey"]
+    kid = http.post("/v1/tools/sessions_spawn", json={"label": label}, headers={"X-Session-Key": parent}).json()[
+        "sessionKey"
+    ]
     res = http.post(f"/v1/sessions/{kid}/inbound", json={"text": "hello", "channel": " "})
     assert res.status_code == 200, res.text
     body: dict[str, Any] = res.json()

@@ -143,8 +143,11 @@ def _script(gw: Any) -> list[Any]:
     out.append(gw.sweep())
     out.append(gw.delete_session(c))
     out.append(gw.delete_session(c))
-    for call in (lambda: gw.get_session(c), lambda: gw.inbound(m, "", channel="web"),
-                 lambda: gw.set_goal(m, "explode")):
+    for call in (
+        lambda: gw.get_session(c),
+        lambda: gw.inbound(m, "", channel="web"),
+        lambda: gw.set_goal(m, "explode"),
+    ):
         try:
             call()
             out.append("no error")

@@ -102,8 +102,10 @@ def test_postgresql_turning_read_only_is_reported_and_recovers(gateway_factory) 
         name = urlsplit(url).path.lstrip("/")
         _family_with_a_notice(url)
         gp = gateway_factory(url).start()
-        kick = (f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
-                " AND pid <> pg_backend_pid()")
+        kick = (
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+            " AND pid <> pg_backend_pid()"
+        )
         with httpx.Client(base_url=gp.url, timeout=20) as http:
             assert http.get("/v1/health").status_code == 200
             pg._admin(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
@@ -121,16 +123,20 @@ def test_a_failed_host_read_is_503_over_http(gateway_factory, tmp_path: Path) ->
     url = f"sqlite:///{tmp_path}/state.db"
     _family_with_a_notice(url)
     gp = gateway_factory(url).start()
-    with httpx.Client(base_url=gp.url, timeout=10) as http, GatewayClient(gp.url) as client, \
-            contextlib.closing(sqlite3.connect(tmp_path / "state.db", isolation_level=None)) as conn:
+    with (
+        httpx.Client(base_url=gp.url, timeout=10) as http,
+        GatewayClient(gp.url) as client,
+        contextlib.closing(sqlite3.connect(tmp_path / "state.db", isolation_level=None)) as conn,
+    ):
         conn.execute("ALTER TABLE events RENAME TO events_away")
         try:
             res = http.get("/v1/events", params={"after": 0})
             assert res.status_code == 503 and res.json()["error"]["code"] == "unavailable"
             with pytest.raises(Unavailable):
                 client.events_after(0)
-            status = http.post("/v1/tools/session_status", json={"sessionKey": KID, "changesSince": 0},
-                               headers={"X-Session-Key": MAIN})
+            status = http.post(
+                "/v1/tools/session_status", json={"sessionKey": KID, "changesSince": 0}, headers={"X-Session-Key": MAIN}
+            )
             assert status.status_code == 200 and status.json()["degraded"] is True
             assert "Degraded" in status.json()["text"]
         finally:
@@ -147,8 +153,11 @@ def test_a_held_sqlite_write_lock_stalls_neither_liveness_nor_sse(gateway_factor
         holder = sqlite3.connect(tmp_path / "state.db", isolation_level=None, timeout=10)
         holder.execute("BEGIN IMMEDIATE")  # another process's writer holds the lock
         writes: list[int] = []
-        writer = threading.Thread(target=lambda: writes.append(
-            httpx.put(f"{gp.url}/v1/sessions/agent:h:other", json={}, timeout=30).status_code))
+        writer = threading.Thread(
+            target=lambda: writes.append(
+                httpx.put(f"{gp.url}/v1/sessions/agent:h:other", json={}, timeout=30).status_code
+            )
+        )
         try:
             writer.start()
             # The write now waits for the lock inside the gateway. Nothing outside shows that it has started
@@ -158,8 +167,11 @@ def test_a_held_sqlite_write_lock_stalls_neither_liveness_nor_sse(gateway_factor
             live = http.get("/v1/health/live")
             assert live.status_code == 200 and time.monotonic() - started < 1.0
             before = len(reader.comments)
-            wait_until(lambda: len(reader.comments) - before >= 3, timeout=1.2,  # keep-alives every 0.2 s
-                       what="3 SSE keep-alives while the store was locked")
+            wait_until(
+                lambda: len(reader.comments) - before >= 3,
+                timeout=1.2,  # keep-alives every 0.2 s
+                what="3 SSE keep-alives while the store was locked",
+            )
             started = time.monotonic()
             ready = http.get("/v1/health")  # the write probe cannot get the lock: not ready, said in time
             assert ready.status_code == 503 and time.monotonic() - started < 3.0

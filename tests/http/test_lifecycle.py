@@ -27,8 +27,13 @@ def served(app) -> Iterator[str]:  # type: ignore[no-untyped-def]
 
 def _run_module(*args: str) -> subprocess.CompletedProcess[str]:
     """``python -m sessionwatch.http ARGS`` on a socket opened here, to its exit."""
-    proc = spawn_serving([sys.executable, "-m", "sessionwatch.http", *args], listening_socket(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = spawn_serving(
+        [sys.executable, "-m", "sessionwatch.http", *args],
+        listening_socket(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = proc.communicate(timeout=30)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -61,8 +66,11 @@ def test_open_failure_is_reported_not_crashed(tmp_path: Path) -> None:
         raise OSError("disk on fire")
 
     with served(create_app(broken)) as url:
-        wait_until(lambda: httpx.get(f"{url}/v1/health").json()["status"] != "starting", timeout=5,
-                   what="health past 'starting'")
+        wait_until(
+            lambda: httpx.get(f"{url}/v1/health").json()["status"] != "starting",
+            timeout=5,
+            what="health past 'starting'",
+        )
         res = httpx.get(f"{url}/v1/health")
         assert res.status_code == 503 and res.json()["status"] == "failed"
         assert "disk on fire" in res.json()["message"]
@@ -89,12 +97,14 @@ def test_access_log_is_one_json_line_per_request_and_can_be_silenced(gateway_fac
     loud.stop()
     lines = [json.loads(line) for line in loud.log_path.read_text().splitlines() if line.startswith("{")]
     assert {"method": "PUT", "path": "/v1/sessions/agent:log:main", "status": 200} in [
-        {k: v for k, v in line.items() if k not in ("ms", "requestId")} for line in lines]
+        {k: v for k, v in line.items() if k not in ("ms", "requestId")} for line in lines
+    ]
     assert any(line["status"] == 404 and line["method"] == "GET" for line in lines)
     assert all(isinstance(line["ms"], float) and line["requestId"] for line in lines)
 
-    quiet = gateway_factory(env={"SESSIONWATCH_ACCESS_LOG": "1"},
-                            extra_args=["--log-level", "info", "--no-access-log"]).start()
+    quiet = gateway_factory(
+        env={"SESSIONWATCH_ACCESS_LOG": "1"}, extra_args=["--log-level", "info", "--no-access-log"]
+    ).start()
     httpx.put(f"{quiet.url}/v1/sessions/agent:log:main", json={})
     quiet.stop()
     assert not [line for line in quiet.log_path.read_text().splitlines() if line.startswith("{")]

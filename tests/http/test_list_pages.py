@@ -26,7 +26,9 @@ def test_pages_over_the_tool_route_and_the_client(http: httpx.Client) -> None:
             break
         body = {"agentId": "pages", "limit": 2, "cursor": page["nextCursor"]}
     assert sorted(seen) == keys and len(seen) == 5
-    assert seen == [s["sessionKey"] for s in http.post(url, json={"agentId": "pages"}, headers=headers).json()["sessions"]]
+    assert seen == [
+        s["sessionKey"] for s in http.post(url, json={"agentId": "pages"}, headers=headers).json()["sessions"]
+    ]
 
     bad = http.post(url, json={"cursor": "%%%"}, headers=headers)
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_argument"
@@ -36,8 +38,9 @@ def test_pages_over_the_tool_route_and_the_client(http: httpx.Client) -> None:
     client = GatewayClient(str(http.base_url))
     try:
         first = client.call_tool("sessions_list", {"agentId": "pages", "limit": 4}, caller=CALLER)
-        rest = client.call_tool("sessions_list", {"agentId": "pages", "limit": 4, "cursor": first["nextCursor"]},
-                                caller=CALLER)
+        rest = client.call_tool(
+            "sessions_list", {"agentId": "pages", "limit": 4, "cursor": first["nextCursor"]}, caller=CALLER
+        )
         assert [s["sessionKey"] for s in first["sessions"] + rest["sessions"]] == seen
         assert "nextCursor" not in rest
         other = client.call_tool("sessions_list", {"limit": 4, "cursor": first["nextCursor"]}, caller=CALLER)

@@ -11,8 +11,9 @@ from sessionwatch.logformat import REQUEST_ID, JsonFormatter
 
 
 def test_every_line_is_json_with_the_request_id(gateway_factory) -> None:
-    gp = gateway_factory(env={"SESSIONWATCH_ACCESS_LOG": "1"},
-                         extra_args=["--log-format", "json", "--log-level", "info"]).start()
+    gp = gateway_factory(
+        env={"SESSIONWATCH_ACCESS_LOG": "1"}, extra_args=["--log-format", "json", "--log-level", "info"]
+    ).start()
     with httpx.Client(base_url=gp.url, timeout=10) as http:
         given = http.put("/v1/sessions/agent:logs:main", json={}, headers={"X-Request-Id": "proxy-id-42"})
         assert given.status_code == 200 and given.headers["x-request-id"] == "proxy-id-42"

@@ -99,6 +99,7 @@ def _burst(url: str, count: int, headers: dict[str, str] | None = None) -> threa
                 key = A if i % 2 else B
                 res = http.post(f"/v1/sessions/{key}/inbound", json={"text": f"m{i}", "channel": "cli"})
                 assert res.status_code == 200, res.text
+
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t
@@ -148,9 +149,11 @@ def test_cli_log_follow_against_a_gateway_survives_a_restart(gateway_factory, tm
         for i in range(5):
             http.post(f"/v1/sessions/{A}/inbound", json={"text": f"before {i}", "channel": "cli"})
     out = open(tmp_path / "follow.jsonl", "wb")
-    proc = subprocess.Popen([*SESSIONWATCH, "--gateway", gp.url, "--json", "log", "--follow"], stdout=out,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*SESSIONWATCH, "--gateway", gp.url, "--json", "log", "--follow"], stdout=out, stderr=subprocess.PIPE
+    )
     try:
+
         def lines() -> list[dict[str, Any]]:
             return [json.loads(x) for x in (tmp_path / "follow.jsonl").read_text().splitlines() if x.strip()]
 
@@ -185,8 +188,9 @@ def test_gap_event_after_pruning_carries_the_changes_since_facts(gateway_factory
     logs = reader.wait_for(len(remaining))
     reader.drop()
     gap = [d for ev, _, d in reader.items if ev == "gap"]
-    assert gap == [{"historyGap": True, "earliestAvailableSequence": earliest, "after": 3,
-                    "prunedThrough": earliest - 1}]
+    assert gap == [
+        {"historyGap": True, "earliestAvailableSequence": earliest, "after": 3, "prunedThrough": earliest - 1}
+    ]
     assert gap[0]["earliestAvailableSequence"] == facts["earliestAvailableSequence"]
     assert reader.items[0][0] == "gap"  # said before the events that remain
     assert [e["sequence"] for e in logs] == [e["sequence"] for e in remaining]

@@ -14,8 +14,11 @@ def scrape(http: httpx.Client) -> dict[tuple[str, tuple[tuple[str, str], ...]], 
     res = http.get("/metrics")
     assert res.status_code == 200, res.text
     assert res.headers["content-type"].startswith("text/plain")
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(res.text) for s in fam.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(res.text)
+        for s in fam.samples
+    }
 
 
 def test_a_scenario_counts_exactly(gateway_factory) -> None:
@@ -23,8 +26,9 @@ def test_a_scenario_counts_exactly(gateway_factory) -> None:
     with httpx.Client(base_url=gp.url, timeout=10) as http:
         manager = "agent:metrics:main"
         assert http.put(f"/v1/sessions/{manager}", json={}).status_code == 200
-        child = http.post("/v1/tools/sessions_spawn", json={"label": "kid"},
-                          headers={"X-Session-Key": manager}).json()["sessionKey"]
+        child = http.post("/v1/tools/sessions_spawn", json={"label": "kid"}, headers={"X-Session-Key": manager}).json()[
+            "sessionKey"
+        ]
         reader = SSEReader(gp.url, manager).start()
         try:
             assert scrape(http)[("sessionwatch_sse_subscribers", ())] == 1

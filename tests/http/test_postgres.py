@@ -20,8 +20,9 @@ def test_wake_crosses_gateways_on_a_shared_store(gateway_factory) -> None:
         manager = "agent:pg:main"
         with httpx.Client(base_url=a.url, timeout=10) as on_a, httpx.Client(base_url=b.url, timeout=10) as on_b:
             on_a.put(f"/v1/sessions/{manager}", json={})
-            child = on_a.post("/v1/tools/sessions_spawn", json={"label": "kid"},
-                              headers={"X-Session-Key": manager}).json()
+            child = on_a.post(
+                "/v1/tools/sessions_spawn", json={"label": "kid"}, headers={"X-Session-Key": manager}
+            ).json()
             reader = SSEReader(a.url, manager).start()
             try:
                 # The person's message arrives through the other gateway.

@@ -34,17 +34,40 @@ def test_schemathesis_finds_no_server_errors_and_conformance_holds(gateway_facto
         http.post("/v1/sessions/agent:main:subagent:kid/inbound", json={"text": "hi", "channel": "web"})
     started = time.monotonic()
     proc = subprocess.run(
-        [str(st), "run", f"{gp.url}/v1/openapi.json", "-H", f"Authorization: Bearer {TOKEN}",
-         "--checks", "all", "--exclude-checks", EXCLUDED_CHECKS,
-         # The wake stream never ends by design; tests/http/test_sse.py covers it.
-         "--exclude-path", "/v1/stream",
-         "--exclude-path", "/v1/events/stream",
-         "--phases", "coverage,fuzzing,stateful", "--max-examples", "8", "--seed", "7",
-         # One worker: with threads, CPython 3.11's ast.parse (used by hypothesis to describe lambdas) can
-         # fail with "AST constructor recursion depth mismatch", a runtime error unrelated to our API.
-         "--workers", "1",
-         "--request-timeout", "15", "--no-color"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=150)
+        [
+            str(st),
+            "run",
+            f"{gp.url}/v1/openapi.json",
+            "-H",
+            f"Authorization: Bearer {TOKEN}",
+            "--checks",
+            "all",
+            "--exclude-checks",
+            EXCLUDED_CHECKS,
+            # The wake stream never ends by design; tests/http/test_sse.py covers it.
+            "--exclude-path",
+            "/v1/stream",
+            "--exclude-path",
+            "/v1/events/stream",
+            "--phases",
+            "coverage,fuzzing,stateful",
+            "--max-examples",
+            "8",
+            "--seed",
+            "7",
+            # One worker: with threads, CPython 3.11's ast.parse (used by hypothesis to describe lambdas) can
+            # fail with "AST constructor recursion depth mismatch", a runtime error unrelated to our API.
+            "--workers",
+            "1",
+            "--request-timeout",
+            "15",
+            "--no-color",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
     elapsed = time.monotonic() - started
     report = proc.stdout[-6000:] + proc.stderr[-2000:]
     assert proc.returncode == 0, report

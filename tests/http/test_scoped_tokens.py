@@ -32,12 +32,32 @@ OWN_MAIN, OWN_KID, OTHER_MAIN = "agent:own:main", "agent:own:kid", "agent:oth:ma
 # What a token of another agent (or of the session's own agent) may do, by route. Every other route is
 # session-scoped: the owner's token may use it, another agent's token is refused (403).
 ANY_TOKEN = {"openapi"}
-FILTERED = {"events_after", "cursors", "stream_log", "ui_overview", "ui_health"}  # answered, narrowed to the token's agents
-ADMIN_ONLY = {"prune", "sweep", "list_threads", "continue_thread", "upstream_tick", "upstream_results", "pair_node",
-              "metrics"}
+FILTERED = {
+    "events_after",
+    "cursors",
+    "stream_log",
+    "ui_overview",
+    "ui_health",
+}  # answered, narrowed to the token's agents
+ADMIN_ONLY = {
+    "prune",
+    "sweep",
+    "list_threads",
+    "continue_thread",
+    "upstream_tick",
+    "upstream_results",
+    "pair_node",
+    "metrics",
+}
 
-PATH_VALUES = {"key": OWN_MAIN, "name": "session_status", "runId": "run-m", "catalogId": "claude",
-               "threadId": "nope", "nodeId": "n1"}
+PATH_VALUES = {
+    "key": OWN_MAIN,
+    "name": "session_status",
+    "runId": "run-m",
+    "catalogId": "claude",
+    "threadId": "nope",
+    "nodeId": "n1",
+}
 # Bodies for routes whose body must name what they touch; any other route gets {} (a new route too).
 BODIES: dict[str, dict[str, Any]] = {
     "watch": {"watcher": OWN_MAIN, "target": OWN_KID},
@@ -89,8 +109,12 @@ def setup(gateway_factory, tmp_path: Path) -> Iterator[Setup]:
         gw.inbound(OWN_KID, "a person typed", channel="cli")
         gw.inbound(OTHER_MAIN, "other team's secret", channel="cli")
         gw.set_goal(OTHER_MAIN, "create", objective="the other team's plan")
-    yield Setup(gp.url, {"none": "", "wrong": wrong, "revoked": revoked, "other": other, "own": own,
-                         "admin": ADMIN}, own_row.token_id, store_url)
+    yield Setup(
+        gp.url,
+        {"none": "", "wrong": wrong, "revoked": revoked, "other": other, "own": own, "admin": ADMIN},
+        own_row.token_id,
+        store_url,
+    )
 
 
 def _send(http: httpx.Client, ep: Any, token: str) -> httpx.Response:
@@ -138,8 +162,10 @@ def test_every_route_times_every_credential(setup: Setup) -> None:
 
 
 def test_filtered_reads_show_only_the_tokens_agents(setup: Setup) -> None:
-    with GatewayClient(setup.url, token=setup.tokens["own"]) as own, \
-            GatewayClient(setup.url, token=setup.tokens["other"]) as other:
+    with (
+        GatewayClient(setup.url, token=setup.tokens["own"]) as own,
+        GatewayClient(setup.url, token=setup.tokens["other"]) as other,
+    ):
         mine = own.events_after(0, 1000)
         assert mine and {e["agentId"] for e in mine} == {OWN}
         theirs = other.events_after(0, 1000)
@@ -156,13 +182,15 @@ def test_filtered_reads_show_only_the_tokens_agents(setup: Setup) -> None:
 
 def test_tools_refuse_other_agents_as_caller_and_as_target(setup: Setup) -> None:
     with GatewayClient(setup.url, token=setup.tokens["own"]) as own:
-        for name, args in (("session_status", {"sessionKey": OTHER_MAIN}),
-                           ("sessions_history", {"sessionKey": OTHER_MAIN}),
-                           ("sessions_send", {"sessionKey": OTHER_MAIN, "message": "hi"}),
-                           ("session_unwatch", {"sessionKey": OTHER_MAIN}),
-                           ("sessions_spawn", {"agentId": OTHER, "label": "x"}),
-                           ("sessions_spawn", {"sessionKey": "agent:oth:subagent:x"}),
-                           ("session_status", {"sessionKey": "agent:oth:never-created"})):
+        for name, args in (
+            ("session_status", {"sessionKey": OTHER_MAIN}),
+            ("sessions_history", {"sessionKey": OTHER_MAIN}),
+            ("sessions_send", {"sessionKey": OTHER_MAIN, "message": "hi"}),
+            ("session_unwatch", {"sessionKey": OTHER_MAIN}),
+            ("sessions_spawn", {"agentId": OTHER, "label": "x"}),
+            ("sessions_spawn", {"sessionKey": "agent:oth:subagent:x"}),
+            ("session_status", {"sessionKey": "agent:oth:never-created"}),
+        ):
             out = own.call_tool(name, args, caller=OWN_MAIN)
             assert out["error"]["code"] == "forbidden", (name, args, out)
         # acting as another agent's session is refused whatever the tool
@@ -174,10 +202,13 @@ def test_tools_refuse_other_agents_as_caller_and_as_target(setup: Setup) -> None
         assert [m["text"] for m in history["messages"]] == ["other team's secret"]
         # its own agent's tools work as before
     with GatewayClient(setup.url, token=setup.tokens["own"]) as own:
-        assert own.call_tool("sessions_send", {"sessionKey": OWN_KID, "message": "go"}, caller=OWN_MAIN)[
-            "status"] == "accepted"
-        assert own.call_tool("session_status", {"sessionKey": OWN_KID, "changesSince": 0},
-                             caller=OWN_MAIN)["stateChanges"]["events"]
+        assert (
+            own.call_tool("sessions_send", {"sessionKey": OWN_KID, "message": "go"}, caller=OWN_MAIN)["status"]
+            == "accepted"
+        )
+        assert own.call_tool("session_status", {"sessionKey": OWN_KID, "changesSince": 0}, caller=OWN_MAIN)[
+            "stateChanges"
+        ]["events"]
 
 
 def test_a_session_body_may_not_name_another_agents_session(setup: Setup) -> None:
@@ -186,8 +217,11 @@ def test_a_session_body_may_not_name_another_agents_session(setup: Setup) -> Non
         # a spawn parent gets the child's notices in its queue; a source is who a turn claims to be from
         res = http.put("/v1/sessions/agent:own:adopted", json={"spawnedBy": OTHER_MAIN}, headers=headers)
         assert res.status_code == 403, res.text
-        res = http.post(f"/v1/sessions/{OWN_MAIN}/inbound", headers=headers, json={
-            "text": "hi", "channel": "cli", "provenance": "inter_session", "sourceSessionKey": OTHER_MAIN})
+        res = http.post(
+            f"/v1/sessions/{OWN_MAIN}/inbound",
+            headers=headers,
+            json={"text": "hi", "channel": "cli", "provenance": "inter_session", "sourceSessionKey": OTHER_MAIN},
+        )
         assert res.status_code == 403, res.text
         assert http.get("/v1/sessions/agent:own:adopted", headers=headers).status_code == 404  # nothing written
         res = http.put("/v1/sessions/agent:own:adopted", json={"spawnedBy": OWN_MAIN}, headers=headers)
@@ -211,16 +245,16 @@ def test_wake_stream_only_for_the_tokens_watchers(setup: Setup) -> None:
             next(other.stream_wakes(OWN_MAIN, timeout=5))
         assert getattr(refused.value, "code", "") == "forbidden"
     watcher = "agent:own:w2"
-    with GatewayClient(setup.url, token=setup.tokens["own"]) as own, \
-            GatewayClient(setup.url, token=ADMIN) as admin:
+    with GatewayClient(setup.url, token=setup.tokens["own"]) as own, GatewayClient(setup.url, token=ADMIN) as admin:
         admin.put_session(watcher)
         admin.watch(watcher, OWN_KID)
         got: list[dict[str, Any]] = []
         streams = httpx.get(f"{setup.url}/v1/health").json()["streams"]
         reader = threading.Thread(target=lambda: got.append(next(own.stream_wakes(watcher, timeout=10))))
         reader.start()
-        wait_until(lambda: httpx.get(f"{setup.url}/v1/health").json()["streams"] > streams,
-                   what="the wake stream subscribed")
+        wait_until(
+            lambda: httpx.get(f"{setup.url}/v1/health").json()["streams"] > streams, what="the wake stream subscribed"
+        )
         admin.inbound(OWN_KID, "another person's turn", channel="cli")
         reader.join(15)
         assert got and got[0]["watcher"] == watcher and got[0]["target"] == OWN_KID
@@ -233,8 +267,11 @@ def test_a_revoked_token_is_refused_within_a_second(setup: Setup) -> None:
         store = open_store(setup.store_url)
         revoke_token(store, setup.own_id)
         store.close()
-        wait_until(lambda: http.get(f"/v1/sessions/{OWN_MAIN}", headers=headers).status_code != 200, timeout=1.0,
-                   what="the revoked token refused")
+        wait_until(
+            lambda: http.get(f"/v1/sessions/{OWN_MAIN}", headers=headers).status_code != 200,
+            timeout=1.0,
+            what="the revoked token refused",
+        )
         assert http.get(f"/v1/sessions/{OWN_MAIN}", headers=headers).status_code == 401
 
 

@@ -58,8 +58,9 @@ def test_revocation_reaches_every_gateway_within_a_second(db: str, gateway_facto
         gateways = [gateway_factory(db, token=ADMIN), gateway_factory(db, token=ADMIN)]
         for g in gateways:
             g.start()
-        httpx.put(f"{gateways[0].url}/v1/sessions/{KEY}", json={}, headers={"Authorization": f"Bearer {token}"},
-                  timeout=5).raise_for_status()
+        httpx.put(
+            f"{gateways[0].url}/v1/sessions/{KEY}", json={}, headers={"Authorization": f"Bearer {token}"}, timeout=5
+        ).raise_for_status()
         urls = [g.url for g in gateways]
         for url in urls:  # both accept it, and have it cached
             assert _status(url, token) == 200 and _status(url, other) == 200
@@ -70,18 +71,28 @@ def test_revocation_reaches_every_gateway_within_a_second(db: str, gateway_facto
     finally:
         store.close()
     # the operator's way: the CLI on the same database
-    revoked = subprocess.run([*SESSIONWATCH, "--store", db, "token", "revoke", other_row.token_id, "--json"], capture_output=True,
-                             text=True, timeout=60, env=clean_env())
+    revoked = subprocess.run(
+        [*SESSIONWATCH, "--store", db, "token", "revoke", other_row.token_id, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert revoked.returncode == 0 and '"revoked": true' in revoked.stdout, revoked.stderr
     _refused_within(urls, other, 1.0)
 
 
 def test_the_cli_manages_tokens_on_postgresql(db: str) -> None:
     env = clean_env(SESSIONWATCH_STORE=db)
-    made = subprocess.run([*SESSIONWATCH, "token", "create", "--agent", "ops", "--name", "ops team", "--json"],
-                          capture_output=True, text=True, timeout=60, env=env)
+    made = subprocess.run(
+        [*SESSIONWATCH, "token", "create", "--agent", "ops", "--name", "ops team", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert made.returncode == 0, made.stderr
     listed = subprocess.run([*SESSIONWATCH, "token", "list"], capture_output=True, text=True, timeout=60, env=env)
     assert listed.returncode == 0 and "ops team" in listed.stdout
-    assert made.stdout.count("\"sw_") == 1  # shown once, at creation
+    assert made.stdout.count('"sw_') == 1  # shown once, at creation
     assert "sw_" not in listed.stdout  # never the token itself

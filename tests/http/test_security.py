@@ -34,8 +34,12 @@ def test_token_required_on_every_route_but_health(gateway_factory) -> None:
             for method in ops:
                 if path.startswith("/v1/health"):  # health, health/live, health/ready need no token
                     continue
-                for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN},
-                                {"Authorization": f"Basic {TOKEN}"}):
+                for headers in (
+                    {},
+                    {"Authorization": "Bearer wrong"},
+                    {"Authorization": TOKEN},
+                    {"Authorization": f"Basic {TOKEN}"},
+                ):
                     res = http.request(method.upper(), _concrete(path), headers=headers, json={})
                     assert res.status_code == 401, (method, path, headers, res.text)
                     assert res.json()["error"]["code"] == "unauthorized"
@@ -58,10 +62,23 @@ def test_token_from_environment(gateway_factory) -> None:
 
 def test_refuses_to_listen_beyond_loopback_without_a_token() -> None:
     with refusing_port() as port:  # held (not listening) here: a gateway that bound anyway would fail differently
-        proc = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--host", "0.0.0.0", "--port", str(port),
-                               "--store", "sqlite:////nonexistent-dir/never-opened.db"],
-                              capture_output=True, text=True, timeout=30,
-                              env={k: v for k, v in __import__("os").environ.items() if k != "SESSIONWATCH_TOKEN"})
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sessionwatch.http",
+                "--host",
+                "0.0.0.0",
+                "--port",
+                str(port),
+                "--store",
+                "sqlite:////nonexistent-dir/never-opened.db",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={k: v for k, v in __import__("os").environ.items() if k != "SESSIONWATCH_TOKEN"},
+        )
         assert proc.returncode == 4  # forbidden: the exit code of `sessionwatch serve` too
         assert "forbidden" in proc.stderr and "token" in proc.stderr
         with socket.socket() as s:  # nothing listens there
@@ -71,14 +88,20 @@ def test_refuses_to_listen_beyond_loopback_without_a_token() -> None:
 def test_an_inherited_socket_beyond_loopback_needs_a_token_too() -> None:
     """--fd: the socket's own address is what is exposed, whatever --host says (its default is loopback)."""
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SESSIONWATCH_")}
-    proc = spawn_serving([sys.executable, "-m", "sessionwatch.http", "--store",
-                          "sqlite:////nonexistent-dir/never-opened.db"], listening_socket("0.0.0.0"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = spawn_serving(
+        [sys.executable, "-m", "sessionwatch.http", "--store", "sqlite:////nonexistent-dir/never-opened.db"],
+        listening_socket("0.0.0.0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 4, (out, err)
     assert "forbidden" in err and "token" in err
-    bad = subprocess.run([sys.executable, "-m", "sessionwatch.http", "--fd", "987"], capture_output=True, text=True,
-                         timeout=30, env=env)
+    bad = subprocess.run(
+        [sys.executable, "-m", "sessionwatch.http", "--fd", "987"], capture_output=True, text=True, timeout=30, env=env
+    )
     assert bad.returncode == 2 and "--fd 987" in bad.stderr, bad.stderr
 
 
@@ -92,9 +115,20 @@ def test_serve_raises_forbidden_before_binding(monkeypatch: pytest.MonkeyPatch) 
     assert time.monotonic() - started < 2
 
 
-@pytest.mark.parametrize("host,expected", [("127.0.0.1", True), ("127.8.9.1", True), ("::1", True),
-                                           ("[::1]", True), ("localhost", True), ("0.0.0.0", False),
-                                           ("::", False), ("10.0.0.1", False), ("myhost", False)])
+@pytest.mark.parametrize(
+    "host,expected",
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.1", False),
+        ("myhost", False),
+    ],
+)
 def test_is_loopback(host: str, expected: bool) -> None:
     assert is_loopback(host) is expected
 
@@ -102,8 +136,11 @@ def test_is_loopback(host: str, expected: bool) -> None:
 def test_acting_tools_need_an_agent_qualified_caller(http: httpx.Client) -> None:
     assert http.put("/v1/sessions/global", json={"agentId": "secg"}).status_code == 200
     bare = {"X-Session-Key": "global", "X-Agent-Id": "secg"}
-    for name, args in (("sessions_spawn", {"label": "x"}), ("sessions_send", {"sessionKey": "global", "message": "m"}),
-                       ("session_unwatch", {"sessionKey": "agent:secg:main"})):
+    for name, args in (
+        ("sessions_spawn", {"label": "x"}),
+        ("sessions_send", {"sessionKey": "global", "message": "m"}),
+        ("session_unwatch", {"sessionKey": "agent:secg:main"}),
+    ):
         res = http.post(f"/v1/tools/{name}", json=args, headers=bare)
         assert res.status_code == 403 and res.json()["error"]["code"] == "forbidden", res.text
     # Reading tools are fine for a bare global caller that names its agent.

@@ -117,15 +117,19 @@ def test_keepalive_comments(gateway_factory) -> None:
     gp = gateway_factory(extra_args=["--keepalive", "0.2"]).start()
     reader = SSEReader(gp.url, "agent:ka:main").start()
     try:
-        wait_until(lambda: sum(c == ": keep-alive" for c in reader.comments) >= 2, timeout=0.9,  # every 0.2 s
-                   what="two keep-alives")
+        wait_until(
+            lambda: sum(c == ": keep-alive" for c in reader.comments) >= 2,
+            timeout=0.9,  # every 0.2 s
+            what="two keep-alives",
+        )
         assert reader.comments[0].startswith(": subscribed")
     finally:
         reader.close()
 
 
-@pytest.mark.parametrize("query", [{}, {"sessionKey": "global"}, {"sessionKey": "not a key"},
-                                   {"sessionKey": "agent::x"}])
+@pytest.mark.parametrize(
+    "query", [{}, {"sessionKey": "global"}, {"sessionKey": "not a key"}, {"sessionKey": "agent::x"}]
+)
 def test_stream_refuses_bad_keys(http: httpx.Client, query: dict[str, str]) -> None:
     res = http.get("/v1/stream", params=query)
     assert res.status_code == 400 and res.json()["error"]["code"] == "invalid_argument"
@@ -145,15 +149,22 @@ def test_sigterm_ends_streams_and_finishes_in_flight_requests(gateway_factory) -
 
         def waiting_send() -> None:
             with httpx.Client(base_url=gp.url, timeout=10) as c:
-                result["res"] = c.post("/v1/tools/sessions_send", json={"sessionKey": b, "message": "hi",
-                                                                        "timeoutSeconds": 1.5},
-                                       headers={"X-Session-Key": a})
+                result["res"] = c.post(
+                    "/v1/tools/sessions_send",
+                    json={"sessionKey": b, "message": "hi", "timeoutSeconds": 1.5},
+                    headers={"X-Session-Key": a},
+                )
 
         t = threading.Thread(target=waiting_send)
         t.start()
         # In flight once its message is in b's transcript (then it waits for a reply that never comes).
-        wait_until(lambda: '"hi"' in http.post("/v1/tools/sessions_history", json={"sessionKey": b},
-                                               headers={"X-Session-Key": a}).text, what="the send in flight")
+        wait_until(
+            lambda: (
+                '"hi"'
+                in http.post("/v1/tools/sessions_history", json={"sessionKey": b}, headers={"X-Session-Key": a}).text
+            ),
+            what="the send in flight",
+        )
         started = time.monotonic()
         assert gp.proc is not None
         gp.proc.send_signal(signal.SIGTERM)
@@ -179,6 +190,7 @@ def test_gateway_client_stream_wakes(shared_gateway, http: httpx.Client) -> None
     manager, child = _manager_with_child(http, "sseclient")
     got: list[dict] = []
     with GatewayClient(shared_gateway.url) as client:
+
         def consume() -> None:
             for wake in client.stream_wakes(manager, timeout=5):
                 got.append(wake)

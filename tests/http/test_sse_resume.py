@@ -9,12 +9,14 @@ from .sse_reader import SSEReader
 
 
 @pytest.mark.slow
-def test_a_wake_stream_reconnecting_with_a_notice_pending_gets_exactly_one_wake(shared_gateway,
-                                                                                http: httpx.Client) -> None:
+def test_a_wake_stream_reconnecting_with_a_notice_pending_gets_exactly_one_wake(
+    shared_gateway, http: httpx.Client
+) -> None:
     manager = "agent:resume:main"
     assert http.put(f"/v1/sessions/{manager}", json={}).status_code == 200
-    child = http.post("/v1/tools/sessions_spawn", json={"label": "kid"},
-                      headers={"X-Session-Key": manager}).json()["sessionKey"]
+    child = http.post("/v1/tools/sessions_spawn", json={"label": "kid"}, headers={"X-Session-Key": manager}).json()[
+        "sessionKey"
+    ]
 
     first = SSEReader(shared_gateway.url, manager).start()
     try:

@@ -60,8 +60,7 @@ async def run_notice_scenario(client: Client, person_types: Callable[[str], None
     assert not second["text"].startswith("System:")
 
     # Reconciling with the number from the notice gives the person's turn.
-    status = await call_ok(client, "session_status", {"sessionKey": child,
-                                                       "changesSince": spawned["stateVersion"]})
+    status = await call_ok(client, "session_status", {"sessionKey": child, "changesSince": spawned["stateVersion"]})
     assert [e["kind"] for e in status["stateChanges"]["events"]] == ["human_direct_message"]
 
 
@@ -74,8 +73,9 @@ async def run_every_tool(client: Client) -> None:
     status = await call_ok(client, "session_status", {})
     assert status["sessionKey"] == MANAGER  # default: the caller's own session
     listed = await call_ok(client, "sessions_list", {"kinds": ["subagent"]})
-    assert {"sessionKey": child, "spawnedBy": MANAGER} .items() <= next(
-        s for s in listed["sessions"] if s["sessionKey"] == child).items()
+    assert {"sessionKey": child, "spawnedBy": MANAGER}.items() <= next(
+        s for s in listed["sessions"] if s["sessionKey"] == child
+    ).items()
     history = await call_ok(client, "sessions_history", {"sessionKey": child})
     inter = [m for m in history["messages"] if m["text"] == "hello worker"]
     assert inter and inter[0].get("sourceSessionKey") == MANAGER
@@ -100,8 +100,12 @@ def mcp_http_server(store_url: str, *token_args: str) -> Iterator[tuple[str, sub
 
     sock = listening_socket()  # served with --fd: no port race
     url = f"{url_of(sock)}/mcp"
-    proc = spawn_serving([*SESSIONWATCH, "--store", store_url, "mcp", "--session", MANAGER, "--transport", "http",
-                          *token_args], sock, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = spawn_serving(
+        [*SESSIONWATCH, "--store", store_url, "mcp", "--session", MANAGER, "--transport", "http", *token_args],
+        sock,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_http(url, proc, status=None)  # any answer: the server is up (without a token it is a 401)
         yield url, proc

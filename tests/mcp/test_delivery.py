@@ -41,11 +41,16 @@ async def _cancel_a_waiting_send(client: Client, url: str, child: str) -> list[A
     does not interrupt a call in flight), else nothing."""
     got: list[Any] = []
     async with anyio.create_task_group() as tg:
+
         async def waiting_send() -> None:
-            got.append(await client.call_tool("sessions_send", {"sessionKey": child, "message": "are you there?",
-                                                                "timeoutSeconds": 30}))
+            got.append(
+                await client.call_tool(
+                    "sessions_send", {"sessionKey": child, "message": "are you there?", "timeoutSeconds": 30}
+                )
+            )
 
         tg.start_soon(waiting_send)
+
         async def reached() -> bool:
             return "are you there?" in await anyio.to_thread.run_sync(_messages, url, child)
 
@@ -74,8 +79,11 @@ async def _the_next_call_delivers_it_once(client: Client, child: str, since: int
 @pytest.mark.slow
 async def test_stdio_a_cancelled_call_leaves_its_notice_for_the_next(sqlite_url: str, mode: str) -> None:
     assert os.path.exists(SW), f"the sessionwatch command is not installed beside {sys.executable}"
-    params = StdioServerParameters(command=SW, args=["--store", sqlite_url, "mcp", "--session", MANAGER],
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    params = StdioServerParameters(
+        command=SW,
+        args=["--store", sqlite_url, "mcp", "--session", MANAGER],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     async with Client(params, mode=mode) as client:
         spawned = await call_ok(client, "sessions_spawn", {"label": "kid"})
         child = spawned["sessionKey"]
@@ -131,7 +139,6 @@ async def test_concurrent_calls_do_not_both_carry_a_notice(gw: Gateway) -> None:
     assert [e["id"] for e in third.system_events] == [e["id"] for e in first.system_events]
 
 
-
 async def test_without_write_reports_a_cancelled_call_acknowledges_nothing(gw: Gateway) -> None:
     """The streamable-HTTP path: a call cancelled while its worker runs must not count as delivered,
     although the worker finishes and the handler resumes without a checkpoint."""
@@ -142,6 +149,7 @@ async def test_without_write_reports_a_cancelled_call_acknowledges_nothing(gw: G
     child = gw.call_tool("sessions_spawn", {"label": "kid"}, caller=MANAGER)["sessionKey"]
     gw.inbound(child, "hi", channel="webchat")
     with anyio.CancelScope() as scope:
+
         async def cancel_soon() -> None:  # once the send waits for its reply (its message is in the transcript)
             def sent() -> bool:
                 history = gw.call_tool("sessions_history", {"sessionKey": child}, caller=child)["messages"]
@@ -152,8 +160,9 @@ async def test_without_write_reports_a_cancelled_call_acknowledges_nothing(gw: G
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(cancel_soon)
-            await run_call(binding, "req-9", "sessions_send",
-                           {"sessionKey": child, "message": "x", "timeoutSeconds": 1})
+            await run_call(
+                binding, "req-9", "sessions_send", {"sessionKey": child, "message": "x", "timeoutSeconds": 1}
+            )
     assert scope.cancelled_caught
     nxt = binding.call("sessions_list", {}, binding.open_call())
     assert [e["contextKey"] for e in nxt.system_events] == [e["contextKey"] for e in gw.peek_system_events(MANAGER)]

@@ -60,8 +60,9 @@ async def test_unknown_tool_and_bad_arguments_are_tool_errors(binding: SessionBi
         assert extra.is_error and structured(extra)["error"]["code"] == "invalid_argument"
 
 
-async def test_a_notice_raised_while_a_send_waits_comes_back_with_its_reply(gw: Gateway,
-                                                                            binding: SessionBinding) -> None:
+async def test_a_notice_raised_while_a_send_waits_comes_back_with_its_reply(
+    gw: Gateway, binding: SessionBinding
+) -> None:
     async with Client(build_server(binding)) as client:
         child = (await call_ok(client, "sessions_spawn", {"label": "kid"}))["sessionKey"]
 

@@ -29,8 +29,7 @@ from tests.support.commands import SESSIONWATCH
 from .helpers import MANAGER
 
 # 2025-era clients subscribe with resources/subscribe, which the SDK flags as removed in 2026-07-28
-pytestmark = [pytest.mark.anyio, pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
 
 URI = notices_uri(MANAGER)
 CHILD = "agent:main:subagent:kid"
@@ -43,8 +42,13 @@ def _env() -> dict[str, str]:
 
 def _person_types(where: list[str], text: str = "a person types here") -> None:
     """Another process: the installed CLI records a person's turn into the child."""
-    done = subprocess.run([*SESSIONWATCH, *where, "inbound", CHILD, text, "--channel", "webchat"], env=_env(),
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*SESSIONWATCH, *where, "inbound", CHILD, text, "--channel", "webchat"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -66,8 +70,11 @@ async def _subscribed(where: list[str], mode: str, poll: float) -> AsyncIterator
         if uri is not None:
             await send.send(uri)
 
-    params = StdioServerParameters(command=SESSIONWATCH[0], args=[*SESSIONWATCH[1:], *where, "mcp", "--session", MANAGER, "--notice-poll",
-                                                     str(poll)], env=_env())
+    params = StdioServerParameters(
+        command=SESSIONWATCH[0],
+        args=[*SESSIONWATCH[1:], *where, "mcp", "--session", MANAGER, "--notice-poll", str(poll)],
+        env=_env(),
+    )
     async with Client(params, mode=mode, message_handler=on_message) as client:
         if mode == "legacy":
             assert client.server_capabilities.resources is not None

@@ -42,13 +42,19 @@ async def test_scoped_tokens_on_the_mcp_http_transport(served: tuple[str, dict[s
     # a token of another agent may not drive a session bound to agent 'main'
     refused = httpx.post(url, json=ask, headers={"Authorization": f"Bearer {tokens['other']}"})
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['own']}"}, timeout=30) as http, Client(streamable_http_client(url, http_client=http)) as client:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['own']}"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
         mine = structured(await client.call_tool("session_status", {}))
         assert mine["sessionKey"] == MANAGER
         listed = structured(await client.call_tool("sessions_list", {}))
         assert [s["sessionKey"] for s in listed["sessions"]] == [MANAGER]
         leak = structured(await client.call_tool("sessions_history", {"sessionKey": OTHER_MAIN}))
         assert leak["error"]["code"] == "forbidden" and "secret" not in str(leak)
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30) as http, Client(streamable_http_client(url, http_client=http)) as client:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
         seen = structured(await client.call_tool("sessions_history", {"sessionKey": OTHER_MAIN}))
         assert [m["text"] for m in seen["messages"]] == ["the other team's secret"]

@@ -26,8 +26,11 @@ READ_ONLY = {"session_status", "sessions_list", "sessions_history"}
 
 
 def _stdio(url: str) -> StdioServerParameters:
-    return StdioServerParameters(command=SESSIONWATCH[0], args=[*SESSIONWATCH[1:], "--store", url, "mcp", "--session", MANAGER],
-                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return StdioServerParameters(
+        command=SESSIONWATCH[0],
+        args=[*SESSIONWATCH[1:], "--store", url, "mcp", "--session", MANAGER],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 def _validate(schema: dict[str, Any], value: Any) -> None:
@@ -35,8 +38,9 @@ def _validate(schema: dict[str, Any], value: Any) -> None:
     assert not errors, [e.message for e in errors]
 
 
-async def test_tools_carry_title_annotations_and_an_output_schema_their_results_match(sqlite_url: str,
-                                                                                      mode: str) -> None:
+async def test_tools_carry_title_annotations_and_an_output_schema_their_results_match(
+    sqlite_url: str, mode: str
+) -> None:
     async with Client(_stdio(sqlite_url), mode=mode) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert list(listed) == list(TOOLS)
@@ -75,8 +79,11 @@ async def test_tools_carry_title_annotations_and_an_output_schema_their_results_
                 _validate(TOOLS[name].result_schema, body)  # the engine's result schema, as HTTP publishes it
 
         # an error object is no valid success: the schema tells the two apart
-        errors = list(Draft202012Validator(TOOLS["session_status"].result_schema).iter_errors(
-            {"error": {"code": "not_found", "message": "x"}}))
+        errors = list(
+            Draft202012Validator(TOOLS["session_status"].result_schema).iter_errors(
+                {"error": {"code": "not_found", "message": "x"}}
+            )
+        )
         assert errors
 
 
@@ -87,4 +94,3 @@ def test_http_and_mcp_publish_the_same_result_schemas() -> None:
         ok = doc["paths"][f"/v1/tools/{name}"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
         assert ok == tool.result_schema
         assert tool.result_schema in published[name]["anyOf"]  # MCP: the same result, or the error object
-

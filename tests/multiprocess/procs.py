@@ -36,9 +36,23 @@ class HttpGateway:
         self.url = f"http://127.0.0.1:{self.port}"
         log = open(log_path, "ab")
         self.proc = spawn_serving(
-            [sys.executable, "-m", "sessionwatch.http", "--store", store_url,
-             "--no-monitor", "--log-level", "warning", "--keepalive", "1"], sock,
-            stdout=log, stderr=subprocess.STDOUT, env=child_env())
+            [
+                sys.executable,
+                "-m",
+                "sessionwatch.http",
+                "--store",
+                store_url,
+                "--no-monitor",
+                "--log-level",
+                "warning",
+                "--keepalive",
+                "1",
+            ],
+            sock,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=child_env(),
+        )
         log.close()
         self.client = httpx.Client(base_url=self.url, timeout=20)
 
@@ -103,9 +117,21 @@ class Recorder:
 
     def __init__(self, store_url: str, worker: int, n: int, targets: list[str], *, pace_ms: float = 0) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("recorder.py")), store_url, str(worker), str(n),
-             ",".join(targets), str(pace_ms)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+            [
+                sys.executable,
+                str(Path(__file__).with_name("recorder.py")),
+                store_url,
+                str(worker),
+                str(n),
+                ",".join(targets),
+                str(pace_ms),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=child_env(),
+        )
         self.committed: list[int] = []
         self.ready = threading.Event()
         self.done = threading.Event()

@@ -21,14 +21,21 @@ from sessionwatch.clock import ManualClock
 from sessionwatch.notices import context_key_for, notice_text
 from tests.support import pg
 
-pytestmark = [pytest.mark.postgres,
-              pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
+pytestmark = [pytest.mark.postgres, pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
 
 SEEDS = range(1, 1 + int(os.environ.get("SESSIONWATCH_PARITY_SEEDS", "4")))  # more: a longer search
 DAY = 86_400_000
 SETTINGS = Settings(queue_cap=3, max_events=15, retention_ms=2 * DAY, prune_interval_ms=0)
-KEYS = ["agent:a:main", "agent:a:p1", "agent:a:dm:bob", "agent:a:telegram:group:g", "agent:a:subagent:c1",
-        "agent:a:subagent:c2", "agent:b:main", "global"]
+KEYS = [
+    "agent:a:main",
+    "agent:a:p1",
+    "agent:a:dm:bob",
+    "agent:a:telegram:group:g",
+    "agent:a:subagent:c1",
+    "agent:a:subagent:c2",
+    "agent:b:main",
+    "global",
+]
 QUALIFIED = [k for k in KEYS if k != "global"]
 
 
@@ -39,8 +46,11 @@ def _agent(key: str) -> str | None:
 def _clean(value: Any) -> Any:
     """Drop what is random by design (session ids, and the dedupe keys built from them)."""
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()
-                if k != "sessionId" and not (k == "dedupeKey" and str(v).startswith("created:"))}
+        return {
+            k: _clean(v)
+            for k, v in value.items()
+            if k != "sessionId" and not (k == "dedupeKey" and str(v).startswith("created:"))
+        }
     if isinstance(value, list):
         return [_clean(v) for v in value]
     return value
@@ -58,8 +68,10 @@ class Pair:
 
     def __init__(self, sqlite_url: str, pg_url: str) -> None:
         self.clock = ManualClock()
-        self.gws = [Gateway.open(sqlite_url, clock=self.clock, settings=SETTINGS),
-                    Gateway.open(pg_url, clock=self.clock, settings=SETTINGS)]
+        self.gws = [
+            Gateway.open(sqlite_url, clock=self.clock, settings=SETTINGS),
+            Gateway.open(pg_url, clock=self.clock, settings=SETTINGS),
+        ]
         self.wakes: list[list[tuple[str, str, bool]]] = [[], []]
         for i, gw in enumerate(self.gws):
             for k in QUALIFIED:
@@ -97,20 +109,58 @@ def _walk(pair: Pair, rng: random.Random, steps: int) -> None:
         pair.do("setup", "put_session", k)
     pair.do("setup", "put_session", "global", agent_id="a")
     for step in range(steps):
-        op = rng.choice(["human", "human", "human", "goal", "watch", "unwatch", "ack", "drain", "drain", "peek",
-                         "enqueue", "enqueue", "spawn", "end_run", "compact", "sweep", "prune", "reset",
-                         "delete", "recreate", "tick", "tick", "send"])
+        op = rng.choice(
+            [
+                "human",
+                "human",
+                "human",
+                "goal",
+                "watch",
+                "unwatch",
+                "ack",
+                "drain",
+                "drain",
+                "peek",
+                "enqueue",
+                "enqueue",
+                "spawn",
+                "end_run",
+                "compact",
+                "sweep",
+                "prune",
+                "reset",
+                "delete",
+                "recreate",
+                "tick",
+                "tick",
+                "send",
+            ]
+        )
         k = rng.choice(KEYS)
         q = rng.choice(QUALIFIED)
         label = f"{step}:{op}"
         if op == "human":
-            pair.do(label, "inbound", k, "typed", channel=rng.choice(["telegram", "web"]),
-                    agent_id=_agent(k),
-                    human_id=rng.choice([None, "bob"]), dedupe_key=rng.choice([None, None, "d1", "d2"]))
+            pair.do(
+                label,
+                "inbound",
+                k,
+                "typed",
+                channel=rng.choice(["telegram", "web"]),
+                agent_id=_agent(k),
+                human_id=rng.choice([None, "bob"]),
+                dedupe_key=rng.choice([None, None, "d1", "d2"]),
+            )
         elif op == "goal":
-            pair.do(label, "set_goal", k, rng.choice(["create", "status", "clear"]), objective="ship it",
-                    status="done", actor=rng.choice([None, {"type": "human"}, {"type": "agent", "id": q}]),
-                    agent_id=_agent(k))
+            pair.do(
+                label,
+                "set_goal",
+                k,
+                rng.choice(["create", "status", "clear"]),
+                objective="ship it",
+                status="done",
+                actor=rng.choice([None, {"type": "human"}, {"type": "agent", "id": q}]),
+                agent_id=_agent(k),
+            )
         elif op == "watch":
             pair.do(label, "watch", q, k, agent_id=_agent(k))
         elif op == "unwatch":
@@ -123,21 +173,46 @@ def _walk(pair: Pair, rng: random.Random, steps: int) -> None:
             pair.do(label, "peek_system_events", k, agent_id=_agent(k))
         elif op == "enqueue":
             t = rng.choice(QUALIFIED)
-            text, ctx = rng.choice([("cron ran", None), ("cron ran", "cron:1"), ("other", "cron:1"),
-                                    (notice_text(t, rng.randint(0, 6)), context_key_for(t)),
-                                    ("free text", context_key_for(t))])
+            text, ctx = rng.choice(
+                [
+                    ("cron ran", None),
+                    ("cron ran", "cron:1"),
+                    ("other", "cron:1"),
+                    (notice_text(t, rng.randint(0, 6)), context_key_for(t)),
+                    ("free text", context_key_for(t)),
+                ]
+            )
             pair.do(label, "enqueue_system_event", q, text, context_key=ctx)
         elif op == "spawn":
             parent = rng.choice(["agent:a:main", "agent:a:p1"])
-            pair.do(label, "call_tool", "sessions_spawn",
-                    {"label": rng.choice(["c1", "c2"]), "runId": f"r{rng.randint(0, 5)}"}, caller=parent)
+            pair.do(
+                label,
+                "call_tool",
+                "sessions_spawn",
+                {"label": rng.choice(["c1", "c2"]), "runId": f"r{rng.randint(0, 5)}"},
+                caller=parent,
+            )
         elif op == "send":
-            pair.do(label, "call_tool", "sessions_send",
-                    {"sessionKey": rng.choice(QUALIFIED), "message": "hello", "timeoutSeconds": 0,
-                     "watch": rng.choice([True, False])}, caller=rng.choice(["agent:a:main", "agent:a:p1"]))
+            pair.do(
+                label,
+                "call_tool",
+                "sessions_send",
+                {
+                    "sessionKey": rng.choice(QUALIFIED),
+                    "message": "hello",
+                    "timeoutSeconds": 0,
+                    "watch": rng.choice([True, False]),
+                },
+                caller=rng.choice(["agent:a:main", "agent:a:p1"]),
+            )
         elif op == "end_run":
-            pair.do(label, "end_run", rng.choice(["agent:a:subagent:c1", "agent:a:subagent:c2"]),
-                    f"r{rng.randint(0, 5)}", rng.choice(["ok", "error"]))
+            pair.do(
+                label,
+                "end_run",
+                rng.choice(["agent:a:subagent:c1", "agent:a:subagent:c2"]),
+                f"r{rng.randint(0, 5)}",
+                rng.choice(["ok", "error"]),
+            )
         elif op == "compact":
             pair.do(label, "record_compaction", k, f"op{rng.randint(0, 3)}", agent_id=_agent(k))
         elif op == "sweep":

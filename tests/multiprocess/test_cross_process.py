@@ -18,8 +18,7 @@ from sessionwatch.store.records import WakeRequest
 from tests.support import pg
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.postgres,
-              pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
+pytestmark = [pytest.mark.postgres, pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
 
 MAIN, CHILD, OTHER = "agent:a:main", "agent:a:worker", "agent:a:other"
 
@@ -115,8 +114,10 @@ def test_the_listener_reconnects_and_the_poll_covers_the_gap(db: str) -> None:
         b.subscribe_wakes(MAIN, lambda w: got.append(w.target))
         assert _wait(store_b.listening.is_set)
         with psycopg.connect(db, autocommit=True) as admin:
-            killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                                   " WHERE datname = current_database() AND query ILIKE 'LISTEN%%'").fetchall()
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND query ILIKE 'LISTEN%%'"
+            ).fetchall()
         assert killed
         assert _wait(lambda: not store_b.listening.is_set(), 5)
         a.inbound(CHILD, "typed while b was not listening", channel="web")
@@ -206,11 +207,13 @@ def test_gateways_starting_together_migrate_once() -> None:
             versions = sorted(_migration_files())  # every numbered file, each applied exactly once
             assert len(stores) == 6 and {s.schema_version for s in stores} == {versions[-1]}
             with psycopg.connect(url) as conn:
-                assert conn.execute("SELECT version, count(*) FROM schema_migrations GROUP BY version"
-                                    " ORDER BY version").fetchall() == [(v, 1) for v in versions]
+                assert conn.execute(
+                    "SELECT version, count(*) FROM schema_migrations GROUP BY version ORDER BY version"
+                ).fetchall() == [(v, 1) for v in versions]
                 # and the functions, once, after the migrations (their stamp names this version's file)
                 assert conn.execute("SELECT value FROM meta WHERE key = 'functions_sha256'").fetchone() == (
-                    functions_sql()[2],)
+                    functions_sql()[2],
+                )
         finally:
             for s in stores:
                 s.close()

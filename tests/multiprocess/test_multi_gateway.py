@@ -20,8 +20,7 @@ from tests.support.waiting import wait_until
 
 from .procs import HttpGateway, Recorder, WakeReader
 
-pytestmark = [pytest.mark.postgres,
-              pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
+pytestmark = [pytest.mark.postgres, pytest.mark.skipif(not pg.available(), reason="PostgreSQL is not reachable")]
 
 MAIN, CHILD = "agent:a:main", "agent:a:worker"
 WATCHERS = ["agent:a:main", "agent:a:lead"]
@@ -114,8 +113,9 @@ def test_eight_recording_processes_commit_in_sequence_order(db: str) -> None:
             last = 0
             while True:
                 final = stop.is_set()
-                for (seq,) in conn.execute("SELECT sequence FROM events WHERE sequence > %s ORDER BY sequence",
-                                           (last,)):
+                for (seq,) in conn.execute(
+                    "SELECT sequence FROM events WHERE sequence > %s ORDER BY sequence", (last,)
+                ):
                     seen.append(seq)
                     last = seq
                 if final:
@@ -164,8 +164,10 @@ def _pg_version() -> str:
     return sorted(os.listdir("/etc/postgresql"), key=float)[-1]
 
 
-@pytest.mark.skipif(os.environ.get("SESSIONWATCH_TEST_PG_RESTART") != "1",
-                    reason="restarts the shared PostgreSQL server: set SESSIONWATCH_TEST_PG_RESTART=1")
+@pytest.mark.skipif(
+    os.environ.get("SESSIONWATCH_TEST_PG_RESTART") != "1",
+    reason="restarts the shared PostgreSQL server: set SESSIONWATCH_TEST_PG_RESTART=1",
+)
 def test_gateways_survive_a_database_restart(gateways: list[HttpGateway]) -> None:
     a, _, c = gateways
     a.call("PUT", f"/v1/sessions/{MAIN}", {})
@@ -173,12 +175,14 @@ def test_gateways_survive_a_database_restart(gateways: list[HttpGateway]) -> Non
     a.call("POST", "/v1/watch", {"watcher": MAIN, "target": CHILD})
     reader = WakeReader(c, MAIN)
     try:
-        subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", _pg_version(), "main", "restart"],
-                       check=True, timeout=120)
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", _pg_version(), "main", "restart"], check=True, timeout=120
+        )
         t0 = time.monotonic()
         # Gateway A's pooled connections died with the server: the first request retries on a new one.
-        out = a.call("POST", f"/v1/sessions/{CHILD}/inbound", {"text": "typed after the restart",
-                                                               "channel": "telegram"})
+        out = a.call(
+            "POST", f"/v1/sessions/{CHILD}/inbound", {"text": "typed after the restart", "channel": "telegram"}
+        )
         assert out["recorded"]
         wake = reader.next(30)  # C's listener reconnects (or its poll catches up) and delivers it
         assert wake is not None and wake["target"] == CHILD

@@ -71,8 +71,12 @@ def _drop_stale() -> None:
     import psycopg
 
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        names = [r[0] for r in conn.execute(
-            "SELECT datname FROM pg_database WHERE datname LIKE 'sw\\_test\\_%' OR datname LIKE 'sw\\_tpl\\_%'")]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'sw\\_test\\_%' OR datname LIKE 'sw\\_tpl\\_%'"
+            )
+        ]
         for name in names:
             parts = name.split("_")
             pid = int(parts[2]) if len(parts) > 3 and parts[2].isdigit() else None

@@ -55,8 +55,9 @@ def fd_args(sock: socket.socket) -> list[str]:
     return ["--fd", str(sock.fileno())]
 
 
-def spawn_serving(args: Sequence[str], sock: socket.socket, *, keep: bool = False,
-                  **popen: Any) -> subprocess.Popen[Any]:
+def spawn_serving(
+    args: Sequence[str], sock: socket.socket, *, keep: bool = False, **popen: Any
+) -> subprocess.Popen[Any]:
     """Start ``args + ["--fd", N]`` with ``sock`` inherited as descriptor N, then close this process's copy.
 
     Only the child holds the port afterwards: when it exits, connections are refused (as they would be
@@ -77,8 +78,9 @@ class ServerThread:
         self.sock = listening_socket()
         self.port = port_of(self.sock)
         self.url = url_of(self.sock)
-        self.server = uvicorn.Server(uvicorn.Config(app, host=LOOPBACK, port=self.port, log_level="warning",
-                                                    lifespan=lifespan))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host=LOOPBACK, port=self.port, log_level="warning", lifespan=lifespan)
+        )
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def __enter__(self) -> ServerThread:

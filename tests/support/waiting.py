@@ -44,8 +44,9 @@ def wait_until(check: Callable[[], T], *, timeout: float = 10.0, interval: float
         time.sleep(interval)
 
 
-async def await_until(check: Callable[[], Awaitable[T]], *, timeout: float = 10.0, interval: float = 0.02,
-                      what: str = "") -> T:
+async def await_until(
+    check: Callable[[], Awaitable[T]], *, timeout: float = 10.0, interval: float = 0.02, what: str = ""
+) -> T:
     """``wait_until`` for an async check, sleeping with anyio between calls."""
     deadline = time.monotonic() + timeout
     last: object = None
@@ -64,13 +65,21 @@ async def await_until(check: Callable[[], Awaitable[T]], *, timeout: float = 10.
         await anyio.sleep(interval)
 
 
-def wait_http(url: str, proc: subprocess.Popen[Any] | None = None, *, status: int | None = 200,
-              timeout: float = 20.0, log: Path | None = None, **request: Any) -> httpx.Response:
+def wait_http(
+    url: str,
+    proc: subprocess.Popen[Any] | None = None,
+    *,
+    status: int | None = 200,
+    timeout: float = 20.0,
+    log: Path | None = None,
+    **request: Any,
+) -> httpx.Response:
     """GET ``url`` until it answers (with ``status``; any status when None) and return the response.
 
     ``proc`` is the server: when it exits first, the wait ends at once with its exit code and the tail of
     ``log`` (or of its stderr, when that is a pipe) instead of running into the deadline.
     """
+
     def answered() -> httpx.Response | None:
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"{url}: the server exited with {proc.returncode}: {_tail(proc, log)}")

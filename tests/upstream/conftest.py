@@ -20,8 +20,15 @@ WATCHER = "agent:main:main"
 class Harness:
     """One gateway (reopenable on the same store) plus the catalog roots it scans."""
 
-    def __init__(self, url: str, clock: ManualClock, claude_root: Path, codex_root: Path,
-                 settings: Settings | None = None, scan_budget_s: float | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        clock: ManualClock,
+        claude_root: Path,
+        codex_root: Path,
+        settings: Settings | None = None,
+        scan_budget_s: float | None = None,
+    ) -> None:
         self.url = url
         self.clock = clock
         self.claude_root = claude_root

@@ -30,15 +30,26 @@ def tool_output_block(t: ClaudeTranscript, size: int = 1 << 20) -> bytes:
     i = 0
     while n < size:
         tid = f"toolu_{uuid.uuid4().hex[:24]}"
-        call = t.entry("assistant", {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
-                                     "model": "claude-sonnet-4-6", "content": [
-                                         {"type": "tool_use", "id": tid, "name": "Bash",
-                                          "input": {"command": f"cat build-{i}.log"}}],
-                                     "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}})
+        call = t.entry(
+            "assistant",
+            {
+                "id": f"msg_{uuid.uuid4().hex[:24]}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-6",
+                "content": [
+                    {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": f"cat build-{i}.log"}}
+                ],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        )
         output = "".join(f"[{i:05d}:{k:04d}] compiling module_{k}.py ... ok\n" for k in range(1400))
-        result = t.entry("user", {"role": "user", "content": [
-            {"tool_use_id": tid, "type": "tool_result", "content": output}]},
-            toolUseResult={"stdout": output, "stderr": "", "interrupted": False})
+        result = t.entry(
+            "user",
+            {"role": "user", "content": [{"tool_use_id": tid, "type": "tool_result", "content": output}]},
+            toolUseResult={"stdout": output, "stderr": "", "interrupted": False},
+        )
         for row in (js_line(call), js_line(result)):
             rows.append(row)
             n += len(row)
@@ -67,8 +78,10 @@ def test_a_prompt_behind_200_mb_of_tool_output_is_recorded_in_the_first_tick(har
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    print(f"\nbacklog: {size / MB:.0f} MB scanned in one tick in {elapsed:.2f} s "
-          f"({size / MB / elapsed:.0f} MB/s under tracemalloc), peak traced memory {peak / MB:.1f} MB")
+    print(
+        f"\nbacklog: {size / MB:.0f} MB scanned in one tick in {elapsed:.2f} s "
+        f"({size / MB / elapsed:.0f} MB/s under tracemalloc), peak traced memory {peak / MB:.1f} MB"
+    )
     assert res["status"] == "recorded" and res["humanTurns"] == 1, res
     assert done_at(harness.gw.link(key)["marker"]) == size
     assert peak < 16 * MB  # a few windows' worth, not the file
@@ -77,8 +90,9 @@ def test_a_prompt_behind_200_mb_of_tool_output_is_recorded_in_the_first_tick(har
 
 def test_without_budget_every_file_still_gets_a_window_per_tick(tmp_path, roots):
     """The budget is shared by the files of one catalog; a file behind another's backlog still moves."""
-    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=8192),
-                scan_budget_s=0)
+    h = Harness(
+        f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=8192), scan_budget_s=0
+    )
     try:
         big = ClaudeTranscript(h.claude_root, cwd="/home/dev/big")
         small = ClaudeTranscript(h.claude_root, cwd="/home/dev/small")

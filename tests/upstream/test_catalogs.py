@@ -72,8 +72,9 @@ def test_continue_creates_the_session_and_records_adopted_once(harness: Harness)
     (adopted,) = harness.events(key, "adopted")
     assert adopted["summary"] == "adopted from claude" and adopted["actorType"] == "human"  # reference §2.1
     full = harness.gw.events_after(0)
-    assert [e["payload"] for e in full if e["kind"] == "adopted"] == [{"catalogId": "claude",
-                                                                       "hostId": "gateway:local"}]
+    assert [e["payload"] for e in full if e["kind"] == "adopted"] == [
+        {"catalogId": "claude", "hostId": "gateway:local"}
+    ]
     again = harness.gw.continue_thread("claude", t.session_id)
     assert again["adoption"] == "same" and len(harness.events(key, "adopted")) == 1
 
@@ -101,16 +102,19 @@ def test_same_source_keeps_progress_and_a_new_source_rebases(harness: Harness):
     assert harness.human_turns(key) == 1
 
 
-@pytest.mark.parametrize("catalog,thread,host,err", [
-    ("gemini", "abc", "gateway:local", NotFound),
-    ("claude", "../../etc/passwd", "gateway:local", InvalidArgument),
-    ("claude", "a/b", "gateway:local", InvalidArgument),
-    ("claude", "", "gateway:local", InvalidArgument),
-    ("claude", "x" * 201, "gateway:local", InvalidArgument),
-    ("claude", 42, "gateway:local", InvalidArgument),
-    ("claude", "4f1c2b9e-0000-4000-8000-000000000000", "gateway:local", NotFound),
-    ("claude", "abc", "node:", InvalidArgument),
-])
+@pytest.mark.parametrize(
+    "catalog,thread,host,err",
+    [
+        ("gemini", "abc", "gateway:local", NotFound),
+        ("claude", "../../etc/passwd", "gateway:local", InvalidArgument),
+        ("claude", "a/b", "gateway:local", InvalidArgument),
+        ("claude", "", "gateway:local", InvalidArgument),
+        ("claude", "x" * 201, "gateway:local", InvalidArgument),
+        ("claude", 42, "gateway:local", InvalidArgument),
+        ("claude", "4f1c2b9e-0000-4000-8000-000000000000", "gateway:local", NotFound),
+        ("claude", "abc", "node:", InvalidArgument),
+    ],
+)
 def test_continue_refuses_bad_input_and_changes_nothing(harness: Harness, catalog, thread, host, err):
     ClaudeTranscript(harness.claude_root)
     with pytest.raises(err):

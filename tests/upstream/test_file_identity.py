@@ -21,8 +21,13 @@ from .writers import ClaudeTranscript, CodexRollout, js_line
 
 def typed_row(t: ClaudeTranscript, text: str) -> bytes:
     """A typed prompt row whose length depends only on len(text) (uuids and timestamps are fixed-width)."""
-    e = t.entry("user", {"role": "user", "content": text}, promptId=str(uuid.uuid4()), promptSource="typed",
-                permissionMode="default")
+    e = t.entry(
+        "user",
+        {"role": "user", "content": text},
+        promptId=str(uuid.uuid4()),
+        promptSource="typed",
+        permissionMode="default",
+    )
     e["parentUuid"] = None
     return js_line(e)
 
@@ -184,8 +189,9 @@ def test_a_rescan_never_reports_a_prompt_again(any_harness: Harness):
 
 
 def test_a_rescan_over_several_ticks_still_skips_what_was_reported(tmp_path: Path, roots: tuple[Path, Path]):
-    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=2048),
-                scan_budget_s=0)
+    h = Harness(
+        f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=2048), scan_budget_s=0
+    )
     try:
         t = ClaudeTranscript(h.claude_root)
         key = h.adopt("claude", t.session_id)

@@ -78,8 +78,10 @@ def test_burst_is_one_event_with_turns_and_one_notice(harness: Harness):
     (ev,) = harness.events(key, "human_direct_message")
     assert ev["payload"] == {"turns": 3}
     (notice,) = harness.notices()
-    assert notice["text"] == (f'Session "{key}" changed (other actor). Reconcile before acting: session_status '
-                              f'sessionKey "{key}" changesSince 1.')
+    assert notice["text"] == (
+        f'Session "{key}" changed (other actor). Reconcile before acting: session_status '
+        f'sessionKey "{key}" changesSince 1.'
+    )
 
 
 def test_occurred_at_is_the_newest_counted_row_time(harness: Harness):
@@ -95,8 +97,9 @@ def test_occurred_at_is_the_newest_counted_row_time(harness: Harness):
 
 def test_large_backlog_drains_over_ticks_without_skipping(tmp_path, roots):
     """With no time budget a tick reads one window per file: the marker carries the rest over ticks."""
-    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=4096),
-                scan_budget_s=0)
+    h = Harness(
+        f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=4096), scan_budget_s=0
+    )
     try:
         t = ClaudeTranscript(h.claude_root)
         key = h.adopt("claude", t.session_id)
@@ -125,11 +128,23 @@ def test_appends_while_scanning_count_every_human_row_once(harness: Harness):
             lines.append(js_line(t.entry("user", {"role": "user", "content": f"human {i} ü"}, promptSource="typed")))
             humans += 1
         elif kind < 0.6:
-            lines.append(js_line(t.entry("assistant", {"role": "assistant", "content": [{"type": "text",
-                                                                                           "text": "y" * 300}]})))
+            lines.append(
+                js_line(t.entry("assistant", {"role": "assistant", "content": [{"type": "text", "text": "y" * 300}]}))
+            )
         else:
-            lines.append(js_line(t.entry("user", {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "t", "content": "z" * rnd.randint(1, 2000)}]})))
+            lines.append(
+                js_line(
+                    t.entry(
+                        "user",
+                        {
+                            "role": "user",
+                            "content": [
+                                {"type": "tool_result", "tool_use_id": "t", "content": "z" * rnd.randint(1, 2000)}
+                            ],
+                        },
+                    )
+                )
+            )
     done = threading.Event()
 
     def writer() -> None:
@@ -245,8 +260,7 @@ def test_codex_self_echo_including_batched_steers(harness: Harness):
     key = harness.adopt("codex", r.thread_id)
     harness.gw.put_session("agent:main:boss")
     for text in ("fix the flaky test", "then run lint"):
-        harness.gw.inbound(key, text, channel="agent", provenance="inter_session",
-                           source_session_key="agent:main:boss")
+        harness.gw.inbound(key, text, channel="agent", provenance="inter_session", source_session_key="agent:main:boss")
     r.user_legacy("fix the  flaky test")
     r.user_paginated("fix the flaky test", "then run lint")  # two steers batched into one item
     harness.tick()
@@ -336,8 +350,9 @@ def test_one_bad_link_does_not_stop_the_others(harness: Harness):
 
 
 def test_unreadable_oversized_row_state_restarts_that_row(tmp_path, roots):
-    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=1024),
-                scan_budget_s=0)
+    h = Harness(
+        f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(scan_window_bytes=1024), scan_budget_s=0
+    )
     try:
         t = ClaudeTranscript(h.claude_root)
         key = h.adopt("claude", t.session_id)
@@ -345,9 +360,13 @@ def test_unreadable_oversized_row_state_restarts_that_row(tmp_path, roots):
         h.tick()
         link = h.gw.store.get_link(key, "main")
         assert link.marker["row"]["start"] == 0
-        h.gw.store.advance_link(key, "main", link.updated_at, {"offset": link.marker["offset"],
-                                                              "row": {"start": 0, "state": {"j": "garbage"}}},
-                                h.clock())
+        h.gw.store.advance_link(
+            key,
+            "main",
+            link.updated_at,
+            {"offset": link.marker["offset"], "row": {"start": 0, "state": {"j": "garbage"}}},
+            h.clock(),
+        )
         assert h.entry(h.tick(), key)["note"] == "oversized row restarted"
         assert done_at(h.gw.link(key)["marker"]) == 0
         for _ in range(10):

@@ -59,8 +59,9 @@ def test_self_echo_of_sessions_send_is_not_a_person(harness: Harness):
     prompt does, and one equal to an imported history message still counts."""
     t = ClaudeTranscript(harness.claude_root)
     key = harness.adopt("claude", t.session_id)
-    sent = harness.gw.call_tool("sessions_send", {"sessionKey": key, "message": "please  run the tests"},
-                                caller=WATCHER)
+    sent = harness.gw.call_tool(
+        "sessions_send", {"sessionKey": key, "message": "please  run the tests"}, caller=WATCHER
+    )
     assert sent["status"] == "accepted"
     t.prompt("please run the tests", source=None)  # the harness typed our message upstream
     harness.tick()
@@ -115,8 +116,10 @@ def test_own_text_written_during_the_scan_defers(harness: Harness):
     key = harness.adopt("claude", t.session_id)
     t.prompt("deploy now", source=None)
     # our own prompt lands in the session while the provider was reading: the result is stale
-    wrap_provider(harness, lambda: harness.gw.call_tool("sessions_send", {"sessionKey": key, "message": "deploy now"},
-                                                        caller=WATCHER))
+    wrap_provider(
+        harness,
+        lambda: harness.gw.call_tool("sessions_send", {"sessionKey": key, "message": "deploy now"}, caller=WATCHER),
+    )
     res = harness.entry(harness.tick(), key)
     assert res["status"] == "deferred" and "own texts" in res["reason"]
     harness.gw.upstream.monitor.provider_for = harness.gw.upstream._provider_for
@@ -189,8 +192,10 @@ def test_a_failed_record_keeps_the_marker_and_retries(harness: Harness, tmp_path
     t.prompt("typed")
     before = harness.gw.link(key)["marker"]
     db = sqlite3.connect(tmp_path / "state.db")
-    db.execute("CREATE TRIGGER no_human BEFORE INSERT ON events WHEN NEW.kind = 'human_direct_message'"
-               " BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    db.execute(
+        "CREATE TRIGGER no_human BEFORE INSERT ON events WHEN NEW.kind = 'human_direct_message'"
+        " BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
     db.commit()
     assert harness.entry(harness.tick(), key)["status"] == "record-failed"
     assert harness.gw.link(key)["marker"] == before
@@ -206,8 +211,10 @@ def test_failed_missing_record_retries_on_the_next_miss(harness: Harness, tmp_pa
     key = harness.adopt("claude", t.session_id)
     t.path.unlink()
     db = sqlite3.connect(tmp_path / "state.db")
-    db.execute("CREATE TRIGGER no_missing BEFORE INSERT ON events WHEN NEW.kind = 'upstream_missing'"
-               " BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    db.execute(
+        "CREATE TRIGGER no_missing BEFORE INSERT ON events WHEN NEW.kind = 'upstream_missing'"
+        " BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
     db.commit()
     for _ in range(3):
         res = harness.entry(harness.tick(), key)
@@ -328,8 +335,12 @@ def test_schedule_is_configurable(tmp_path, roots):
     from sessionwatch.clock import ManualClock
 
     clock = ManualClock()
-    h = Harness(f"sqlite:///{tmp_path}/s.db", clock, *roots,
-                settings=Settings(monitor_first_tick_ms=1000, monitor_interval_ms=5000))
+    h = Harness(
+        f"sqlite:///{tmp_path}/s.db",
+        clock,
+        *roots,
+        settings=Settings(monitor_first_tick_ms=1000, monitor_interval_ms=5000),
+    )
     try:
         h.gw.upstream.start()
         h.gw.run_due(clock() + 1000)

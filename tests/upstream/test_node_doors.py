@@ -35,8 +35,16 @@ class NodeProcess:
         sock = listening_socket()  # the node serves it (--fd): no port race
         self.port, self.url = port_of(sock), url_of(sock)
         (root / "claude" / "projects").mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "sessionwatch.upstream.node_server",
-               "--claude-root", str(root / "claude"), "--codex-root", str(root / "codex"), *args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "sessionwatch.upstream.node_server",
+            "--claude-root",
+            str(root / "claude"),
+            "--codex-root",
+            str(root / "codex"),
+            *args,
+        ]
         if token:
             cmd += ["--token", TOKEN]
         self.proc = spawn_serving(cmd, sock, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(env))
@@ -113,12 +121,31 @@ def test_node_token_rules_and_token_file(start_node, tmp_path: Path) -> None:
     # to listen (a different message) rather than serve.
     with refusing_port() as port:
         for weak in ("x", " ", "short-token", "has spaces but is long enough"):
-            proc = subprocess.run([sys.executable, "-m", "sessionwatch.upstream.node_server", "--host", "0.0.0.0",
-                                   "--port", str(port), "--token", weak],
-                                  capture_output=True, text=True, timeout=30, env=_env())
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "sessionwatch.upstream.node_server",
+                    "--host",
+                    "0.0.0.0",
+                    "--port",
+                    str(port),
+                    "--token",
+                    weak,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env=_env(),
+            )
             assert proc.returncode == 2 and "forbidden" in proc.stderr, (weak, proc.stderr)
-        proc = subprocess.run([sys.executable, "-m", "sessionwatch.upstream.node_server", "--port", str(port)],
-                              capture_output=True, text=True, timeout=30, env=_env())
+        proc = subprocess.run(
+            [sys.executable, "-m", "sessionwatch.upstream.node_server", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=_env(),
+        )
         assert proc.returncode == 2 and "needs a token" in proc.stderr, proc.stderr
     secret = tmp_path / "node-token"
     secret.write_text(TOKEN + "\n")
@@ -129,6 +156,7 @@ def test_node_token_rules_and_token_file(start_node, tmp_path: Path) -> None:
 
 
 # -- 4. the node serves only what it lists ---------------------------------------------------------------
+
 
 def test_node_serves_only_what_it_lists(tmp_path: Path) -> None:
     claude = tmp_path / "claude"

@@ -71,19 +71,22 @@ def test_node_lists_and_pages_items_newest_first(node, node_roots):
     assert len(get(node, base, limit=1000).json()["items"]) == 14  # clamped to 200, there are only 14
 
 
-@pytest.mark.parametrize("path,params,code", [
-    ("/v1/node/threads/claude/..%2F..%2Fetc/items", {}, 404),
-    ("/v1/node/threads/claude/../items", {}, 404),
-    ("/v1/node/threads/claude/a..b/items", {}, 400),
-    ("/v1/node/threads/claude/.hidden/items", {}, 400),
-    ("/v1/node/threads/claude/a%20b/items", {}, 400),
-    ("/v1/node/threads/gemini/abc/items", {}, 400),
-    ("/v1/node/threads", {"catalog": "gemini"}, 400),
-    ("/v1/node/threads/claude/abc/items", {"before": "../1"}, 400),
-    ("/v1/node/threads/claude/abc/items", {"limit": "0"}, 400),
-    ("/v1/node/threads/claude/abc/items", {"limit": "ten"}, 400),
-    ("/v1/node/threads/claude/00000000-0000-0000-0000-000000000000/items", {}, 404),
-])
+@pytest.mark.parametrize(
+    "path,params,code",
+    [
+        ("/v1/node/threads/claude/..%2F..%2Fetc/items", {}, 404),
+        ("/v1/node/threads/claude/../items", {}, 404),
+        ("/v1/node/threads/claude/a..b/items", {}, 400),
+        ("/v1/node/threads/claude/.hidden/items", {}, 400),
+        ("/v1/node/threads/claude/a%20b/items", {}, 400),
+        ("/v1/node/threads/gemini/abc/items", {}, 400),
+        ("/v1/node/threads", {"catalog": "gemini"}, 400),
+        ("/v1/node/threads/claude/abc/items", {"before": "../1"}, 400),
+        ("/v1/node/threads/claude/abc/items", {"limit": "0"}, 400),
+        ("/v1/node/threads/claude/abc/items", {"limit": "ten"}, 400),
+        ("/v1/node/threads/claude/00000000-0000-0000-0000-000000000000/items", {}, 404),
+    ],
+)
 def test_node_refuses_bad_ids_clearly(node, path, params, code):
     r = httpx.get(node.url + path, params=params, headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == code
@@ -146,8 +149,13 @@ def test_node_serves_codex_rollouts(node, node_roots):
 # -- the gateway side ------------------------------------------------------------------------------
 def paired(harness: Harness, node: ServerThread, node_id: str = "laptop") -> str:
     out = harness.gw.pair_node(node_id, node.url, TOKEN)
-    assert out == {"nodeId": node_id, "url": node.url, "createdAt": out["createdAt"], "updatedAt": out["updatedAt"],
-                   "hostId": f"node:{node_id}"}
+    assert out == {
+        "nodeId": node_id,
+        "url": node.url,
+        "createdAt": out["createdAt"],
+        "updatedAt": out["updatedAt"],
+        "hostId": f"node:{node_id}",
+    }
     return f"node:{node_id}"
 
 
@@ -157,8 +165,10 @@ def test_gateway_lists_node_threads_and_monitors_one(harness: Harness, node, nod
     remote = ClaudeTranscript(node_roots[0])
     remote.prompt("history on the laptop")
     listing = harness.gw.list_threads("claude")
-    assert {(t["hostId"], t["threadId"]) for t in listing} == {("gateway:local", local.session_id),
-                                                               (host, remote.session_id)}
+    assert {(t["hostId"], t["threadId"]) for t in listing} == {
+        ("gateway:local", local.session_id),
+        (host, remote.session_id),
+    }
     key = harness.adopt("claude", remote.session_id, host_id=host)
     assert key == f"agent:main:claude:laptop:{remote.session_id}"
     link = harness.gw.link(key)
@@ -191,8 +201,9 @@ def test_gateway_pages_back_past_fifty_items(harness: Harness, node, node_roots)
 
 
 def test_gateway_stops_paging_after_the_page_budget(tmp_path, roots, node, node_roots):
-    h = Harness(f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots,
-                settings=Settings(node_page_size=5, node_max_pages=2))
+    h = Harness(
+        f"sqlite:///{tmp_path}/s.db", ManualClock(), *roots, settings=Settings(node_page_size=5, node_max_pages=2)
+    )
     try:
         host = paired(h, node)
         remote = ClaudeTranscript(node_roots[0])
@@ -203,8 +214,11 @@ def test_gateway_stops_paging_after_the_page_budget(tmp_path, roots, node, node_
             remote.assistant(f"step {i}")
         res = h.entry(h.tick(), key)
         assert res["status"] == "advanced" and "marker not found" in res["note"]
-        newest = httpx.get(f"{node.url}/v1/node/threads/claude/{remote.session_id}/items", params={"limit": 1},
-                           headers={"Authorization": f"Bearer {TOKEN}"}).json()["items"][0]["id"]
+        newest = httpx.get(
+            f"{node.url}/v1/node/threads/claude/{remote.session_id}/items",
+            params={"limit": 1},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        ).json()["items"][0]["id"]
         assert h.gw.link(key)["marker"] == {"id": newest}
     finally:
         h.close()
@@ -256,10 +270,18 @@ def test_continue_on_a_node_errors(harness: Harness, node, node_roots):
     assert res["linked"] is False and res["link"] is None and "unreachable" in res["reason"]
 
 
-@pytest.mark.parametrize("args", [
-    ("bad id", "http://127.0.0.1:1", "t"), ("n", "ftp://x", "t"), ("n", "http://", "t"), ("n", "http://h", ""),
-    ("n", "http://h", "has space"), ("", "http://h", "t"), ("n", 5, "t"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("bad id", "http://127.0.0.1:1", "t"),
+        ("n", "ftp://x", "t"),
+        ("n", "http://", "t"),
+        ("n", "http://h", ""),
+        ("n", "http://h", "has space"),
+        ("", "http://h", "t"),
+        ("n", 5, "t"),
+    ],
+)
 def test_pair_node_refuses_bad_input(harness: Harness, args):
     with pytest.raises(InvalidArgument):
         harness.gw.pair_node(*args)

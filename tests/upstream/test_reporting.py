@@ -52,18 +52,33 @@ def test_adopt_note_in_the_cli(tmp_path: Path, roots: tuple[Path, Path]):
     t = ClaudeTranscript(claude)
     t.prompt("history")
     exe = Path(sys.executable).with_name("sessionwatch")  # the command installed beside this interpreter
-    env = {"PATH": str(exe.parent), "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(claude),
-           "CODEX_HOME": str(codex), "COLUMNS": "400"}
+    env = {
+        "PATH": str(exe.parent),
+        "HOME": str(tmp_path),
+        "CLAUDE_CONFIG_DIR": str(claude),
+        "CODEX_HOME": str(codex),
+        "COLUMNS": "400",
+    }
     if "PYTHONPATH" in os.environ:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    out = subprocess.run([str(exe), "--store", f"sqlite:///{tmp_path}/cli.db", "adopt", "claude", t.session_id],
-                         capture_output=True, text=True, timeout=60, env=env)
+    out = subprocess.run(
+        [str(exe), "--store", f"sqlite:///{tmp_path}/cli.db", "adopt", "claude", t.session_id],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert out.returncode == 0, out
     key = f"agent:main:claude:{t.session_id}"
     assert "monitor scans only watched sessions" in out.stdout
     assert f"sessionwatch watch {key} --as <WATCHER>" in " ".join(out.stdout.split())
-    tick = subprocess.run([str(exe), "--store", f"sqlite:///{tmp_path}/cli.db", "tick"],
-                          capture_output=True, text=True, timeout=60, env=env)
+    tick = subprocess.run(
+        [str(exe), "--store", f"sqlite:///{tmp_path}/cli.db", "tick"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert tick.returncode == 0 and "not watched" in tick.stdout, tick
 
 

@@ -20,10 +20,20 @@ from sessionwatch.upstream.rows import CLAUDE, CODEX, RowRules
 from sessionwatch.upstream.stream_reducers import ClaudeReducer
 from sessionwatch.upstream.verdict import Verdict
 
-TEXT = st.text(alphabet=st.sampled_from(list("ab yz\n\t\u00a0\u2003é\U0001F600\"\\/<>[]{}:,\x01")), max_size=30) | \
-    st.sampled_from(["", " ", "[Inter-session message] hi", "user", "text", "tool_result",
-                     "Continue this conversation using the OpenClaw transcript below as prior session history. "
-                     "<conversation_history>x</conversation_history><next_user_message>y</next_user_message>"])
+TEXT = st.text(
+    alphabet=st.sampled_from(list('ab yz\n\t\u00a0\u2003é\U0001f600"\\/<>[]{}:,\x01')), max_size=30
+) | st.sampled_from(
+    [
+        "",
+        " ",
+        "[Inter-session message] hi",
+        "user",
+        "text",
+        "tool_result",
+        "Continue this conversation using the OpenClaw transcript below as prior session history. "
+        "<conversation_history>x</conversation_history><next_user_message>y</next_user_message>",
+    ]
+)
 SCALAR = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False) | TEXT
 TRUTHY = st.none() | st.booleans() | st.sampled_from([0, 1, "", "x", {}, [], 0.0, -1.5])
 
@@ -31,8 +41,11 @@ TRUTHY = st.none() | st.booleans() | st.sampled_from([0, 1, "", "x", {}, [], 0.0
 def any_value(depth: int = 2):
     if depth == 0:
         return SCALAR
-    return SCALAR | st.lists(any_value(depth - 1), max_size=3) | \
-        st.dictionaries(st.sampled_from(["type", "text", "a", "content"]), any_value(depth - 1), max_size=3)
+    return (
+        SCALAR
+        | st.lists(any_value(depth - 1), max_size=3)
+        | st.dictionaries(st.sampled_from(["type", "text", "a", "content"]), any_value(depth - 1), max_size=3)
+    )
 
 
 def pairs(fields: dict) -> st.SearchStrategy[list[tuple[str, object]]]:
@@ -53,39 +66,75 @@ def raw(s: st.SearchStrategy[list[tuple[str, object]]]) -> st.SearchStrategy[Raw
     return s.map(lambda p: RawJson(obj(p)))
 
 
-BLOCK = raw(pairs({"type": st.sampled_from(["text", "tool_result", "image", "Text"]) | SCALAR, "text": TEXT | SCALAR,
-                   "content": any_value(1)}))
+BLOCK = raw(
+    pairs(
+        {
+            "type": st.sampled_from(["text", "tool_result", "image", "Text"]) | SCALAR,
+            "text": TEXT | SCALAR,
+            "content": any_value(1),
+        }
+    )
+)
 TEXT_BLOCK = raw(st.tuples(st.just(("type", "text")), st.tuples(st.just("text"), TEXT)).flatmap(st.permutations))
-CONTENT = TEXT | st.lists(TEXT_BLOCK | BLOCK, max_size=4).map(lambda bs: RawJson("[" + ",".join(bs) + "]")) | \
-    any_value(1)
+CONTENT = (
+    TEXT | st.lists(TEXT_BLOCK | BLOCK, max_size=4).map(lambda bs: RawJson("[" + ",".join(bs) + "]")) | any_value(1)
+)
 
 
 def row(base: dict, noise: dict) -> st.SearchStrategy[RawJson]:
     """Mostly the base fields (a would-be prompt), plus noise fields, in any order."""
     strict = [st.tuples(st.just(k), v) for k, v in base.items()]
-    return st.tuples(st.tuples(*strict), pairs(noise)).flatmap(
-        lambda t: st.permutations(list(t[0]) + t[1])).map(lambda p: RawJson(obj(p)))
+    return (
+        st.tuples(st.tuples(*strict), pairs(noise))
+        .flatmap(lambda t: st.permutations(list(t[0]) + t[1]))
+        .map(lambda p: RawJson(obj(p)))
+    )
 
 
-MESSAGE = row({"role": st.just("user"), "content": CONTENT},
-              {"role": st.sampled_from(["user", "assistant"]) | SCALAR, "content": CONTENT})
-CLAUDE_ROW = row({"type": st.just("user"), "message": MESSAGE}, {
-    "type": st.sampled_from(["user", "assistant", "system"]) | SCALAR, "message": MESSAGE | SCALAR,
-    "isMeta": TRUTHY, "isSidechain": TRUTHY, "isCompactSummary": TRUTHY, "isVisibleInTranscriptOnly": TRUTHY,
-    "promptSource": st.sampled_from(["typed", "queued", "sdk", "system", "other"]) | SCALAR,
-    "timestamp": st.sampled_from(["2027-01-15T07:00:01.000Z"]) | SCALAR, "uuid": TEXT, "toolUseResult": any_value(2)})
+MESSAGE = row(
+    {"role": st.just("user"), "content": CONTENT},
+    {"role": st.sampled_from(["user", "assistant"]) | SCALAR, "content": CONTENT},
+)
+CLAUDE_ROW = row(
+    {"type": st.just("user"), "message": MESSAGE},
+    {
+        "type": st.sampled_from(["user", "assistant", "system"]) | SCALAR,
+        "message": MESSAGE | SCALAR,
+        "isMeta": TRUTHY,
+        "isSidechain": TRUTHY,
+        "isCompactSummary": TRUTHY,
+        "isVisibleInTranscriptOnly": TRUTHY,
+        "promptSource": st.sampled_from(["typed", "queued", "sdk", "system", "other"]) | SCALAR,
+        "timestamp": st.sampled_from(["2027-01-15T07:00:01.000Z"]) | SCALAR,
+        "uuid": TEXT,
+        "toolUseResult": any_value(2),
+    },
+)
 PART = raw(pairs({"type": st.sampled_from(["text", "image"]) | SCALAR, "text": TEXT | SCALAR}))
 TEXT_PART = raw(st.tuples(st.just(("type", "text")), st.tuples(st.just("text"), TEXT)).flatmap(st.permutations))
 PARTS = st.lists(TEXT_PART | PART, max_size=4).map(lambda ps: RawJson("[" + ",".join(ps) + "]"))
-ITEM = row({"type": st.just("UserMessage"), "content": PARTS},
-           {"type": st.sampled_from(["UserMessage", "AgentMessage"]) | SCALAR, "id": TEXT, "content": PARTS | SCALAR})
-PAYLOAD = row({"type": st.sampled_from(["user_message", "item_completed"])},
-              {"type": st.sampled_from(["user_message", "item_completed", "agent_message"]) | SCALAR,
-               "message": TEXT | SCALAR, "kind": st.sampled_from(["plain", "environment_context"]) | SCALAR,
-               "item": ITEM | SCALAR, "images": any_value(1)})
-CODEX_ROW = row({"type": st.just("event_msg"), "payload": PAYLOAD},
-                {"type": st.sampled_from(["event_msg", "response_item"]) | SCALAR, "payload": PAYLOAD | SCALAR,
-                 "timestamp": st.sampled_from(["2027-01-15T07:00:01.000Z"]) | SCALAR})
+ITEM = row(
+    {"type": st.just("UserMessage"), "content": PARTS},
+    {"type": st.sampled_from(["UserMessage", "AgentMessage"]) | SCALAR, "id": TEXT, "content": PARTS | SCALAR},
+)
+PAYLOAD = row(
+    {"type": st.sampled_from(["user_message", "item_completed"])},
+    {
+        "type": st.sampled_from(["user_message", "item_completed", "agent_message"]) | SCALAR,
+        "message": TEXT | SCALAR,
+        "kind": st.sampled_from(["plain", "environment_context"]) | SCALAR,
+        "item": ITEM | SCALAR,
+        "images": any_value(1),
+    },
+)
+CODEX_ROW = row(
+    {"type": st.just("event_msg"), "payload": PAYLOAD},
+    {
+        "type": st.sampled_from(["event_msg", "response_item"]) | SCALAR,
+        "payload": PAYLOAD | SCALAR,
+        "timestamp": st.sampled_from(["2027-01-15T07:00:01.000Z"]) | SCALAR,
+    },
+)
 
 
 def damage(line: bytes, how: int, where: int) -> bytes:
@@ -111,7 +160,7 @@ def agree(rules: RowRules, line: bytes, seed: int) -> None:
     while i < len(line):
         step = rnd.choice([1, 2, 3, 7, 64, 4096])
         s = rules.stream(state)
-        s.feed(line[i:i + step])
+        s.feed(line[i : i + step])
         state = json.loads(json.dumps(s.to_state()))
         i += step
     slow = rules.stream(state).finish()
@@ -143,11 +192,48 @@ def test_codex_streaming_agrees(row, how, where, seed):
 
 
 def test_validity_matches_orjson_on_edge_cases():
-    cases = [b'{"a":1}', b'[1,]', b'{"a" 1}', b"[01]", b"[1.]", b"[.5]", b"[1e]", b"[1e+2]", b"[-0]", b"[1e400]",
-             b"[" + b"1" * 400 + b"]", b"NaN", b"[tru]", b"[true1]", b"[nul]", b'"\\u00e9"', b'"\\U0041"', b'"\\x41"',
-             b'"\\ud83d\\ude00"', b'"\\ude00"', b'"\\ud83d"', b'"\\ud83dx"', b'"a\x01"', b'"\x7f"', b'"\xed\xa0\x80"',
-             b'"\xc0\xaf"', b"\xef\xbb\xbf{}", b"{} {}", b"  {}  ", b"{}\r", b'{"a":[1,{"b":null}]}', b"[" * 1024 +
-             b"]" * 1024, b"[" * 1025 + b"]" * 1025, b"", b"   ", b"{", b"}", b'{"a":1,}', b'{,"a":1}', b"[,1]"]
+    cases = [
+        b'{"a":1}',
+        b"[1,]",
+        b'{"a" 1}',
+        b"[01]",
+        b"[1.]",
+        b"[.5]",
+        b"[1e]",
+        b"[1e+2]",
+        b"[-0]",
+        b"[1e400]",
+        b"[" + b"1" * 400 + b"]",
+        b"NaN",
+        b"[tru]",
+        b"[true1]",
+        b"[nul]",
+        b'"\\u00e9"',
+        b'"\\U0041"',
+        b'"\\x41"',
+        b'"\\ud83d\\ude00"',
+        b'"\\ude00"',
+        b'"\\ud83d"',
+        b'"\\ud83dx"',
+        b'"a\x01"',
+        b'"\x7f"',
+        b'"\xed\xa0\x80"',
+        b'"\xc0\xaf"',
+        b"\xef\xbb\xbf{}",
+        b"{} {}",
+        b"  {}  ",
+        b"{}\r",
+        b'{"a":[1,{"b":null}]}',
+        b"[" * 1024 + b"]" * 1024,
+        b"[" * 1025 + b"]" * 1025,
+        b"",
+        b"   ",
+        b"{",
+        b"}",
+        b'{"a":1,}',
+        b'{,"a":1}',
+        b"[,1]",
+    ]
     for line in cases:
         try:
             orjson.loads(line)
@@ -157,18 +243,24 @@ def test_validity_matches_orjson_on_edge_cases():
         for step in (1, 3, 1 << 20):
             p = JsonStream(ClaudeReducer())
             for i in range(0, len(line), step):
-                p.feed(line[i:i + step])
+                p.feed(line[i : i + step])
             assert p.finish() == valid, (line, step)
 
 
 def test_streaming_state_stays_small_for_a_huge_row():
     text = "word " * 400_000  # 2 MB of prompt
-    line = json.dumps({"type": "user", "message": {"role": "user", "content": text}, "promptSource": "typed",
-                       "timestamp": "2027-01-15T07:00:01.000Z"}).encode()
+    line = json.dumps(
+        {
+            "type": "user",
+            "message": {"role": "user", "content": text},
+            "promptSource": "typed",
+            "timestamp": "2027-01-15T07:00:01.000Z",
+        }
+    ).encode()
     s = CLAUDE.stream()
     biggest = 0
     for i in range(0, len(line), 1 << 16):
-        s.feed(line[i:i + (1 << 16)])
+        s.feed(line[i : i + (1 << 16)])
         biggest = max(biggest, len(json.dumps(s.to_state())))
     v = s.finish()
     assert v.human and v.text_digest == digest_text(" ".join(text.split()))
@@ -181,7 +273,8 @@ def test_verdict_is_not_human_for_non_objects():
 
 
 def test_a_long_string_kind_is_still_some_other_kind():
-    line = json.dumps({"type": "event_msg", "payload": {"type": "user_message", "message": "m",
-                                                        "kind": "k" * 100}}).encode()
+    line = json.dumps(
+        {"type": "event_msg", "payload": {"type": "user_message", "message": "m", "kind": "k" * 100}}
+    ).encode()
     assert CODEX.classify(line).human is False
     agree(CODEX, line, 1)

@@ -44,13 +44,31 @@ def processes(tmp_path: Path):
     (gw_root / "projects").mkdir(parents=True)
     node_sock, gw_sock = listening_socket(), listening_socket()
     node_url, gw_url = url_of(node_sock), url_of(gw_sock)
-    node = spawn(["-m", "sessionwatch.upstream.node_server", "--token", TOKEN,
-                  "--claude-root", str(node_root), "--codex-root", str(tmp_path / "laptop-codex")], node_sock,
-                 tmp_path / "node.log", {})
-    gw = spawn(["-m", "sessionwatch.http", "--store", f"sqlite:///{tmp_path}/gw.db",
-                "--no-monitor", "--log-level", "warning"], gw_sock, tmp_path / "gw.log",
-               {"CLAUDE_CONFIG_DIR": str(gw_root), "CODEX_HOME": str(tmp_path / "gateway-codex"),
-                "SESSIONWATCH_ACCESS_LOG": "0"})
+    node = spawn(
+        [
+            "-m",
+            "sessionwatch.upstream.node_server",
+            "--token",
+            TOKEN,
+            "--claude-root",
+            str(node_root),
+            "--codex-root",
+            str(tmp_path / "laptop-codex"),
+        ],
+        node_sock,
+        tmp_path / "node.log",
+        {},
+    )
+    gw = spawn(
+        ["-m", "sessionwatch.http", "--store", f"sqlite:///{tmp_path}/gw.db", "--no-monitor", "--log-level", "warning"],
+        gw_sock,
+        tmp_path / "gw.log",
+        {
+            "CLAUDE_CONFIG_DIR": str(gw_root),
+            "CODEX_HOME": str(tmp_path / "gateway-codex"),
+            "SESSIONWATCH_ACCESS_LOG": "0",
+        },
+    )
     try:
         wait_http(f"{node_url}/v1/node/health", node, log=tmp_path / "node.log")
         wait_http(f"{gw_url}/v1/health", gw, log=tmp_path / "gw.log")
@@ -72,15 +90,20 @@ def test_one_notice_for_a_burst_and_none_for_our_echo(processes):
     assert r.status_code == 200, r.text
     threads = http.get("/v1/catalogs/claude/threads").json()["threads"]
     assert [(t["hostId"], t["threadId"]) for t in threads] == [("node:laptop", transcript.session_id)]
-    r = http.post(f"/v1/catalogs/claude/threads/{transcript.session_id}/continue",
-                  json={"hostId": "node:laptop", "sessionKey": "agent:main:laptop-worker"})
+    r = http.post(
+        f"/v1/catalogs/claude/threads/{transcript.session_id}/continue",
+        json={"hostId": "node:laptop", "sessionKey": "agent:main:laptop-worker"},
+    )
     assert r.status_code == 200, r.text
     adopted = r.json()
     key = adopted["sessionKey"]
     assert adopted["linked"] and adopted["link"]["hostId"] == "node:laptop"
 
-    sent = http.post("/v1/tools/sessions_send", headers={"X-Session-Key": WATCHER},
-                     json={"sessionKey": key, "message": "Run the migrations, then report back.", "watch": True})
+    sent = http.post(
+        "/v1/tools/sessions_send",
+        headers={"X-Session-Key": WATCHER},
+        json={"sessionKey": key, "message": "Run the migrations, then report back.", "watch": True},
+    )
     assert sent.status_code == 200 and sent.json()["watched"] is True, sent.text
     tick = http.post("/v1/upstream/tick", json={}).json()
     assert [e["status"] for e in tick["links"]] == ["unchanged"]
@@ -107,8 +130,9 @@ def test_one_notice_for_a_burst_and_none_for_our_echo(processes):
     notices = http.get(events_url).json()["entries"]
     assert len(notices) == 1
     assert notices[0]["text"].startswith(f'Session "{key}" changed (other actor).')
-    status = http.post("/v1/tools/session_status", headers={"X-Session-Key": WATCHER},
-                       json={"sessionKey": key, "changesSince": 0}).json()
+    status = http.post(
+        "/v1/tools/session_status", headers={"X-Session-Key": WATCHER}, json={"sessionKey": key, "changesSince": 0}
+    ).json()
     human = [e for e in status["stateChanges"]["events"] if e["kind"] == "human_direct_message"]
     assert len(human) == 1 and human[0]["payload"] == {"turns": 3}
     link = http.get(f"/v1/sessions/{quote(key)}/link").json()["link"]

@@ -68,18 +68,29 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m sessionwatch.bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="10x smaller smoke run")
     p.add_argument("--only", help="comma list of: info,raw,append,changes,ack,sweep,prune,hook")
-    p.add_argument("--store", help="postgresql://user@host:port/anydb to run against PostgreSQL "
-                                   "(a fresh database per scenario)")
+    p.add_argument(
+        "--store", help="postgresql://user@host:port/anydb to run against PostgreSQL (a fresh database per scenario)"
+    )
     p.add_argument("--tmp", default=None, help="folder for the SQLite files (default: system temp)")
     p.add_argument("--no-all", action="store_true", help="skip the fan-out-to-every-session append runs")
     p.add_argument("--growth", action="store_true", help="the growth benchmark (bench/growth.py) instead")
     p.add_argument("--small", action="store_true", help="with --growth: sizes / 10")
-    p.add_argument("--postgres", nargs="?", const="postgresql://postgres@127.0.0.1:5432/test", default=None,
-                   metavar="DSN", help="with --growth: on PostgreSQL (a throwaway schema per store in DSN's "
-                                       "database; default postgresql://postgres@127.0.0.1:5432/test), with round "
-                                       "trips per call and a bare SELECT 1 next to every size")
-    p.add_argument("--growth-limit", type=float, default=None,
-                   help="with --growth: exit 1 when an operation grows more than this per 10x")
+    p.add_argument(
+        "--postgres",
+        nargs="?",
+        const="postgresql://postgres@127.0.0.1:5432/test",
+        default=None,
+        metavar="DSN",
+        help="with --growth: on PostgreSQL (a throwaway schema per store in DSN's "
+        "database; default postgresql://postgres@127.0.0.1:5432/test), with round "
+        "trips per call and a bare SELECT 1 next to every size",
+    )
+    p.add_argument(
+        "--growth-limit",
+        type=float,
+        default=None,
+        help="with --growth: exit 1 when an operation grows more than this per 10x",
+    )
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     p.add_argument("--args", help=argparse.SUPPRESS)
@@ -90,8 +101,9 @@ def main(argv: list[str] | None = None) -> None:
     if a.growth:
         from .growth import main as growth_main
 
-        raise SystemExit(growth_main(_emit, small=a.small, tmp=a.tmp, only=a.only, limit=a.growth_limit,
-                                    postgres=a.postgres))
+        raise SystemExit(
+            growth_main(_emit, small=a.small, tmp=a.tmp, only=a.only, limit=a.growth_limit, postgres=a.postgres)
+        )
     scale = (lambda n: max(1, n // 10)) if a.quick else (lambda n: n)
     only = set(a.only.split(",")) if a.only else None
     want = lambda name: only is None or name in only  # noqa: E731

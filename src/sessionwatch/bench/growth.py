@@ -44,10 +44,18 @@ AGENT = "main"
 T0 = 1_700_000_000_000
 WATCHER = f"agent:{AGENT}:w"
 
-FULL = {"sessions": [1_000, 10_000, 100_000], "events": [50_000, 500_000, 5_000_000],
-        "watchers": [1, 100, 1_000, 10_000], "pending": [100, 1_000, 10_000]}
-SMALL = {"sessions": [100, 1_000, 10_000], "events": [5_000, 50_000, 500_000],
-         "watchers": [1, 10, 100, 1_000], "pending": [10, 100, 1_000]}
+FULL = {
+    "sessions": [1_000, 10_000, 100_000],
+    "events": [50_000, 500_000, 5_000_000],
+    "watchers": [1, 100, 1_000, 10_000],
+    "pending": [100, 1_000, 10_000],
+}
+SMALL = {
+    "sessions": [100, 1_000, 10_000],
+    "events": [5_000, 50_000, 500_000],
+    "watchers": [1, 10, 100, 1_000],
+    "pending": [10, 100, 1_000],
+}
 # A list row measured by another module (sessions_list pagination) can register itself here:
 # fn(gw) -> None, timed like any other operation of the sessions dimension.
 EXTRA_SESSION_OPS: dict[str, Callable[[Gateway], None]] = {}
@@ -78,8 +86,13 @@ _NUMBERS = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE
 
 
 def _body(i_sql: str) -> str:
-    return ("'{\"kind\":\"human_direct_message\",\"actorType\":\"human\",\"occurredAt\":" + str(T0)
-            + ",\"summary\":\"bench event ' || " + i_sql + " || '\"}'")
+    return (
+        '\'{"kind":"human_direct_message","actorType":"human","occurredAt":'
+        + str(T0)
+        + ',"summary":"bench event \' || '
+        + i_sql
+        + " || '\"}'"
+    )
 
 
 def bulk_sessions(path: str, n: int) -> None:
@@ -88,22 +101,35 @@ def bulk_sessions(path: str, n: int) -> None:
     API equivalent: put_session(s_i); record(human event i on s_i); watch(WATCHER, s_i)."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
-    conn.execute("INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
-                 " VALUES (?, ?, lower(hex(randomblob(16))), 'other', ?, ?)", (WATCHER, AGENT, T0, T0))
-    conn.execute(_NUMBERS + " INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
-                 f" SELECT 'agent:{AGENT}:s' || i, '{AGENT}', lower(hex(randomblob(16))), 'other', {T0}, {T0} FROM n",
-                 (n,))
+    conn.execute(
+        "INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
+        " VALUES (?, ?, lower(hex(randomblob(16))), 'other', ?, ?)",
+        (WATCHER, AGENT, T0, T0),
+    )
+    conn.execute(
+        _NUMBERS + " INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
+        f" SELECT 'agent:{AGENT}:s' || i, '{AGENT}', lower(hex(randomblob(16))), 'other', {T0}, {T0} FROM n",
+        (n,),
+    )
     base = conn.execute("SELECT coalesce(max(sequence), 0) FROM events").fetchone()[0]
-    conn.execute(_NUMBERS + " INSERT INTO events (sequence, session_key, session_id, agent_id, kind, actor_type,"
-                 " occurred_at, summary, body)"
-                 f" SELECT {base} + i + 1, 'agent:{AGENT}:s' || i, NULL, '{AGENT}', 'human_direct_message', 'human',"
-                 f" {T0}, 'bench event ' || i, {_body('i')} FROM n", (n,))
-    conn.execute("INSERT INTO heads (session_key, agent_id, last_sequence, updated_at)"
-                 " SELECT session_key, agent_id, max(sequence), ? FROM events GROUP BY session_key, agent_id"
-                 " ON CONFLICT DO UPDATE SET last_sequence = excluded.last_sequence", (T0,))
-    conn.execute("INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at)"
-                 " SELECT ?, session_key, last_sequence, last_sequence, last_sequence, 'explicit', ? FROM heads",
-                 (WATCHER, T0))
+    conn.execute(
+        _NUMBERS + " INSERT INTO events (sequence, session_key, session_id, agent_id, kind, actor_type,"
+        " occurred_at, summary, body)"
+        f" SELECT {base} + i + 1, 'agent:{AGENT}:s' || i, NULL, '{AGENT}', 'human_direct_message', 'human',"
+        f" {T0}, 'bench event ' || i, {_body('i')} FROM n",
+        (n,),
+    )
+    conn.execute(
+        "INSERT INTO heads (session_key, agent_id, last_sequence, updated_at)"
+        " SELECT session_key, agent_id, max(sequence), ? FROM events GROUP BY session_key, agent_id"
+        " ON CONFLICT DO UPDATE SET last_sequence = excluded.last_sequence",
+        (T0,),
+    )
+    conn.execute(
+        "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at)"
+        " SELECT ?, session_key, last_sequence, last_sequence, last_sequence, 'explicit', ? FROM heads",
+        (WATCHER, T0),
+    )
     conn.execute("INSERT INTO queue_heads (session_key) VALUES (?) ON CONFLICT DO NOTHING", (WATCHER,))
     conn.execute("COMMIT")
     conn.close()
@@ -124,19 +150,28 @@ def bulk_events(path: str, n: int, sessions: int, start: int = 0) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("BEGIN")
     if start == 0:
-        conn.execute(_NUMBERS + " INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at,"
-                     f" updated_at) SELECT 'agent:{AGENT}:s' || i, '{AGENT}', lower(hex(randomblob(16))), 'other',"
-                     f" {T0}, {T0} FROM n", (sessions,))
+        conn.execute(
+            _NUMBERS + " INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at,"
+            f" updated_at) SELECT 'agent:{AGENT}:s' || i, '{AGENT}', lower(hex(randomblob(16))), 'other',"
+            f" {T0}, {T0} FROM n",
+            (sessions,),
+        )
     base = conn.execute("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)").fetchone()[0]
-    conn.execute(_NUMBERS + " INSERT INTO events (sequence, session_key, session_id, agent_id, kind, actor_type,"
-                 " occurred_at, summary, body)"
-                 f" SELECT {base} + i + 1, 'agent:{AGENT}:s' || ((i + {start}) % {sessions}), NULL, '{AGENT}',"
-                 f" 'human_direct_message', 'human', {T0}, 'bench event ' || (i + {start}), {_body(f'(i + {start})')}"
-                 " FROM n", (n,))
-    conn.execute("INSERT INTO heads (session_key, agent_id, last_sequence, updated_at)"
-                 " SELECT session_key, agent_id, max(sequence), ? FROM events WHERE sequence > ?"
-                 " GROUP BY session_key, agent_id"
-                 " ON CONFLICT DO UPDATE SET last_sequence = excluded.last_sequence", (T0, base))
+    conn.execute(
+        _NUMBERS + " INSERT INTO events (sequence, session_key, session_id, agent_id, kind, actor_type,"
+        " occurred_at, summary, body)"
+        f" SELECT {base} + i + 1, 'agent:{AGENT}:s' || ((i + {start}) % {sessions}), NULL, '{AGENT}',"
+        f" 'human_direct_message', 'human', {T0}, 'bench event ' || (i + {start}), {_body(f'(i + {start})')}"
+        " FROM n",
+        (n,),
+    )
+    conn.execute(
+        "INSERT INTO heads (session_key, agent_id, last_sequence, updated_at)"
+        " SELECT session_key, agent_id, max(sequence), ? FROM events WHERE sequence > ?"
+        " GROUP BY session_key, agent_id"
+        " ON CONFLICT DO UPDATE SET last_sequence = excluded.last_sequence",
+        (T0, base),
+    )
     conn.execute("COMMIT")
     conn.close()
 
@@ -150,8 +185,10 @@ def api_events(gw: Gateway, n: int, sessions: int) -> None:
 
 # PostgreSQL: the same rows, numbered by generate_series; the events keep the sequences the identity
 # column would have handed out (OVERRIDING SYSTEM VALUE, then the identity moves past them).
-_PG_SESSION = ("INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
-               " SELECT %s || i, %s, md5(random()::text || i), 'other', %s, %s FROM generate_series(0, %s - 1) i")
+_PG_SESSION = (
+    "INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
+    " SELECT %s || i, %s, md5(random()::text || i), 'other', %s, %s FROM generate_series(0, %s - 1) i"
+)
 
 
 def _pg_connect(url: str) -> Any:
@@ -168,35 +205,54 @@ def _pg_identity(conn: Any) -> int:
 
 
 def _pg_events(conn: Any, base: int, n: int, sessions: int, start: int) -> None:
-    body = ('\'{"kind":"human_direct_message","actorType":"human","occurredAt":' + str(T0)
-            + ',"summary":"bench event \' || (i + %(start)s) || \'"}\'')
+    body = (
+        '\'{"kind":"human_direct_message","actorType":"human","occurredAt":'
+        + str(T0)
+        + ',"summary":"bench event \' || (i + %(start)s) || \'"}\''
+    )
     conn.execute(
         "INSERT INTO events (sequence, session_key, session_id, agent_id, kind, actor_type, occurred_at, summary, body)"
         " OVERRIDING SYSTEM VALUE"
         " SELECT %(base)s + i + 1, %(prefix)s || ((i + %(start)s) %% %(sessions)s), NULL, %(agent)s,"
-        " 'human_direct_message', 'human', %(t0)s, 'bench event ' || (i + %(start)s), " + body
+        " 'human_direct_message', 'human', %(t0)s, 'bench event ' || (i + %(start)s), "
+        + body
         + " FROM generate_series(0, %(n)s - 1) i ORDER BY i",
-        {"base": base, "prefix": f"agent:{AGENT}:s", "start": start, "sessions": sessions, "agent": AGENT,
-         "t0": T0, "n": n})
+        {
+            "base": base,
+            "prefix": f"agent:{AGENT}:s",
+            "start": start,
+            "sessions": sessions,
+            "agent": AGENT,
+            "t0": T0,
+            "n": n,
+        },
+    )
     conn.execute("SELECT setval(pg_get_serial_sequence('events', 'sequence'), %s)", (base + n,))
-    conn.execute("INSERT INTO heads (session_key, agent_id, last_sequence, updated_at)"
-                 " SELECT session_key, agent_id, max(sequence), %s FROM events WHERE sequence > %s"
-                 " GROUP BY session_key, agent_id"
-                 " ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = excluded.last_sequence",
-                 (T0, base))
+    conn.execute(
+        "INSERT INTO heads (session_key, agent_id, last_sequence, updated_at)"
+        " SELECT session_key, agent_id, max(sequence), %s FROM events WHERE sequence > %s"
+        " GROUP BY session_key, agent_id"
+        " ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = excluded.last_sequence",
+        (T0, base),
+    )
 
 
 def pg_bulk_sessions(url: str, n: int) -> None:
     """bulk_sessions on PostgreSQL (same rows)."""
     with _pg_connect(url) as conn:
-        conn.execute("INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
-                     " VALUES (%s, %s, md5(random()::text), 'other', %s, %s)", (WATCHER, AGENT, T0, T0))
+        conn.execute(
+            "INSERT INTO sessions (session_key, agent_id, session_id, kind, created_at, updated_at)"
+            " VALUES (%s, %s, md5(random()::text), 'other', %s, %s)",
+            (WATCHER, AGENT, T0, T0),
+        )
         conn.execute(_PG_SESSION, (f"agent:{AGENT}:s", AGENT, T0, T0, n))
         base = _pg_identity(conn)
         _pg_events(conn, base, n, n, 0)
-        conn.execute("INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at)"
-                     " SELECT %s, session_key, last_sequence, last_sequence, last_sequence, 'explicit', %s FROM heads",
-                     (WATCHER, T0))
+        conn.execute(
+            "INSERT INTO cursors (watcher, target, last_seen, notified, material, provenance, updated_at)"
+            " SELECT %s, session_key, last_sequence, last_sequence, last_sequence, 'explicit', %s FROM heads",
+            (WATCHER, T0),
+        )
         conn.execute("INSERT INTO queue_heads (session_key) VALUES (%s) ON CONFLICT DO NOTHING", (WATCHER,))
         conn.commit()
         conn.execute("ANALYZE")  # as autovacuum would have, after a build through the API
@@ -216,7 +272,7 @@ def pg_bulk_events(url: str, n: int, sessions: int, start: int = 0) -> None:
 _COMPARED = {
     "sessions": "SELECT session_key, agent_id, kind, spawned_by, label, created_at, updated_at FROM sessions",
     "events": "SELECT sequence, dedupe_key, session_key, agent_id, kind, actor_type, actor_id, run_id, occurred_at,"
-              " summary, body FROM events",
+    " summary, body FROM events",
     "heads": "SELECT * FROM heads",
     "cursors": "SELECT * FROM cursors",
     "queue_heads": "SELECT * FROM queue_heads",
@@ -225,7 +281,7 @@ _COMPARED = {
 
 
 def _sqlite_path(url: str) -> str:
-    return url[len("sqlite:///"):]
+    return url[len("sqlite:///") :]
 
 
 class Backend(Protocol):
@@ -315,7 +371,8 @@ def verify_bulk(tmp: str, backend: Backend | None = None) -> dict[str, int]:
     checked: dict[str, int] = {}
     builds: tuple[tuple[str, Callable[[str], None], Callable[[Gateway], None]], ...] = (
         ("sessions", lambda u: be.bulk_sessions(u, 40), lambda g: api_sessions(g, 40)),
-        ("events", lambda u: be.bulk_events(u, 300, 7), lambda g: api_events(g, 300, 7)))
+        ("events", lambda u: be.bulk_events(u, 300, 7), lambda g: api_events(g, 300, 7)),
+    )
     for name, bulk, api in builds:
         with be.fresh(f"verify-{name}-bulk") as bulk_url, be.fresh(f"verify-{name}-api") as api_url:
             found = []
@@ -372,6 +429,7 @@ class RoundTrips:
                     if self._traced is not None:
                         self._start(conn)
             return conn
+
         psycopg.Connection.connect = classmethod(connect)  # type: ignore[method-assign,assignment]
         psycopg.connect = psycopg.Connection.connect  # the module alias, which apply_migrations calls
 
@@ -470,8 +528,14 @@ class Meter:
         self.us: dict[str, float] = {}
         self.rt: dict[str, dict[str, Any]] = {}
 
-    def time(self, name: str, fn: Callable[[], Any], reps: int | None = None,
-             setup: Callable[[], Any] | None = None, per: int = 1) -> float:
+    def time(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        reps: int | None = None,
+        setup: Callable[[], Any] | None = None,
+        per: int = 1,
+    ) -> float:
         us = _median_us(fn, reps or self.reps, setup)
         self.us[name] = round(us / per, 2) if per != 1 else us
         if self.trips is not None:
@@ -488,8 +552,12 @@ class Meter:
             runs.append(self.trips.count(fn))
         runs.sort(key=lambda r: r[0])
         n, detail = runs[1]
-        self.rt[name] = {"round_trips": n, "flushes": detail.count("flush"), "detail": detail,
-                         "range": [runs[0][0], runs[-1][0]]}
+        self.rt[name] = {
+            "round_trips": n,
+            "flushes": detail.count("flush"),
+            "detail": detail,
+            "range": [runs[0][0], runs[-1][0]],
+        }
 
 
 def _open(url: str, settings: Settings, *, sweep: bool = True) -> Gateway:
@@ -512,9 +580,11 @@ def _common_ops(m: Meter, gw: Gateway, target: str) -> None:
 
 def _queue_ops(m: Meter, gw: Gateway, watcher: str, notify: Callable[[], Any]) -> None:
     """drain / peek / has-pending / ack for one watcher holding a few notices."""
+
     def fill() -> None:
         for _ in range(3):
             notify()
+
     fill()
     m.time("peek", lambda: gw.peek_system_events(watcher))
     m.time("hasPending", lambda: gw.store.has_pending_notice(watcher, gw.settings.queue_cap))
@@ -552,6 +622,7 @@ def dim_sessions(be: Backend, n: int, m: Meter) -> None:
 
             def notice() -> None:
                 gw.record(_event(tgt[0], 2))
+
             m.time("ack", lambda: gw.acknowledge(WATCHER, tgt), setup=notice)
             _catch_up(gw)  # nothing pending: sweep, prune and open have nothing to do
             m.time("list", lambda: gw.list_sessions(agent_id=AGENT, limit=50))
@@ -582,6 +653,7 @@ def dim_events(be: Backend, n: int, m: Meter) -> None:
             def over() -> None:  # a second connection, as another process would
                 be.bulk_events(url, 1_000, sessions, start=start[0])
                 start[0] += 1_000
+
             prune_reps = max(5, m.reps // 2)  # a median of few prunes is noisy on a shared machine
             deleted: list[int] = []
             m.time("prune", lambda: deleted.append(gw.prune(force=True).rows_deleted), prune_reps, setup=over)
@@ -629,8 +701,12 @@ def dim_pending(be: Backend, n: int, m: Meter) -> None:
                 gw.put_session(w)
                 gw.watch(w, target)
             gw.record(_event(target, 0))
-            m.time("sweep", lambda: gw.store.sweep(gw._render, gw.clock(), gw.settings.queue_cap),
-                   max(3, m.reps // 3), per=n)
+            m.time(
+                "sweep",
+                lambda: gw.store.sweep(gw._render, gw.clock(), gw.settings.queue_cap),
+                max(3, m.reps // 3),
+                per=n,
+            )
             first = f"agent:{AGENT}:w0"
             m.time("peek", lambda: gw.peek_system_events(first))
             m.time("hasPending", lambda: gw.store.has_pending_notice(first, gw.settings.queue_cap))
@@ -640,7 +716,11 @@ def dim_pending(be: Backend, n: int, m: Meter) -> None:
 
 
 DIMENSIONS: dict[str, Callable[[Backend, int, Meter], None]] = {
-    "sessions": dim_sessions, "events": dim_events, "watchers": dim_watchers, "pending": dim_pending}
+    "sessions": dim_sessions,
+    "events": dim_events,
+    "watchers": dim_watchers,
+    "pending": dim_pending,
+}
 PER = {("watchers", "recording"): "watcher", ("pending", "sweep"): "pending", ("pending", "open"): "pending"}
 # Rows whose cost is bounded rather than flat: an explicit prune with nothing due examines the next
 # slice of cursors (CURSOR_SLICE rows), so it grows until the store holds more cursors than a slice.
@@ -655,8 +735,18 @@ KNOWN = {("watchers", "drain")}
 # (engine/tools.py, _status); drain and ack-by-id take entries, then acknowledge what they took (the
 # notice texts are rendered in Python), the sweep locks and updates, then appends (same reason).
 # Prune (a claim, then bounded batches) and open (a start-up sequence) are reported, not bounded.
-ROUND_TRIPS = {"select1": 1, "recording": 1, "status": 2, "changesSince": 1, "peek": 1, "hasPending": 1,
-               "list": 1, "ack": 1, "drain": 2, "sweep": 2}
+ROUND_TRIPS = {
+    "select1": 1,
+    "recording": 1,
+    "status": 2,
+    "changesSince": 1,
+    "peek": 1,
+    "hasPending": 1,
+    "list": 1,
+    "ack": 1,
+    "drain": 2,
+    "sweep": 2,
+}
 # The floor, not an operation: reported next to the others, never guarded.
 REFERENCE = {"select1"}
 GUARDED = lambda dim, op: (dim, op) not in BOUNDED and (dim, op) not in KNOWN and op not in REFERENCE  # noqa: E731
@@ -676,8 +766,15 @@ def growth_factors(sizes: list[int], figures: list[dict[str, float]]) -> dict[st
     return out
 
 
-def run(emit: Emit, *, small: bool, tmp: str | None = None, only: set[str] | None = None,
-        reps: int = 30, postgres: str | None = None) -> dict[str, dict[str, float]]:
+def run(
+    emit: Emit,
+    *,
+    small: bool,
+    tmp: str | None = None,
+    only: set[str] | None = None,
+    reps: int = 30,
+    postgres: str | None = None,
+) -> dict[str, dict[str, float]]:
     """Every dimension, every size; returns {dimension: {operation: growth per 10x}}.
 
     ``postgres``: a DSN; the stores are then throwaway schemas in its database, and every line also
@@ -686,8 +783,13 @@ def run(emit: Emit, *, small: bool, tmp: str | None = None, only: set[str] | Non
     tmp = tmp or tempfile.gettempdir()
     be: Backend = PostgresBackend(postgres) if postgres else SQLiteBackend(tmp)
     trips = RoundTrips() if postgres else None
-    emit("growth-run", backend=be.name, small=small, reps=reps, started=time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                      time.gmtime()))
+    emit(
+        "growth-run",
+        backend=be.name,
+        small=small,
+        reps=reps,
+        started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
     work = tempfile.mkdtemp(prefix="sw-growth-verify-", dir=tmp)
     try:
         emit("growth-verify", backend=be.name, rows=verify_bulk(work, be))
@@ -708,8 +810,13 @@ def run(emit: Emit, *, small: bool, tmp: str | None = None, only: set[str] | Non
                 figures.append(m.us)
                 floor = m.us.get("select1")
                 for op, us in m.us.items():
-                    line: dict[str, Any] = {"dimension": dim, "size": n, "operation": op, "us": us,
-                                            "per": PER.get((dim, op), "call")}
+                    line: dict[str, Any] = {
+                        "dimension": dim,
+                        "size": n,
+                        "operation": op,
+                        "us": us,
+                        "per": PER.get((dim, op), "call"),
+                    }
                     if be.name != "sqlite":
                         line["backend"] = be.name
                     if op in m.rt:
@@ -722,8 +829,15 @@ def run(emit: Emit, *, small: bool, tmp: str | None = None, only: set[str] | Non
                 emit("growth-size", dimension=dim, size=n, took_s=round(time.perf_counter() - t, 1))
             factors = growth_factors(sizes[dim], figures)
             for op, f in factors.items():
-                emit("growth-factor", dimension=dim, operation=op, per10x=f, guarded=GUARDED(dim, op),
-                     us=[fig.get(op) for fig in figures], sizes=sizes[dim])
+                emit(
+                    "growth-factor",
+                    dimension=dim,
+                    operation=op,
+                    per10x=f,
+                    guarded=GUARDED(dim, op),
+                    us=[fig.get(op) for fig in figures],
+                    sizes=sizes[dim],
+                )
             result[dim] = factors
     finally:
         if trips is not None:
@@ -731,11 +845,13 @@ def run(emit: Emit, *, small: bool, tmp: str | None = None, only: set[str] | Non
     return result
 
 
-def main(emit: Emit, *, small: bool, tmp: str | None, only: str | None, limit: float | None,
-         postgres: str | None = None) -> int:
+def main(
+    emit: Emit, *, small: bool, tmp: str | None, only: str | None, limit: float | None, postgres: str | None = None
+) -> int:
     factors = run(emit, small=small, tmp=tmp, only=set(only.split(",")) if only else None, postgres=postgres)
-    worst = max(((f, d, op) for d, ops in factors.items() for op, f in ops.items() if GUARDED(d, op)),
-                default=(0.0, "", ""))
+    worst = max(
+        ((f, d, op) for d, ops in factors.items() for op, f in ops.items() if GUARDED(d, op)), default=(0.0, "", "")
+    )
     emit("growth-summary", worst_per10x=worst[0], dimension=worst[1], operation=worst[2], limit=limit)
     if limit is not None and worst[0] > limit:
         print(json.dumps({"op": "growth-fail", "message": f"{worst[1]}/{worst[2]} grows {worst[0]}x per 10x"}))

@@ -80,8 +80,12 @@ def hook_latency(url: str, args: dict[str, Any], emit: Callable[..., None]) -> N
         tid = str(uuid.uuid4())
         folder = root / "projects" / "-bench"
         folder.mkdir(parents=True)
-        (folder / f"{tid}.jsonl").write_text(json.dumps({"type": "assistant", "uuid": "a1", "sessionId": tid,
-                                                         "message": {"role": "assistant", "content": "ok"}}) + "\n")
+        (folder / f"{tid}.jsonl").write_text(
+            json.dumps(
+                {"type": "assistant", "uuid": "a1", "sessionId": tid, "message": {"role": "assistant", "content": "ok"}}
+            )
+            + "\n"
+        )
         gw.upstream.configure(claude_root=root)
         gw.continue_thread("claude", tid, session_key=worker)
         base = [*_argv(), "--store", url, "hook", "claude-code"]
@@ -90,14 +94,21 @@ def hook_latency(url: str, args: dict[str, Any], emit: Callable[..., None]) -> N
         emit("hook-floor", case="python -c pass", **_stats(floor), **_cpu_stats(len(floor)))
 
         def payload(sid: str) -> bytes:
-            return json.dumps({"session_id": sid, "transcript_path": f"/tmp/{sid}.jsonl", "cwd": "/tmp",
-                               "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
-                               "prompt": "go on"}).encode()
+            return json.dumps(
+                {
+                    "session_id": sid,
+                    "transcript_path": f"/tmp/{sid}.jsonl",
+                    "cwd": "/tmp",
+                    "permission_mode": "default",
+                    "hook_event_name": "UserPromptSubmit",
+                    "prompt": "go on",
+                }
+            ).encode()
 
-        quiet = [_timed([*base, "--session", manager, "--no-nudge"], payload(str(uuid.uuid4())), env)[0]
-                 for _ in range(runs)]
-        emit("hook-latency", case="manager, nothing pending", budget_ms=BUDGET_MS, **_stats(quiet),
-             **_cpu_stats(runs))
+        quiet = [
+            _timed([*base, "--session", manager, "--no-nudge"], payload(str(uuid.uuid4())), env)[0] for _ in range(runs)
+        ]
+        emit("hook-latency", case="manager, nothing pending", budget_ms=BUDGET_MS, **_stats(quiet), **_cpu_stats(runs))
 
         deliver: list[float] = []
         delivered = 0
@@ -107,16 +118,33 @@ def hook_latency(url: str, args: dict[str, Any], emit: Callable[..., None]) -> N
             took, out = _timed([*base, "--session", manager, "--no-nudge"], payload(str(uuid.uuid4())), env)
             deliver.append(took)
             delivered += bool(out)
-        emit("hook-latency", case="manager, one notice every other run", budget_ms=BUDGET_MS, delivered=delivered,
-             **_stats(deliver), **_cpu_stats(runs))
+        emit(
+            "hook-latency",
+            case="manager, one notice every other run",
+            budget_ms=BUDGET_MS,
+            delivered=delivered,
+            **_stats(deliver),
+            **_cpu_stats(runs),
+        )
 
         nudge = [_timed([*base, "--nudge-wait", "0"], payload(tid), env)[0] for _ in range(runs)]
-        emit("hook-latency", case="adopted worker (link lookup + detached nudge)", budget_ms=BUDGET_MS,
-             **_stats(nudge), **_cpu_stats(runs))
+        emit(
+            "hook-latency",
+            case="adopted worker (link lookup + detached nudge)",
+            budget_ms=BUDGET_MS,
+            **_stats(nudge),
+            **_cpu_stats(runs),
+        )
         worst = max(_stats(x)["p95_ms"] for x in (quiet, deliver, nudge))
         # wall time on a busy machine includes waiting for a core; the load average says how busy it was
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-        emit("hook-latency-budget", budget_ms=BUDGET_MS, worst_p95_ms=worst, within=worst < BUDGET_MS,
-             load_average=load, cores=os.cpu_count())
+        emit(
+            "hook-latency-budget",
+            budget_ms=BUDGET_MS,
+            worst_p95_ms=worst,
+            within=worst < BUDGET_MS,
+            load_average=load,
+            cores=os.cpu_count(),
+        )
     finally:
         gw.close()

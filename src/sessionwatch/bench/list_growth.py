@@ -29,8 +29,12 @@ Emit = Callable[..., None]
 AGENTS = 10
 START_MS = 1_700_000_000_000
 _COLS = "session_key, agent_id, session_id, kind, created_at, updated_at"
-INDEXES = ("sessions_by_created", "sessions_by_agent_created", "sessions_by_kind_created",
-           "sessions_by_agent_kind_created")
+INDEXES = (
+    "sessions_by_created",
+    "sessions_by_agent_created",
+    "sessions_by_kind_created",
+    "sessions_by_agent_kind_created",
+)
 
 
 def _kind(i: int) -> str:
@@ -112,6 +116,7 @@ def measure_list(gw: Gateway, reps: int = 30) -> dict[str, float]:
             out = gw.call_tool("sessions_list", dict(args, limit=50), caller=caller, scope=scope)
             assert "error" not in out, out
             return len(out["sessions"])
+
         return call
 
     calls = {
@@ -128,8 +133,12 @@ def measure_list(gw: Gateway, reps: int = 30) -> dict[str, float]:
     return out
 
 
-def list_growth(store: Callable[[str], AbstractContextManager[str]], emit: Emit,
-                sizes: tuple[int, ...] = (1_000, 10_000, 100_000), reps: int = 30) -> dict[int, dict[str, float]]:
+def list_growth(
+    store: Callable[[str], AbstractContextManager[str]],
+    emit: Emit,
+    sizes: tuple[int, ...] = (1_000, 10_000, 100_000),
+    reps: int = 30,
+) -> dict[int, dict[str, float]]:
     """Build a store per size (``store(label)`` yields a fresh URL), time the listing, emit JSON lines."""
     figures: dict[int, dict[str, float]] = {}
     for n in sizes:
@@ -139,9 +148,15 @@ def list_growth(store: Callable[[str], AbstractContextManager[str]], emit: Emit,
             emit("sessions_list", sessions=n, **figures[n])
     for small, big in pairwise(sizes):
         tens = math.log10(big / small)  # growth is reported per 10x of sessions
-        emit("sessions_list_growth", sessions=f"{small}->{big}",
-             **{op: round((figures[big][op] / figures[small][op]) ** (1 / tens), 2) for op in figures[small]
-                if op.startswith("list_")})
+        emit(
+            "sessions_list_growth",
+            sessions=f"{small}->{big}",
+            **{
+                op: round((figures[big][op] / figures[small][op]) ** (1 / tens), 2)
+                for op in figures[small]
+                if op.startswith("list_")
+            },
+        )
     return figures
 
 

@@ -43,8 +43,9 @@ def open_timed(url: str, *, sweep: bool = True) -> tuple[Gateway, float]:
     return gw, time.perf_counter() - t0
 
 
-def append_many(gw: Gateway, count: int, target_of: Callable[[int], str],
-                lat: list[float] | None = None) -> tuple[float, int]:
+def append_many(
+    gw: Gateway, count: int, target_of: Callable[[int], str], lat: list[float] | None = None
+) -> tuple[float, int]:
     failures = 0
     record = gw.record
     t0 = time.perf_counter()
@@ -87,9 +88,18 @@ def info(url: str, args: dict[str, Any], emit: Emit) -> None:
     if isinstance(gw.store, SQLiteStore):
         conn = gw.store._conn
         meta["sqlite_version"] = sqlite3.sqlite_version
-        meta["pragmas"] = {p: conn.execute(f"PRAGMA {p}").fetchone()[0] for p in
-                           ("journal_mode", "synchronous", "busy_timeout", "wal_autocheckpoint", "page_size",
-                            "cache_size", "user_version")}
+        meta["pragmas"] = {
+            p: conn.execute(f"PRAGMA {p}").fetchone()[0]
+            for p in (
+                "journal_mode",
+                "synchronous",
+                "busy_timeout",
+                "wal_autocheckpoint",
+                "page_size",
+                "cache_size",
+                "user_version",
+            )
+        }
     import platform
 
     meta["python"] = platform.python_version()
@@ -109,10 +119,20 @@ def append(url: str, args: dict[str, Any], emit: Emit) -> None:
     lat: list[float] = []
     seconds, failures = append_many(gw, n, lambda i: keys[i % sessions], lat)
     on_watched = n if mode == "all" else -(-n // sessions)
-    emit("append_w0" if w == 0 else f"append_w{w}_{mode}", n=n, seconds=seconds, watchers=w,
-         watch_mode="none" if w == 0 else mode, sessions=sessions, failures=failures, rows_after=row_count(gw),
-         cursor_fanout_updates=w * on_watched, pending_cursors_after=pending_cursors(gw),
-         first_open_seconds=round(open_s, 3), **pct(lat))
+    emit(
+        "append_w0" if w == 0 else f"append_w{w}_{mode}",
+        n=n,
+        seconds=seconds,
+        watchers=w,
+        watch_mode="none" if w == 0 else mode,
+        sessions=sessions,
+        failures=failures,
+        rows_after=row_count(gw),
+        cursor_fanout_updates=w * on_watched,
+        pending_cursors_after=pending_cursors(gw),
+        first_open_seconds=round(open_s, 3),
+        **pct(lat),
+    )
     gw.close()
 
 
@@ -140,8 +160,16 @@ def changes(url: str, args: dict[str, Any], emit: Emit) -> None:
             lat.append(time.perf_counter() - a)
             got += len(r.events)
             bad += len(r.events) != expect
-        emit(op, n=calls, seconds=time.perf_counter() - t0, limit=200, session_rows=retained,
-             events_returned_avg=round(got / calls, 1), unexpected_results=bad, **pct(lat))
+        emit(
+            op,
+            n=calls,
+            seconds=time.perf_counter() - t0,
+            limit=200,
+            session_rows=retained,
+            events_returned_avg=round(got / calls, 1),
+            unexpected_results=bad,
+            **pct(lat),
+        )
 
     run("changes_since_oldest_limit200", lambda i: min_seq - 1, 200)
     run("changes_since_random_limit200", lambda i: min_seq - 1 + int(rng.random() * (retained - 200)), 200)
@@ -179,15 +207,29 @@ def ack(url: str, args: dict[str, Any], emit: Emit) -> None:
             lat.append(time.perf_counter() - a)
         seconds = time.perf_counter() - t0
         if op == "ack_single_target":
-            emit(op, n=t, seconds=seconds, pending_before=pending, pending_after=pending_cursors(gw),
-                 transactions=t, **pct(lat))
+            emit(
+                op,
+                n=t,
+                seconds=seconds,
+                pending_before=pending,
+                pending_after=pending_cursors(gw),
+                transactions=t,
+                **pct(lat),
+            )
         else:
             emit(op, n=t, seconds=seconds, pending_before=0, transactions=t, **pct(lat))
     pending = make_pending()
     t0 = time.perf_counter()
     acknowledge(watcher, targets)
-    emit(f"ack_batch_{t}_targets_one_call", n=t, seconds=time.perf_counter() - t0, pending_before=pending,
-         pending_after=pending_cursors(gw), transactions=1, note="n = targets acknowledged in one call")
+    emit(
+        f"ack_batch_{t}_targets_one_call",
+        n=t,
+        seconds=time.perf_counter() - t0,
+        pending_before=pending,
+        pending_after=pending_cursors(gw),
+        transactions=1,
+        note="n = targets acknowledged in one call",
+    )
     gw.close()
 
 
@@ -226,13 +268,25 @@ def sweep_run(url: str, args: dict[str, Any], emit: Emit) -> None:
     s1 = time.perf_counter() - t0
     renotified = sum(1 for c in gw.store.cursors() if c.material > c.last_seen and c.notified == c.material)
     queued = sum(len(gw.peek_system_events(key(f"bench-w{j}"))) for j in range(args["pending"]))
-    emit("sweep_after_restart", n=pending, seconds=s1, pending_cursors=pending, renotified=renotified,
-         notices_queued=queued, note="n = pending cursors; includes the watcher-session existence check, the "
-         "durable notice writes and one forced prune")
+    emit(
+        "sweep_after_restart",
+        n=pending,
+        seconds=s1,
+        pending_cursors=pending,
+        renotified=renotified,
+        notices_queued=queued,
+        note="n = pending cursors; includes the watcher-session existence check, the "
+        "durable notice writes and one forced prune",
+    )
     t0 = time.perf_counter()
     gw.sweep()
-    emit("sweep_repeat_same_process", n=pending, seconds=time.perf_counter() - t0,
-         pending_cursors=pending_cursors(gw), note="notices already queued: dedupe makes this write-light")
+    emit(
+        "sweep_repeat_same_process",
+        n=pending,
+        seconds=time.perf_counter() - t0,
+        pending_cursors=pending_cursors(gw),
+        note="notices already queued: dedupe makes this write-light",
+    )
     gw.close()
 
 
@@ -246,16 +300,25 @@ def prune(url: str, args: dict[str, Any], emit: Emit) -> None:
     settings = gw.settings
 
     def prune_once() -> PruneResult:
-        return gw.store.prune(gw.clock(), settings.retention_ms, settings.max_events, force=True,
-                              interval_ms=settings.prune_interval_ms)
+        return gw.store.prune(
+            gw.clock(), settings.retention_ms, settings.max_events, force=True, interval_ms=settings.prune_interval_ms
+        )
 
     t0 = time.perf_counter()
     res = prune_once()
     s = time.perf_counter() - t0
     after = row_count(gw)
-    emit(f"prune_{before}_to_cap", n=1, seconds=s, rows_before=before, rows_after=after,
-         rows_deleted=res.rows_deleted, heads_stamped=res.heads_stamped,
-         deleted_per_sec=round(res.rows_deleted / s, 1), note="n = prune calls (one write transaction)")
+    emit(
+        f"prune_{before}_to_cap",
+        n=1,
+        seconds=s,
+        rows_before=before,
+        rows_after=after,
+        rows_deleted=res.rows_deleted,
+        heads_stamped=res.heads_stamped,
+        deleted_per_sec=round(res.rows_deleted / s, 1),
+        note="n = prune calls (one write transaction)",
+    )
     t0 = time.perf_counter()
     for _ in range(k):
         prune_once()
@@ -274,35 +337,61 @@ def raw_insert_baseline(url: str, args: dict[str, Any], emit: Emit) -> None:
     apply_migrations(conn)
     keys = [key(f"bench-s{i}") for i in range(sessions)]
     lat: list[float] = []
-    insert = ("INSERT INTO events (dedupe_key, session_key, session_id, agent_id, kind, actor_type, actor_id,"
-              " run_id, occurred_at, summary, body) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING sequence")
-    head = ("INSERT INTO heads (session_key, agent_id, last_sequence, updated_at) VALUES (?,?,?,?)"
-            " ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = excluded.last_sequence,"
-            " updated_at = excluded.updated_at")
+    insert = (
+        "INSERT INTO events (dedupe_key, session_key, session_id, agent_id, kind, actor_type, actor_id,"
+        " run_id, occurred_at, summary, body) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING sequence"
+    )
+    head = (
+        "INSERT INTO heads (session_key, agent_id, last_sequence, updated_at) VALUES (?,?,?,?)"
+        " ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = excluded.last_sequence,"
+        " updated_at = excluded.updated_at"
+    )
     t0 = time.perf_counter()
     for i in range(n):
         a = time.perf_counter()
         k = keys[i % sessions]
         now = time.time_ns() // 1_000_000
         conn.execute("BEGIN IMMEDIATE")
-        body = json.dumps({"kind": "human_direct_message", "actorType": "human", "occurredAt": now,
-                           "summary": f"bench event {i}", "payload": {"i": i}}, separators=(",", ":"),
-                          ensure_ascii=False)
-        seq = conn.execute(insert, (None, k, None, AGENT, "human_direct_message", "human", None, None, now,
-                                    f"bench event {i}", body)).fetchone()[0]
+        body = json.dumps(
+            {
+                "kind": "human_direct_message",
+                "actorType": "human",
+                "occurredAt": now,
+                "summary": f"bench event {i}",
+                "payload": {"i": i},
+            },
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        seq = conn.execute(
+            insert, (None, k, None, AGENT, "human_direct_message", "human", None, None, now, f"bench event {i}", body)
+        ).fetchone()[0]
         conn.execute(head, (k, AGENT, seq, now))
         conn.execute("COMMIT")
         lat.append(time.perf_counter() - a)
     seconds = time.perf_counter() - t0
     rows = conn.execute("SELECT count(*) FROM events").fetchone()[0]
-    emit("raw_insert_baseline", n=n, seconds=seconds, sessions=sessions, rows_after=rows,
-         note="plain sqlite3: event row + head upsert per transaction, same pragmas", **pct(lat))
+    emit(
+        "raw_insert_baseline",
+        n=n,
+        seconds=seconds,
+        sessions=sessions,
+        rows_after=rows,
+        note="plain sqlite3: event row + head upsert per transaction, same pragmas",
+        **pct(lat),
+    )
     conn.close()
 
 
 PHASES: dict[str, Callable[[str, dict[str, Any], Emit], None]] = {
-    "info": info, "append": append, "changes": changes, "ack": ack, "sweep-setup": sweep_setup,
-    "sweep-run": sweep_run, "prune": prune, "raw": raw_insert_baseline,
+    "info": info,
+    "append": append,
+    "changes": changes,
+    "ack": ack,
+    "sweep-setup": sweep_setup,
+    "sweep-run": sweep_run,
+    "prune": prune,
+    "raw": raw_insert_baseline,
 }
 
 

@@ -33,6 +33,7 @@ def err_console() -> Any:
 
     return make()
 
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -48,8 +49,9 @@ class State:
         """Opened on first use, so ``--help`` and ``token`` never touch a store. ``read_only``: the command
         only reads, so opening it never sweeps or prunes."""
         if self._backend is None:
-            self._backend = Backend.open(store=self.store, gateway=self.gateway, token=self.token, timers=timers,
-                                         read_only=read_only)
+            self._backend = Backend.open(
+                store=self.store, gateway=self.gateway, token=self.token, timers=timers, read_only=read_only
+            )
         return self._backend
 
     def close(self) -> None:
@@ -82,7 +84,7 @@ class JsonUsageError(click.ClickException):
 
 def _json_requested(args: list[str]) -> bool:
     """``--json`` anywhere before a ``--`` (a usage error can come before click has parsed it)."""
-    head = args[:args.index("--")] if "--" in args else args
+    head = args[: args.index("--")] if "--" in args else args
     return "--json" in head
 
 
@@ -121,8 +123,9 @@ class Group(click.Group):
         wanted = self._json_args or (state is not None and state.json)
         return JsonUsageError(exc) if wanted and not isinstance(exc, JsonUsageError) else exc
 
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: Any) -> click.Context:
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.ClickException as exc:  # a top-level option error, before any command ran
@@ -143,8 +146,11 @@ class Group(click.Group):
             raise  # the reader went away (| head): click exits quietly
         except Exception as exc:  # unexpected: say what happened, exit 1, no traceback for operators
             logging.getLogger("sessionwatch.cli").debug("unexpected error", exc_info=True)
-            _fail(ctx.find_object(State), exitcodes.ERROR,
-                  {"error": {"code": "internal", "message": f"{exc.__class__.__name__}: {exc}"}})
+            _fail(
+                ctx.find_object(State),
+                exitcodes.ERROR,
+                {"error": {"code": "internal", "message": f"{exc.__class__.__name__}: {exc}"}},
+            )
         finally:
             state = ctx.find_object(State)
             if state is not None:
@@ -156,8 +162,15 @@ def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
         ctx.ensure_object(State).json = True
 
 
-json_option = click.option("--json", "json_flag", is_flag=True, expose_value=False, callback=_set_json,
-                           is_eager=True, help="Print machine-readable JSON instead of tables.")
+json_option = click.option(
+    "--json",
+    "json_flag",
+    is_flag=True,
+    expose_value=False,
+    callback=_set_json,
+    is_eager=True,
+    help="Print machine-readable JSON instead of tables.",
+)
 
 pass_state = click.make_pass_decorator(State, ensure=True)
 
@@ -183,21 +196,36 @@ def _check_gateway(ctx: click.Context, _param: click.Parameter, value: str | Non
 
 
 @click.group(cls=Group, context_settings=CONTEXT)
-@click.option("--store", envvar="SESSIONWATCH_STORE", metavar="URL",
-              help="Local store URL (sqlite:///file.db, a path, postgresql://...). Env: SESSIONWATCH_STORE. "
-                   "Default: ~/.local/state/sessionwatch/sessionwatch.db.")
-@click.option("--gateway", envvar="SESSIONWATCH_GATEWAY", metavar="URL", callback=_check_gateway,
-              help="Talk to a running gateway (http:// or https:// URL) instead of a local store. "
-                   "Env: SESSIONWATCH_GATEWAY.")
-@click.option("--token", envvar="SESSIONWATCH_TOKEN", metavar="TOKEN",
-              help="Bearer token for --gateway. Env: SESSIONWATCH_TOKEN.")
+@click.option(
+    "--store",
+    envvar="SESSIONWATCH_STORE",
+    metavar="URL",
+    help="Local store URL (sqlite:///file.db, a path, postgresql://...). Env: SESSIONWATCH_STORE. "
+    "Default: ~/.local/state/sessionwatch/sessionwatch.db.",
+)
+@click.option(
+    "--gateway",
+    envvar="SESSIONWATCH_GATEWAY",
+    metavar="URL",
+    callback=_check_gateway,
+    help="Talk to a running gateway (http:// or https:// URL) instead of a local store. Env: SESSIONWATCH_GATEWAY.",
+)
+@click.option(
+    "--token", envvar="SESSIONWATCH_TOKEN", metavar="TOKEN", help="Bearer token for --gateway. Env: SESSIONWATCH_TOKEN."
+)
 @click.option("--json", "json_flag", is_flag=True, help="Print machine-readable JSON (also per command).")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning",
-              show_default=True, help="Log level (logs always go to stderr).")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="warning",
+    show_default=True,
+    help="Log level (logs always go to stderr).",
+)
 @click.version_option(__version__, prog_name="sessionwatch")  # the one version, not stale install metadata
 @click.pass_context
-def cli(ctx: click.Context, store: str | None, gateway: str | None, token: str | None, json_flag: bool,
-        log_level: str) -> None:
+def cli(
+    ctx: click.Context, store: str | None, gateway: str | None, token: str | None, json_flag: bool, log_level: str
+) -> None:
     """sessionwatch: session state awareness for multi-agent systems.
 
     Reads and writes a local store by default; with --gateway URL every command talks to a running
@@ -213,12 +241,18 @@ def cli(ctx: click.Context, store: str | None, gateway: str | None, token: str |
       sessionwatch --gateway http://127.0.0.1:7878 --token $TOKEN log --follow
       sessionwatch demo
     """
-    logging.basicConfig(level=getattr(logging, log_level.upper()), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, log_level.upper()),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     state = ctx.ensure_object(State)
     state.store, state.gateway, state.token = store, gateway, token
     if token and not gateway and ctx.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE:
         # From the environment it may be meant for 'serve', which reads SESSIONWATCH_TOKEN too.
-        err_console().print("warning: --token is ignored without --gateway (it authenticates to a remote gateway; "
-                            "'serve --token' sets the gateway's own token)", markup=False)
+        err_console().print(
+            "warning: --token is ignored without --gateway (it authenticates to a remote gateway; "
+            "'serve --token' sets the gateway's own token)",
+            markup=False,
+        )
     state.json = state.json or json_flag

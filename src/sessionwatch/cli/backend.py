@@ -34,8 +34,15 @@ class Backend:
         self.where = where
 
     @classmethod
-    def open(cls, *, store: str | None = None, gateway: str | None = None, token: str | None = None,
-             timers: bool = False, read_only: bool = False) -> Backend:
+    def open(
+        cls,
+        *,
+        store: str | None = None,
+        gateway: str | None = None,
+        token: str | None = None,
+        timers: bool = False,
+        read_only: bool = False,
+    ) -> Backend:
         """``gateway`` given: talk HTTP to it; otherwise open the store (default store when None).
 
         A local store is opened with the ``SESSIONWATCH_*`` settings of the environment, checked against
@@ -85,8 +92,9 @@ class Backend:
     def list_sessions(self, *, limit: int = 200, agent_id: str | None = None) -> list[dict[str, Any]]:
         return list(self.list_sessions_page(limit=limit, agent_id=agent_id)["sessions"])
 
-    def list_sessions_page(self, *, limit: int = 200, agent_id: str | None = None,
-                           cursor: str | None = None) -> dict[str, Any]:
+    def list_sessions_page(
+        self, *, limit: int = 200, agent_id: str | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
         """One page of the sessions_list tool: ``sessions`` and, when more follow, ``nextCursor``."""
         args: dict[str, Any] = {"limit": limit}
         if agent_id:

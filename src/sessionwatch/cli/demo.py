@@ -47,18 +47,33 @@ def local_gateway(startup_timeout: float = 30.0) -> Iterator[tuple[str, str]]:
         token = secrets.token_urlsafe(24)  # may start with "-": passed as --token=... below
         log_path = Path(tmp) / "gateway.log"
         with open(log_path, "wb") as log_file:
-            proc = subprocess.Popen([sys.executable, "-m", "sessionwatch.http", "--port", str(port), "--store",
-                                     f"sqlite:///{tmp}/demo.db", f"--token={token}", "--no-monitor",
-                                     "--no-access-log", "--log-level", "warning"],
-                                    stdout=log_file, stderr=subprocess.STDOUT,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "sessionwatch.http",
+                    "--port",
+                    str(port),
+                    "--store",
+                    f"sqlite:///{tmp}/demo.db",
+                    f"--token={token}",
+                    "--no-monitor",
+                    "--no-access-log",
+                    "--log-level",
+                    "warning",
+                ],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
             try:
                 probe = GatewayClient(url, token=token, timeout=2.0)
                 deadline = time.monotonic() + startup_timeout
                 while True:
                     if proc.poll() is not None:
-                        raise StoreUnavailable("the demo gateway exited early:\n"
-                                               + log_path.read_text(errors="replace")[-2000:])
+                        raise StoreUnavailable(
+                            "the demo gateway exited early:\n" + log_path.read_text(errors="replace")[-2000:]
+                        )
                     try:
                         if probe.health().get("status") == "ok":
                             break
@@ -106,26 +121,35 @@ def run_scenario(client: Any, say: Narrator) -> None:
     client.put_session(manager)
     say.step("The manager session exists", f"manager = {manager}", manager=manager)
 
-    spawned = client.call_tool("sessions_spawn", {"label": "researcher", "task": "Summarize Q3 churn by region."},
-                               caller=manager)
+    spawned = client.call_tool(
+        "sessions_spawn", {"label": "researcher", "task": "Summarize Q3 churn by region."}, caller=manager
+    )
     _check("error" not in spawned, f"sessions_spawn failed: {spawned}")
     seeded = int(spawned["stateVersion"])
-    say.step("The manager spawns a child and watches it from its spawn version",
-             f"{spawned['text']}\nThe manager's cursor on the child starts at {seeded}.",
-             child=child, stateVersion=seeded)
+    say.step(
+        "The manager spawns a child and watches it from its spawn version",
+        f"{spawned['text']}\nThe manager's cursor on the child starts at {seeded}.",
+        child=child,
+        stateVersion=seeded,
+    )
 
     typed = client.inbound(child, "Actually, use the Q4 numbers.", channel="webchat", human_id="dana")
     _check(bool(typed.get("recorded")), f"the person's turn was not recorded: {typed}")
-    say.step("A person types straight into the child",
-             f"recorded human_direct_message #{typed['event']['sequence']} (actor human:dana)",
-             sequence=typed["event"]["sequence"])
+    say.step(
+        "A person types straight into the child",
+        f"recorded human_direct_message #{typed['event']['sequence']} (actor human:dana)",
+        sequence=typed["event"]["sequence"],
+    )
 
     pending = client.peek_system_events(manager)
     _check(len(pending) == 1, f"expected exactly one pending notice for the manager, found {len(pending)}")
     expected = notice_text(child, seeded)
     _check(pending[0]["text"] == expected, f"notice text differs:\n{pending[0]['text']}\n!=\n{expected}")
-    say.step("The manager has exactly one notice waiting (its own spawn raised none)", pending[0]["line"],
-             notice=pending[0]["text"])
+    say.step(
+        "The manager has exactly one notice waiting (its own spawn raised none)",
+        pending[0]["line"],
+        notice=pending[0]["text"],
+    )
 
     drained = client.drain_system_events(manager)
     _check(len(drained) == 1, f"drain returned {len(drained)} entries")
@@ -133,37 +157,52 @@ def run_scenario(client: Any, say: Narrator) -> None:
     _check(match is not None and match["key"] == child, "the notice does not name the child and a version")
     assert match is not None
     since = int(match["since"])
-    say.step("On its next turn the manager consumes it (the drain is the acknowledgment)",
-             f"changesSince = {since}", changesSince=since)
+    say.step(
+        "On its next turn the manager consumes it (the drain is the acknowledgment)",
+        f"changesSince = {since}",
+        changesSince=since,
+    )
 
     status = client.call_tool("session_status", {"sessionKey": child, "changesSince": since}, caller=manager)
     _check("error" not in status, f"session_status failed: {status}")
     events = status["stateChanges"]["events"]
     kinds = [e["kind"] for e in events]
     _check(kinds == ["human_direct_message"], f"unexpected changes: {kinds}")
-    say.step("It reconciles with session_status changesSince: the exact typed delta",
-             "\n".join(f"  #{e['sequence']} {e['kind']} by {e['actorType']}: {e['summary']}" for e in events),
-             events=events)
+    say.step(
+        "It reconciles with session_status changesSince: the exact typed delta",
+        "\n".join(f"  #{e['sequence']} {e['kind']} by {e['actorType']}: {e['summary']}" for e in events),
+        events=events,
+    )
 
-    sent = client.call_tool("sessions_send",
-                            {"sessionKey": child, "message": "Understood: Q4 numbers. Carry on.", "watch": True},
-                            caller=manager)
+    sent = client.call_tool(
+        "sessions_send",
+        {"sessionKey": child, "message": "Understood: Q4 numbers. Carry on.", "watch": True},
+        caller=manager,
+    )
     _check(sent.get("status") == "accepted", f"sessions_send failed: {sent}")
     after = client.peek_system_events(manager)
     _check(after == [], f"the manager's own message must not raise a notice, found {after}")
     say.step("It acts: a message to the child (its own turn raises no notice)", sent["text"], send=sent)
 
-    burst = [client.inbound(child, text, channel="webchat", human_id="dana")
-             for text in ("One more thing:", "cite your sources.", "Thanks!")]
+    burst = [
+        client.inbound(child, text, channel="webchat", human_id="dana")
+        for text in ("One more thing:", "cite your sources.", "Thanks!")
+    ]
     _check(all(b.get("recorded") for b in burst), f"the burst was not recorded: {burst}")
     waiting = client.peek_system_events(manager)
     head = burst[-1]["event"]["sequence"]
     reconciled = int(status["stateVersion"])  # what the manager has seen since its reconciliation
-    _check(len(waiting) == 1 and waiting[0]["text"] == notice_text(child, reconciled),
-           f"a burst must give exactly one notice, found {waiting}")
-    say.step("A burst of three more turns still gives exactly one notice (coalesced)",
-             f"{waiting[0]['line']}\n(the child is at stateVersion {head}; the manager will reconcile from "
-             f"{reconciled} on its next turn)", notice=waiting[0]["text"], stateVersion=head)
+    _check(
+        len(waiting) == 1 and waiting[0]["text"] == notice_text(child, reconciled),
+        f"a burst must give exactly one notice, found {waiting}",
+    )
+    say.step(
+        "A burst of three more turns still gives exactly one notice (coalesced)",
+        f"{waiting[0]['line']}\n(the child is at stateVersion {head}; the manager will reconcile from "
+        f"{reconciled} on its next turn)",
+        notice=waiting[0]["text"],
+        stateVersion=head,
+    )
 
 
 @command(cli, "demo")

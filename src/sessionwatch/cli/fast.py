@@ -74,8 +74,15 @@ def run_hook(args: list[str]) -> bool:
     level = opts.get("log_level", "warning")
     setup_logging(opts.get("log_file"), "info" if level == "warning" else level)
     gateway = opts.get("gateway", os.environ.get("SESSIONWATCH_GATEWAY")) or None
-    main(opts["host"], session=opts.get("session"), agent=opts.get("agent"),
-         store=opts.get("store", os.environ.get("SESSIONWATCH_STORE")) or None, gateway=gateway,
-         token=opts.get("token", os.environ.get("SESSIONWATCH_TOKEN")) or None, nudge="no_nudge" not in opts,
-         nudge_retry_ms=int(opts.get("nudge_wait", "2000")), foreground_nudge="foreground_nudge" in opts)
+    main(
+        opts["host"],
+        session=opts.get("session"),
+        agent=opts.get("agent"),
+        store=opts.get("store", os.environ.get("SESSIONWATCH_STORE")) or None,
+        gateway=gateway,
+        token=opts.get("token", os.environ.get("SESSIONWATCH_TOKEN")) or None,
+        nudge="no_nudge" not in opts,
+        nudge_retry_ms=int(opts.get("nudge_wait", "2000")),
+        foreground_nudge="foreground_nudge" in opts,
+    )
     return True

@@ -13,20 +13,40 @@ HOST = click.argument("host", metavar="HOST", type=click.Choice(["claude-code", 
 
 @command(cli, "hook")
 @HOST
-@click.option("--session", "session_key", metavar="KEY",
-              help="The sessionwatch session this host session stands for. Env: SESSIONWATCH_SESSION. "
-                   "Default: the session whose adoption link is this thread.")
+@click.option(
+    "--session",
+    "session_key",
+    metavar="KEY",
+    help="The sessionwatch session this host session stands for. Env: SESSIONWATCH_SESSION. "
+    "Default: the session whose adoption link is this thread.",
+)
 @click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent of the session (only for bare 'global').")
 @click.option("--no-nudge", is_flag=True, help="Do not nudge the upstream monitor on UserPromptSubmit.")
-@click.option("--nudge-wait", type=click.IntRange(0, 10_000), default=2000, show_default=True, metavar="MS",
-              help="How long the nudge keeps looking for the prompt's transcript row.")
-@click.option("--foreground-nudge", is_flag=True,
-              help="Nudge before exiting instead of in a detached child (slower answer).")
-@click.option("--log-file", metavar="PATH", help="Where the hook logs (default: hooks.log in the state folder; "
-                                                  "'-' for stderr).")
+@click.option(
+    "--nudge-wait",
+    type=click.IntRange(0, 10_000),
+    default=2000,
+    show_default=True,
+    metavar="MS",
+    help="How long the nudge keeps looking for the prompt's transcript row.",
+)
+@click.option(
+    "--foreground-nudge", is_flag=True, help="Nudge before exiting instead of in a detached child (slower answer)."
+)
+@click.option(
+    "--log-file", metavar="PATH", help="Where the hook logs (default: hooks.log in the state folder; '-' for stderr)."
+)
 @pass_state
-def hook_cmd(state: State, host: str, session_key: str | None, agent_id: str | None, no_nudge: bool,
-             nudge_wait: int, foreground_nudge: bool, log_file: str | None) -> None:
+def hook_cmd(
+    state: State,
+    host: str,
+    session_key: str | None,
+    agent_id: str | None,
+    no_nudge: bool,
+    nudge_wait: int,
+    foreground_nudge: bool,
+    log_file: str | None,
+) -> None:
     """Run as a Claude Code or Codex CLI hook: read the hook's JSON on stdin, answer on stdout.
 
     On SessionStart, UserPromptSubmit and PostToolUse it adds the session's pending
@@ -48,8 +68,17 @@ def hook_cmd(state: State, host: str, session_key: str | None, agent_id: str | N
     ctx = click.get_current_context()
     level = ctx.find_root().params.get("log_level") or "warning"
     setup_logging(log_file, "info" if level == "warning" else level)
-    main(host, session=session_key, agent=agent_id, store=state.store, gateway=state.gateway, token=state.token,
-         nudge=not no_nudge, nudge_retry_ms=nudge_wait, foreground_nudge=foreground_nudge)
+    main(
+        host,
+        session=session_key,
+        agent=agent_id,
+        store=state.store,
+        gateway=state.gateway,
+        token=state.token,
+        nudge=not no_nudge,
+        nudge_retry_ms=nudge_wait,
+        foreground_nudge=foreground_nudge,
+    )
 
 
 def _show(changes: list, verb: str, host: str) -> Any:
@@ -64,8 +93,9 @@ def _show(changes: list, verb: str, host: str) -> Any:
             if ch.note:
                 c.print(f"          {ch.note}", markup=False)
         if verb == "install" and host == "codex":
-            c.print("Codex runs a new hook once you trust it: open /hooks in Codex. See docs/hooks-codex.md.",
-                    markup=False)
+            c.print(
+                "Codex runs a new hook once you trust it: open /hooks in Codex. See docs/hooks-codex.md.", markup=False
+            )
         if all(ch.action in ("unchanged", "skipped") for ch in changes):
             c.print("Nothing changed.", markup=False)
 
@@ -73,10 +103,16 @@ def _show(changes: list, verb: str, host: str) -> Any:
 
 
 SCOPE_USER = click.option("--user", "user", flag_value=True, help="The user's own config (all projects).")
-SCOPE_PROJECT = click.option("--project", "user", flag_value=False, default=False,
-                             help="The project's config in --dir (default).")
-DIR = click.option("--dir", "directory", type=click.Path(file_okay=False), metavar="PATH",
-                   help="Project folder for --project (default: the current folder).")
+SCOPE_PROJECT = click.option(
+    "--project", "user", flag_value=False, default=False, help="The project's config in --dir (default)."
+)
+DIR = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False),
+    metavar="PATH",
+    help="Project folder for --project (default: the current folder).",
+)
 
 
 @command(cli, "install")
@@ -84,12 +120,17 @@ DIR = click.option("--dir", "directory", type=click.Path(file_okay=False), metav
 @SCOPE_PROJECT
 @SCOPE_USER
 @DIR
-@click.option("--session", "session_key", metavar="KEY",
-              help="The session the host stands for: written into the hook and the MCP server (which needs it).")
+@click.option(
+    "--session",
+    "session_key",
+    metavar="KEY",
+    help="The session the host stands for: written into the hook and the MCP server (which needs it).",
+)
 @click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent of the session (only for bare 'global').")
 @pass_state
-def install_cmd(state: State, host: str, user: bool, directory: str | None, session_key: str | None,
-                agent_id: str | None) -> None:
+def install_cmd(
+    state: State, host: str, user: bool, directory: str | None, session_key: str | None, agent_id: str | None
+) -> None:
     """Write sessionwatch's hooks and MCP server into Claude Code's or Codex's config.
 
     Merges with what is there (other hooks and servers are kept), keeps the previous
@@ -111,8 +152,9 @@ def install_cmd(state: State, host: str, user: bool, directory: str | None, sess
         global_args += ["--gateway", state.gateway]
     elif state.store:
         global_args += ["--store", state.store]
-    changes = install(host, user=user, directory=directory, session=session_key, agent=agent_id,
-                      global_args=global_args)
+    changes = install(
+        host, user=user, directory=directory, session=session_key, agent=agent_id, global_args=global_args
+    )
     emit(state.json, {"host": host, "changes": [c.to_json() for c in changes]}, _show(changes, "install", host))
 
 

@@ -101,5 +101,7 @@ def event_line(e: dict[str, Any]) -> str:
     actor = e.get("actorType", "")
     if e.get("actorId"):
         actor += f":{e['actorId']}"
-    return f"#{e.get('sequence')}  {ts(e.get('occurredAt'))}  {e.get('sessionKey', '')}  {e.get('kind')}  " \
-           f"{actor}  {e.get('summary', '')}"
+    return (
+        f"#{e.get('sequence')}  {ts(e.get('occurredAt'))}  {e.get('sessionKey', '')}  {e.get('kind')}  "
+        f"{actor}  {e.get('summary', '')}"
+    )

@@ -14,18 +14,35 @@ from .app import State, cli, command, pass_state
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=7878, show_default=True)
 @click.option("--store", "serve_store", metavar="URL", help="Store URL (overrides the global --store).")
-@click.option("--token", "serve_token", metavar="TOKEN",
-              help="Bearer token clients must send; required beyond loopback (at least 16 characters, no "
-                   "whitespace). Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_TOKEN.")
+@click.option(
+    "--token",
+    "serve_token",
+    metavar="TOKEN",
+    help="Bearer token clients must send; required beyond loopback (at least 16 characters, no "
+    "whitespace). Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_TOKEN.",
+)
 @click_options(token_file_env="SESSIONWATCH_TOKEN_FILE")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
-              show_default=True)
+@click.option(
+    "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
+)
 @click.option("--no-monitor", is_flag=True, help="Do not run the upstream monitor in this process.")
 @pass_state
-def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve_token: str | None, log_level: str,
-              no_monitor: bool, token_file: str | None, allowed_host: tuple[str, ...],
-              allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-              max_connections: int, fd: int | None) -> None:
+def serve_cmd(
+    state: State,
+    host: str,
+    port: int,
+    serve_store: str | None,
+    serve_token: str | None,
+    log_level: str,
+    no_monitor: bool,
+    token_file: str | None,
+    allowed_host: tuple[str, ...],
+    allowed_origin: tuple[str, ...],
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
+    fd: int | None,
+) -> None:
     """Run the HTTP gateway (blocking) on a local store.
 
     Listening beyond loopback needs --token (exit 4 otherwise).
@@ -41,32 +58,67 @@ def serve_cmd(state: State, host: str, port: int, serve_store: str | None, serve
     from ..http.server import serve
     from ..serving.options import limits_of
 
-    serve(serve_store or state.store, host=host, port=port, token=serve_token, log_level=log_level,
-          monitor=not no_monitor, token_file=token_file, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
-          limits=limits_of(header_timeout, body_timeout, max_connections), fd=fd)
+    serve(
+        serve_store or state.store,
+        host=host,
+        port=port,
+        token=serve_token,
+        log_level=log_level,
+        monitor=not no_monitor,
+        token_file=token_file,
+        allowed_hosts=allowed_host,
+        allowed_origins=allowed_origin,
+        limits=limits_of(header_timeout, body_timeout, max_connections),
+        fd=fd,
+    )
 
 
 @command(cli, "mcp")
-@click.option("--session", "session_key", required=True, metavar="KEY",
-              help="The caller session every tool call runs as (created when missing).")
+@click.option(
+    "--session",
+    "session_key",
+    required=True,
+    metavar="KEY",
+    help="The caller session every tool call runs as (created when missing).",
+)
 @click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent of the session (only for bare 'global').")
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP transport: interface.")
-@click.option("--port", type=click.IntRange(0, 65535), default=7879, show_default=True,
-              help="HTTP transport: port.")
+@click.option("--port", type=click.IntRange(0, 65535), default=7879, show_default=True, help="HTTP transport: port.")
 @click.option("--path", default="/mcp", show_default=True, help="HTTP transport: endpoint path.")
-@click.option("--http-token", metavar="TOKEN",
-              help="HTTP transport: bearer token clients must send; required beyond loopback. "
-                   "Env: SESSIONWATCH_MCP_TOKEN.")
+@click.option(
+    "--http-token",
+    metavar="TOKEN",
+    help="HTTP transport: bearer token clients must send; required beyond loopback. Env: SESSIONWATCH_MCP_TOKEN.",
+)
 @click_options(token_file_env="SESSIONWATCH_MCP_TOKEN_FILE", token_file_option="--http-token-file")
-@click.option("--notice-poll", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="SECONDS",
-              help="While a client subscribes to the notices resource, re-check it this often besides wakes "
-                   "(0: wakes only).")
+@click.option(
+    "--notice-poll",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="While a client subscribes to the notices resource, re-check it this often besides wakes (0: wakes only).",
+)
 @pass_state
-def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str, host: str, port: int, path: str,
-            http_token: str | None, token_file: str | None, allowed_host: tuple[str, ...],
-            allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-            max_connections: int, fd: int | None, notice_poll: float) -> None:
+def mcp_cmd(
+    state: State,
+    session_key: str,
+    agent_id: str | None,
+    transport: str,
+    host: str,
+    port: int,
+    path: str,
+    http_token: str | None,
+    token_file: str | None,
+    allowed_host: tuple[str, ...],
+    allowed_origin: tuple[str, ...],
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
+    fd: int | None,
+    notice_poll: float,
+) -> None:
     """Serve the six sessionwatch tools over MCP, bound to caller session KEY.
 
     Pending notices for KEY ride along in every tool result (as 'System: ...' lines
@@ -96,8 +148,9 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
             from ..serving.exposure import adopt_socket
 
             sock, host = adopt_socket(fd, host)
-        http_token = resolve_token(http_token, token_file, env_token="SESSIONWATCH_MCP_TOKEN",
-                                   env_file="SESSIONWATCH_MCP_TOKEN_FILE")
+        http_token = resolve_token(
+            http_token, token_file, env_token="SESSIONWATCH_MCP_TOKEN", env_file="SESSIONWATCH_MCP_TOKEN_FILE"
+        )
         check_exposure(host, http_token, what="the MCP transport", option="--http-token or --http-token-file")
         try:
             policy = RequestPolicy.from_options(allowed_host, allowed_origin)
@@ -116,25 +169,49 @@ def mcp_cmd(state: State, session_key: str, agent_id: str | None, transport: str
         # when they cover the bound session's agent); a remote gateway's table is not reachable here.
         local = getattr(binding.backend, "target", None)
         store = getattr(local, "store", None)
-        run_http(server, host=host, port=port, token=http_token, path=path, policy=policy, limits=limits,
-                 store=(lambda: store) if store is not None else None,
-                 bound_agent=agent_of(session_key) or agent_id, sock=sock)
+        run_http(
+            server,
+            host=host,
+            port=port,
+            token=http_token,
+            path=path,
+            policy=policy,
+            limits=limits,
+            store=(lambda: store) if store is not None else None,
+            bound_agent=agent_of(session_key) or agent_id,
+            sock=sock,
+        )
 
 
 @command(cli, "node")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
-@click.option("--token", "node_token", metavar="TOKEN",
-              help="Bearer token the gateway must send (give the same to 'pair'); at least 16 characters beyond "
-                   "loopback. Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_NODE_TOKEN.")
+@click.option(
+    "--token",
+    "node_token",
+    metavar="TOKEN",
+    help="Bearer token the gateway must send (give the same to 'pair'); at least 16 characters beyond "
+    "loopback. Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_NODE_TOKEN.",
+)
 @click_options(token_file_env="SESSIONWATCH_NODE_TOKEN_FILE")
 @click.option("--claude-root", type=click.Path(file_okay=False), help="Claude config folder (default ~/.claude).")
 @click.option("--codex-root", type=click.Path(file_okay=False), help="Codex home (default ~/.codex).")
 @pass_state
-def node_cmd(state: State, host: str, port: int, node_token: str | None, claude_root: str | None,
-             codex_root: str | None, token_file: str | None, allowed_host: tuple[str, ...],
-             allowed_origin: tuple[str, ...], header_timeout: float, body_timeout: float,
-             max_connections: int, fd: int | None) -> None:
+def node_cmd(
+    state: State,
+    host: str,
+    port: int,
+    node_token: str | None,
+    claude_root: str | None,
+    codex_root: str | None,
+    token_file: str | None,
+    allowed_host: tuple[str, ...],
+    allowed_origin: tuple[str, ...],
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
+    fd: int | None,
+) -> None:
     """Serve this machine's Claude Code and Codex transcripts to a gateway (blocking).
 
     Pair it from the gateway side with: sessionwatch pair NODE_ID http://HOST:PORT --token TOKEN
@@ -147,6 +224,14 @@ def node_cmd(state: State, host: str, port: int, node_token: str | None, claude_
     from ..serving.options import limits_of
     from ..upstream.node_server import node_token as resolve_node_token, serve_node
 
-    serve_node(host, port, resolve_node_token(node_token, token_file), claude_root=claude_root,
-               codex_root=codex_root, allowed_hosts=allowed_host, allowed_origins=allowed_origin,
-               limits=limits_of(header_timeout, body_timeout, max_connections), fd=fd)
+    serve_node(
+        host,
+        port,
+        resolve_node_token(node_token, token_file),
+        claude_root=claude_root,
+        codex_root=codex_root,
+        allowed_hosts=allowed_host,
+        allowed_origins=allowed_origin,
+        limits=limits_of(header_timeout, body_timeout, max_connections),
+        fd=fd,
+    )

@@ -15,8 +15,12 @@ from .app import State, cli, command, pass_state
 from .output import console, emit, event_line, kv_table, print_jsonl, table, ts
 
 KEY = click.argument("key", metavar="KEY")
-AGENT = click.option("--agent", "agent_id", metavar="AGENT_ID",
-                     help="Agent that owns the session (needed only for the bare 'global' key).")
+AGENT = click.option(
+    "--agent",
+    "agent_id",
+    metavar="AGENT_ID",
+    help="Agent that owns the session (needed only for the bare 'global' key).",
+)
 
 
 @command(cli, "sessions")
@@ -55,9 +59,16 @@ def sessions_cmd(state: State, limit: int, agent_id: str | None, cursor: str | N
         if not rows:
             c.print("No sessions.")
         else:
-            c.print(table(f"Sessions ({be.where})", ["key", "kind", "parent", "stateVersion", "pending"],
-                          [[r["sessionKey"], r.get("kind"), r.get("spawnedBy"), r["stateVersion"], r["pending"]]
-                           for r in rows]))
+            c.print(
+                table(
+                    f"Sessions ({be.where})",
+                    ["key", "kind", "parent", "stateVersion", "pending"],
+                    [
+                        [r["sessionKey"], r.get("kind"), r.get("spawnedBy"), r["stateVersion"], r["pending"]]
+                        for r in rows
+                    ],
+                )
+            )
         if next_cursor:
             again = ["sessionwatch", "sessions", "--limit", str(limit)] + (["--agent", agent_id] if agent_id else [])
             c.print(f"More sessions: {' '.join(again)} --cursor {next_cursor}", soft_wrap=True)
@@ -70,8 +81,12 @@ def sessions_cmd(state: State, limit: int, agent_id: str | None, cursor: str | N
 
 @command(cli, "status")
 @KEY
-@click.option("--since", type=click.IntRange(min=0), metavar="N",
-              help="Also show the typed changes after sequence N (the number in a stale notice).")
+@click.option(
+    "--since",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Also show the typed changes after sequence N (the number in a stale notice).",
+)
 @click.option("--as", "caller", metavar="CALLER", help="Ask as this session (default: KEY itself).")
 @AGENT
 @pass_state
@@ -103,17 +118,28 @@ def status_cmd(state: State, key: str, since: int | None, caller: str | None, ag
             return
         events = changes.get("events", [])
         if events:
-            c.print(table(f"Changes after {since}", ["seq", "time", "kind", "actor", "summary"],
-                          [[e["sequence"], ts(e.get("occurredAt")), e["kind"],
+            c.print(
+                table(
+                    f"Changes after {since}",
+                    ["seq", "time", "kind", "actor", "summary"],
+                    [
+                        [
+                            e["sequence"],
+                            ts(e.get("occurredAt")),
+                            e["kind"],
                             e.get("actorType", "") + (f":{e['actorId']}" if e.get("actorId") else ""),
-                            e.get("summary")] for e in events]))
+                            e.get("summary"),
+                        ]
+                        for e in events
+                    ],
+                )
+            )
         else:
             c.print(f"No changes after {since}.")
         if changes.get("truncated"):
             c.print("[yellow]More changes exist: ask again with --since set to the last sequence shown.[/]")
         if changes.get("historyGap"):
-            c.print(f"[yellow]History gap: events before {changes.get('earliestAvailableSequence')} were "
-                    "pruned.[/]")
+            c.print(f"[yellow]History gap: events before {changes.get('earliestAvailableSequence')} were pruned.[/]")
 
     emit(state.json, out, human)
 
@@ -123,8 +149,14 @@ def status_cmd(state: State, key: str, since: int | None, caller: str | None, ag
 @click.argument("message")
 @click.option("--as", "caller", required=True, metavar="CALLER", help="The sending session (must exist).")
 @click.option("--watch", is_flag=True, help="Also watch KEY from now on (sessions_send watch: true).")
-@click.option("--timeout", type=click.FloatRange(0, 600), default=0, show_default=True, metavar="S",
-              help="Wait up to S seconds for KEY's next assistant reply.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, 600),
+    default=0,
+    show_default=True,
+    metavar="S",
+    help="Wait up to S seconds for KEY's next assistant reply.",
+)
 @pass_state
 def send_cmd(state: State, key: str, message: str, caller: str, watch: bool, timeout: float) -> None:
     """Send MESSAGE into session KEY as an inter-session turn from CALLER.
@@ -160,9 +192,14 @@ def watch_cmd(state: State, target: str, watcher: str, agent_id: str | None) -> 
     """
     done = state.backend().watch(watcher, target, agent_id)
     out = {"watcher": watcher, "target": target, "watching": done}
-    emit(state.json, out, lambda c: c.print(
-        f"{watcher} watches {target}." if done else f"{watcher} cannot watch {target} (not agent-qualified?).",
-        markup=False))
+    emit(
+        state.json,
+        out,
+        lambda c: c.print(
+            f"{watcher} watches {target}." if done else f"{watcher} cannot watch {target} (not agent-qualified?).",
+            markup=False,
+        ),
+    )
 
 
 @command(cli, "unwatch")
@@ -215,11 +252,18 @@ def drain_cmd(state: State, key: str, agent_id: str | None) -> None:
 
 
 @command(cli, "log")
-@click.option("--since", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
-              help="Start after sequence N.")
+@click.option(
+    "--since", type=click.IntRange(min=0), default=0, show_default=True, metavar="N", help="Start after sequence N."
+)
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events as they are recorded (Ctrl-C stops).")
-@click.option("--interval", type=click.FloatRange(0.05, 60), default=0.5, show_default=True, metavar="S",
-              help="Polling interval for --follow on a local store (against --gateway the log is streamed).")
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.05, 60),
+    default=0.5,
+    show_default=True,
+    metavar="S",
+    help="Polling interval for --follow on a local store (against --gateway the log is streamed).",
+)
 @pass_state
 def log_cmd(state: State, since: int, follow: bool, interval: float) -> None:
     """Print the signal log of every session, oldest first; --follow tails it live.
@@ -240,8 +284,11 @@ def log_cmd(state: State, since: int, follow: bool, interval: float) -> None:
         if follow and be.remote:  # a gateway pushes the log: its stream, resumed after a drop
             for e in be.follow_log(after):
                 if "sequence" not in e:  # a gap: retention removed events we had not printed
-                    click.echo(f"warning: events after {e['after']} up to {e['prunedThrough']} were pruned; "
-                               f"the log resumes at {e['earliestAvailableSequence']}", err=True)
+                    click.echo(
+                        f"warning: events after {e['after']} up to {e['prunedThrough']} were pruned; "
+                        f"the log resumes at {e['earliestAvailableSequence']}",
+                        err=True,
+                    )
                 elif state.json:
                     print_jsonl(e)
                 else:
@@ -280,13 +327,17 @@ def prune_cmd(state: State) -> None:
 @command(cli, "put")
 @KEY
 @AGENT
-@click.option("--kind", type=click.Choice(["main", "direct", "group", "subagent", "cron", "other"]),
-              help="Session kind (inferred from KEY when omitted).")
+@click.option(
+    "--kind",
+    type=click.Choice(["main", "direct", "group", "subagent", "cron", "other"]),
+    help="Session kind (inferred from KEY when omitted).",
+)
 @click.option("--spawned-by", metavar="PARENT", help="The session that spawned this one.")
 @click.option("--label", help="A short label.")
 @pass_state
-def put_cmd(state: State, key: str, agent_id: str | None, kind: str | None, spawned_by: str | None,
-            label: str | None) -> None:
+def put_cmd(
+    state: State, key: str, agent_id: str | None, kind: str | None, spawned_by: str | None, label: str | None
+) -> None:
     """Create session KEY (or update its kind, parent or label).
 
     \b
@@ -296,23 +347,40 @@ def put_cmd(state: State, key: str, agent_id: str | None, kind: str | None, spaw
       sessionwatch put global --agent ops
     """
     out = state.backend().put_session(key, agent_id=agent_id, kind=kind, spawned_by=spawned_by, label=label)
-    emit(state.json, out, lambda c: c.print(kv_table(
-        ("Created " if out.get("created") else "Updated ") + out.get("sessionKey", key), out)))
+    emit(
+        state.json,
+        out,
+        lambda c: c.print(
+            kv_table(("Created " if out.get("created") else "Updated ") + out.get("sessionKey", key), out)
+        ),
+    )
 
 
 @command(cli, "inbound")
 @KEY
 @click.argument("text")
 @click.option("--channel", required=True, help="Where the turn came from (webchat, telegram, ...).")
-@click.option("--provenance", type=click.Choice(["external_user", "inter_session", "internal_system"]),
-              help="Who sent it; omitted means a person.")
+@click.option(
+    "--provenance",
+    type=click.Choice(["external_user", "inter_session", "internal_system"]),
+    help="Who sent it; omitted means a person.",
+)
 @click.option("--source", "source_session_key", metavar="KEY", help="Sending session for inter_session turns.")
 @click.option("--human-id", help="Identifier of the person.")
 @click.option("--lane", help="'subagent' marks the parent's own dispatch (never a human message).")
 @AGENT
 @pass_state
-def inbound_cmd(state: State, key: str, text: str, channel: str, provenance: str | None,
-                source_session_key: str | None, human_id: str | None, lane: str | None, agent_id: str | None) -> None:
+def inbound_cmd(
+    state: State,
+    key: str,
+    text: str,
+    channel: str,
+    provenance: str | None,
+    source_session_key: str | None,
+    human_id: str | None,
+    lane: str | None,
+    agent_id: str | None,
+) -> None:
     """Record a turn arriving in session KEY (by default: a person typing).
 
     A person's turn in a session with a spawn parent or a watcher records
@@ -325,15 +393,25 @@ def inbound_cmd(state: State, key: str, text: str, channel: str, provenance: str
     """
     if provenance == "inter_session" and not source_session_key:
         raise InvalidArgument("--provenance inter_session needs --source KEY")
-    out = state.backend().inbound(key, text, channel=channel, provenance=provenance,
-                                  source_session_key=source_session_key, human_id=human_id, lane=lane,
-                                  agent_id=agent_id)
+    out = state.backend().inbound(
+        key,
+        text,
+        channel=channel,
+        provenance=provenance,
+        source_session_key=source_session_key,
+        human_id=human_id,
+        lane=lane,
+        agent_id=agent_id,
+    )
 
     def human(c: Console) -> None:
         ev = out.get("event")
-        c.print(f"Recorded {ev['kind']} #{ev['sequence']} in {key}." if ev
-                else f"Stored the turn in {key}; no signal recorded (actor {out.get('actorType')}, "
-                     "or nobody watches it).", markup=False)
+        c.print(
+            f"Recorded {ev['kind']} #{ev['sequence']} in {key}."
+            if ev
+            else f"Stored the turn in {key}; no signal recorded (actor {out.get('actorType')}, or nobody watches it).",
+            markup=False,
+        )
 
     emit(state.json, out, human)
 
@@ -356,10 +434,23 @@ def cursors_cmd(state: State, watcher: str | None, target: str | None) -> None:
         if not rows:
             c.print("No cursors.")
             return
-        c.print(table("Cursors", ["watcher", "target", "lastSeen", "notified", "material", "provenance", "updated"],
-                      [[r.get("watcher"), r.get("target"), r.get("lastSeen"), r.get("notified"), r.get("material"),
-                        r.get("provenance"), ts(r.get("updatedAt"))] for r in rows]))
+        c.print(
+            table(
+                "Cursors",
+                ["watcher", "target", "lastSeen", "notified", "material", "provenance", "updated"],
+                [
+                    [
+                        r.get("watcher"),
+                        r.get("target"),
+                        r.get("lastSeen"),
+                        r.get("notified"),
+                        r.get("material"),
+                        r.get("provenance"),
+                        ts(r.get("updatedAt")),
+                    ]
+                    for r in rows
+                ],
+            )
+        )
 
     emit(state.json, {"cursors": rows}, human)
-
-

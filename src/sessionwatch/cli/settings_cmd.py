@@ -14,8 +14,10 @@ from ..settings import DATA_SETTINGS, DAY_MS, Settings, check_value
 from .app import State, cli, command, json_option, pass_state
 from .output import emit, table
 
-REFRESH_NOTE = ("Processes that share the store pick up the new values within 10 s; a lower row cap or "
-                "retention applies at the next prune (`sessionwatch prune` runs one now).")
+REFRESH_NOTE = (
+    "Processes that share the store pick up the new values within 10 s; a lower row cap or "
+    "retention applies at the next prune (`sessionwatch prune` runs one now)."
+)
 
 
 @cli.group("settings", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -39,8 +41,9 @@ def settings_group() -> None:
 
 def _open_store(state: State) -> Any:
     if state.gateway:
-        raise InvalidArgument("the data settings live with the store: "
-                              "run 'settings' with a local --store, not --gateway")
+        raise InvalidArgument(
+            "the data settings live with the store: run 'settings' with a local --store, not --gateway"
+        )
     from ..engine import default_store_url
     from ..store import open_store
 
@@ -60,8 +63,10 @@ def _env_notes(stored: dict[str, int]) -> list[str]:
     for spec in DATA_SETTINGS.values():
         raw = os.environ.get(spec.env, "").strip()
         if raw and raw != str(stored.get(spec.field, raw)):
-            notes.append(f"{spec.env}={raw} in this environment differs from the stored {spec.field} "
-                         f"{stored.get(spec.field)}: processes started with it stop with a conflict error.")
+            notes.append(
+                f"{spec.env}={raw} in this environment differs from the stored {spec.field} "
+                f"{stored.get(spec.field)}: processes started with it stop with a conflict error."
+            )
     return notes
 
 
@@ -83,18 +88,38 @@ def show_cmd(state: State) -> None:
     finally:
         store.close()
     defaults = Settings()
-    rows = {name: {"value": stored.get(name), "default": getattr(defaults, name), "stored": name in stored,
-                   "env": spec.env, "meaning": spec.meaning} for name, spec in DATA_SETTINGS.items()}
+    rows = {
+        name: {
+            "value": stored.get(name),
+            "default": getattr(defaults, name),
+            "stored": name in stored,
+            "env": spec.env,
+            "meaning": spec.meaning,
+        }
+        for name, spec in DATA_SETTINGS.items()
+    }
     notes = _env_notes(stored)
     out = {"store": state.store, "settings": rows, "notes": notes}
 
     def human(c: Console) -> None:
-        c.print(table("Data settings", ["setting", "value", "default", "env", "meaning"],
-                      [[n, _shown(n, r["value"]) if r["stored"] else "(not stored yet)", _shown(n, r["default"]),
-                        r["env"], r["meaning"]] for n, r in rows.items()]))
+        c.print(
+            table(
+                "Data settings",
+                ["setting", "value", "default", "env", "meaning"],
+                [
+                    [
+                        n,
+                        _shown(n, r["value"]) if r["stored"] else "(not stored yet)",
+                        _shown(n, r["default"]),
+                        r["env"],
+                        r["meaning"],
+                    ]
+                    for n, r in rows.items()
+                ],
+            )
+        )
         for note in notes:
             c.print(note, markup=False)
-
 
     emit(state.json, out, human)
 
@@ -106,8 +131,14 @@ def show_cmd(state: State) -> None:
 @click.option("--max-events", type=int, metavar="N", help="Log row cap (>= 1).")
 @click.option("--wake-coalesce-ms", type=int, metavar="MS", help="Wake coalescing window in ms (>= 0).")
 @pass_state
-def set_cmd(state: State, queue_cap: int | None, retention_days: int | None, retention_ms: int | None,
-            max_events: int | None, wake_coalesce_ms: int | None) -> None:
+def set_cmd(
+    state: State,
+    queue_cap: int | None,
+    retention_days: int | None,
+    retention_ms: int | None,
+    max_events: int | None,
+    wake_coalesce_ms: int | None,
+) -> None:
     """Change stored data settings; prints the old and the new values.
 
     \b
@@ -131,8 +162,10 @@ def set_cmd(state: State, queue_cap: int | None, retention_days: int | None, ret
     if wake_coalesce_ms is not None:
         given["wake_coalesce_ms"] = (wake_coalesce_ms, "--wake-coalesce-ms")
     if not given:
-        raise InvalidArgument("nothing to set: give at least one of --queue-cap, --retention-days, --retention-ms, "
-                              "--max-events, --wake-coalesce-ms")
+        raise InvalidArgument(
+            "nothing to set: give at least one of --queue-cap, --retention-days, --retention-ms, "
+            "--max-events, --wake-coalesce-ms"
+        )
     changes = {name: check_value(name, value, flag) for name, (value, flag) in given.items()}
     store = _open_store(state)
     try:
@@ -151,10 +184,16 @@ def set_cmd(state: State, queue_cap: int | None, retention_days: int | None, ret
     out = {"store": state.store, "settings": rows, "changed": changed, "note": REFRESH_NOTE}
 
     def human(c: Console) -> None:
-        c.print(table("Data settings", ["setting", "old", "new", ""],
-                      [[n, _shown(n, r["old"]), _shown(n, r["new"]), "changed" if n in changed else ""]
-                       for n, r in rows.items()]))
+        c.print(
+            table(
+                "Data settings",
+                ["setting", "old", "new", ""],
+                [
+                    [n, _shown(n, r["old"]), _shown(n, r["new"]), "changed" if n in changed else ""]
+                    for n, r in rows.items()
+                ],
+            )
+        )
         c.print(REFRESH_NOTE, markup=False)
-
 
     emit(state.json, out, human)

@@ -24,8 +24,10 @@ from .output import emit, record_table, ts
 def _store(state: State) -> Iterator[Store]:
     """The store the tokens live in: the global --store (or the default store), never a --gateway."""
     if state.gateway:
-        raise InvalidArgument("token management works on the store itself: give --store (the URL of the store "
-                              "the gateway serves), not --gateway")
+        raise InvalidArgument(
+            "token management works on the store itself: give --store (the URL of the store "
+            "the gateway serves), not --gateway"
+        )
     from ..engine import default_store_url
     from ..store import open_store
 
@@ -71,8 +73,9 @@ def token_generate(state: State) -> None:
 
 
 @command(token_group, "create")
-@click.option("--agent", "agents", multiple=True, metavar="AGENT_ID",
-              help="Agent id the token is scoped to (repeat for several).")
+@click.option(
+    "--agent", "agents", multiple=True, metavar="AGENT_ID", help="Agent id the token is scoped to (repeat for several)."
+)
 @click.option("--admin", is_flag=True, help="An admin token: every session, every route.")
 @click.option("--name", metavar="NAME", help="A label for 'token list' (who holds it).")
 @pass_state
@@ -102,8 +105,16 @@ def token_list(state: State) -> None:
     """List the store's tokens: id, name, agents, created, revoked (never the token itself)."""
     with _store(state) as store:
         rows = [t.to_json() for t in store.tokens()]
-    shown = [{"id": r["id"], "name": r["name"] or "", "agents": "admin" if r["admin"] else ", ".join(r["agents"]),
-              "created": ts(r["createdAt"]), "revoked": ts(r["revokedAt"]) if r["revoked"] else ""} for r in rows]
+    shown = [
+        {
+            "id": r["id"],
+            "name": r["name"] or "",
+            "agents": "admin" if r["admin"] else ", ".join(r["agents"]),
+            "created": ts(r["createdAt"]),
+            "revoked": ts(r["revokedAt"]) if r["revoked"] else "",
+        }
+        for r in rows
+    ]
     emit(state.json, {"tokens": rows}, lambda c: c.print(record_table("tokens", shown)))
 
 
@@ -114,5 +125,8 @@ def token_revoke(state: State, token_id: str) -> None:
     """Revoke token ID; every gateway on the store refuses it within a second. Exit 3 if there is no ID."""
     with _store(state) as store:
         revoked = revoke_token(store, token_id)
-    emit(state.json, {"id": token_id, "revoked": revoked},
-         lambda c: c.print(f"token {token_id} " + ("revoked" if revoked else "was already revoked"), markup=False))
+    emit(
+        state.json,
+        {"id": token_id, "revoked": revoked},
+        lambda c: c.print(f"token {token_id} " + ("revoked" if revoked else "was already revoked"), markup=False),
+    )

@@ -49,38 +49,77 @@ class Snapshot:
                 target = target_from_context_key(entry.get("contextKey"))
                 if target is not None:
                     notices[(watcher, target)] = entry["text"]
-        self.stale = [{"watcher": c["watcher"], "target": c["target"], "lastSeen": c["lastSeen"],
-                       "material": c["material"], "behind": int(c["material"]) - int(c["lastSeen"]),
-                       "notice": notices.get((c["watcher"], c["target"]))}
-                      for c in sorted(stale, key=lambda c: (c["watcher"], c["target"]))]
+        self.stale = [
+            {
+                "watcher": c["watcher"],
+                "target": c["target"],
+                "lastSeen": c["lastSeen"],
+                "material": c["material"],
+                "behind": int(c["material"]) - int(c["lastSeen"]),
+                "notice": notices.get((c["watcher"], c["target"])),
+            }
+            for c in sorted(stale, key=lambda c: (c["watcher"], c["target"]))
+        ]
         self.taken_at = int(time.time() * 1000)
 
     def to_json(self) -> dict[str, Any]:
-        return {"stale": self.stale, "cursors": self.cursors, "log": list(self.events), "lastSequence": self.after,
-                "at": self.taken_at}
+        return {
+            "stale": self.stale,
+            "cursors": self.cursors,
+            "log": list(self.events),
+            "lastSequence": self.after,
+            "at": self.taken_at,
+        }
 
     def render(self, where: str) -> Group:
-        head = Text.assemble(("sessionwatch top", "bold"), f"  {redact_url(where)}  ", (ts(self.taken_at), "dim"),
-                             f"  {len(self.stale)} stale of {self.cursors} pairs  last sequence {self.after}")
+        head = Text.assemble(
+            ("sessionwatch top", "bold"),
+            f"  {redact_url(where)}  ",
+            (ts(self.taken_at), "dim"),
+            f"  {len(self.stale)} stale of {self.cursors} pairs  last sequence {self.after}",
+        )
         if self.stale:
-            pairs: Table = table("Stale pairs (material > lastSeen)", ["watcher", "target", "lastSeen", "material",
-                                                                       "behind", "pending notice"],
-                                 [[s["watcher"], s["target"], s["lastSeen"], s["material"], s["behind"],
-                                   s["notice"] or "-"] for s in self.stale])
+            pairs: Table = table(
+                "Stale pairs (material > lastSeen)",
+                ["watcher", "target", "lastSeen", "material", "behind", "pending notice"],
+                [
+                    [s["watcher"], s["target"], s["lastSeen"], s["material"], s["behind"], s["notice"] or "-"]
+                    for s in self.stale
+                ],
+            )
         else:
             pairs = table("Stale pairs", ["state"], [["no watcher is behind"]])
-        log = table("Log tail", ["seq", "time", "session", "kind", "actor", "summary"],
-                    [[e["sequence"], ts(e.get("occurredAt")), e["sessionKey"], e["kind"],
-                      e.get("actorId") or e.get("actorType"), e.get("summary")] for e in self.events])
+        log = table(
+            "Log tail",
+            ["seq", "time", "session", "kind", "actor", "summary"],
+            [
+                [
+                    e["sequence"],
+                    ts(e.get("occurredAt")),
+                    e["sessionKey"],
+                    e["kind"],
+                    e.get("actorId") or e.get("actorType"),
+                    e.get("summary"),
+                ]
+                for e in self.events
+            ],
+        )
         return Group(head, pairs, log)
 
 
 @command(cli, "top")
 @click.option("--once", is_flag=True, help="Print one frame and exit (with --json: the frame as JSON).")
-@click.option("--interval", type=click.FloatRange(0.1, 3600), default=1.0, show_default=True, metavar="S",
-              help="Seconds between refreshes.")
-@click.option("--tail", type=click.IntRange(1, 1000), default=15, show_default=True, metavar="N",
-              help="Log events shown.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 3600),
+    default=1.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds between refreshes.",
+)
+@click.option(
+    "--tail", type=click.IntRange(1, 1000), default=15, show_default=True, metavar="N", help="Log events shown."
+)
 @pass_state
 def top_cmd(state: State, once: bool, interval: float, tail: int) -> None:
     """A live view of the stale pairs (with their pending notice) and the log tail.

@@ -26,18 +26,36 @@ def _show(title: str, data: Any) -> Any:
 
 def _show_tick(title: str, out: dict[str, Any], note: str | None = None) -> Any:
     def human(c: Console) -> None:
-        head = {"tick": out.get("tick"), "status": out.get("status"),
-                "started": ts(out.get("startedAt")), "finished": ts(out.get("finishedAt"))}
+        head = {
+            "tick": out.get("tick"),
+            "status": out.get("status"),
+            "started": ts(out.get("startedAt")),
+            "finished": ts(out.get("finishedAt")),
+        }
         if out.get("reason"):
             head["reason"] = out["reason"]
         c.print(kv_table(title, head))
         links = out.get("links") or []
         if links:  # every link, the skipped ones with their reason
-            c.print(table("Links", ["session", "catalog", "host", "thread", "status", "humanTurns", "sequence",
-                                    "reason"],
-                          [[x.get("sessionKey"), x.get("catalogId"), x.get("hostId"), x.get("threadId"),
-                            x.get("status"), x.get("humanTurns"), x.get("sequence"),
-                            x.get("reason") or x.get("note")] for x in links]))
+            c.print(
+                table(
+                    "Links",
+                    ["session", "catalog", "host", "thread", "status", "humanTurns", "sequence", "reason"],
+                    [
+                        [
+                            x.get("sessionKey"),
+                            x.get("catalogId"),
+                            x.get("hostId"),
+                            x.get("threadId"),
+                            x.get("status"),
+                            x.get("humanTurns"),
+                            x.get("sequence"),
+                            x.get("reason") or x.get("note"),
+                        ]
+                        for x in links
+                    ],
+                )
+            )
         providers = out.get("providers") or []
         if providers:
             c.print(record_table("Providers", providers))
@@ -68,9 +86,23 @@ def threads_cmd(state: State, catalog: str) -> None:
         if not out:
             c.print(f"No threads in {catalog}.", markup=False)
             return
-        c.print(table(f"Threads in {catalog}", ["catalog", "thread", "host", "updated", "title", "cwd"],
-                      [[t.get("catalogId"), t.get("threadId"), t.get("hostId"), ts(t.get("updatedAt")),
-                        t.get("title"), t.get("cwd")] for t in out]))
+        c.print(
+            table(
+                f"Threads in {catalog}",
+                ["catalog", "thread", "host", "updated", "title", "cwd"],
+                [
+                    [
+                        t.get("catalogId"),
+                        t.get("threadId"),
+                        t.get("hostId"),
+                        ts(t.get("updatedAt")),
+                        t.get("title"),
+                        t.get("cwd"),
+                    ]
+                    for t in out
+                ],
+            )
+        )
 
     emit(state.json, {"catalog": catalog, "threads": out}, human)
 
@@ -80,11 +112,18 @@ def threads_cmd(state: State, catalog: str) -> None:
 @click.argument("thread", metavar="THREAD")
 @click.option("--session", "session_key", metavar="KEY", help="Session key to link it to (default: derived).")
 @click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent that owns the adopted session.")
-@click.option("--host", "host_id", metavar="HOST", default="gateway:local", show_default=True,
-              help="Where the thread lives: gateway:local, or node:<nodeId> for a paired node.")
+@click.option(
+    "--host",
+    "host_id",
+    metavar="HOST",
+    default="gateway:local",
+    show_default=True,
+    help="Where the thread lives: gateway:local, or node:<nodeId> for a paired node.",
+)
 @pass_state
-def adopt_cmd(state: State, catalog: str, thread: str, session_key: str | None, agent_id: str | None,
-              host_id: str) -> None:
+def adopt_cmd(
+    state: State, catalog: str, thread: str, session_key: str | None, agent_id: str | None, host_id: str
+) -> None:
     """Adopt (continue) a catalog thread: link it to a session the monitor then checks.
 
     From then on a person typing into that thread directly records human_direct_message
@@ -98,8 +137,9 @@ def adopt_cmd(state: State, catalog: str, thread: str, session_key: str | None, 
       sessionwatch adopt codex 019a-rollout --session agent:main:subagent:codex-1
       sessionwatch adopt claude 2b1f0c3e-8d7a-4c1e-9a55-0f6f1f2f7a10 --host node:laptop
     """
-    out = jsonable(state.backend().continue_thread(catalog, thread, session_key=session_key, agent_id=agent_id,
-                                                   host_id=host_id))
+    out = jsonable(
+        state.backend().continue_thread(catalog, thread, session_key=session_key, agent_id=agent_id, host_id=host_id)
+    )
     note = out.get("note") if isinstance(out, dict) else None
 
     def human(c: Console) -> None:

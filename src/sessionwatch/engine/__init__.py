@@ -8,8 +8,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LAZY = {"Gateway": "gateway", "default_store_url": "gateway", "TOOLS": "tools", "Tool": "tools",
-         "Subscription": "wakes", "Wake": "wakes"}
+_LAZY = {
+    "Gateway": "gateway",
+    "default_store_url": "gateway",
+    "TOOLS": "tools",
+    "Tool": "tools",
+    "Subscription": "wakes",
+    "Wake": "wakes",
+}
 
 __all__ = ["Gateway", "default_store_url", "TOOLS", "Tool", "Subscription", "Wake"]
 

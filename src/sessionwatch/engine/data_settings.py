@@ -37,17 +37,25 @@ def resolve(store: Store, settings: Settings, now: int, *, read_only: bool = Fal
         try:
             stored = store.init_data_settings(missing, now)
         except Exception as exc:  # noqa: BLE001 - an unwritable store still opens (health says it is not ready)
-            log.warning("could not store the data settings (%s: %s); using %s for now",
-                        exc.__class__.__name__, exc, missing)
+            log.warning(
+                "could not store the data settings (%s: %s); using %s for now", exc.__class__.__name__, exc, missing
+            )
     conflicts = []
     for name, (value, source) in explicit_data(settings).items():
         have = stored.get(name)
         if have is not None and have != value:
             flag = DATA_SETTINGS[name].flag
-            drop = (f"unset {source.split('=')[0]}" if source.startswith("SESSIONWATCH_")
-                    else f"leave out {source.split('=')[0].split()[0]}" if source.startswith("--") else "leave it out")
-            conflicts.append(f"{source} conflicts with the store's {name} {describe(name, have)}; change the "
-                             f"stored value with `sessionwatch settings set {flag} {value}`, or {drop}")
+            drop = (
+                f"unset {source.split('=')[0]}"
+                if source.startswith("SESSIONWATCH_")
+                else f"leave out {source.split('=')[0].split()[0]}"
+                if source.startswith("--")
+                else "leave it out"
+            )
+            conflicts.append(
+                f"{source} conflicts with the store's {name} {describe(name, have)}; change the "
+                f"stored value with `sessionwatch settings set {flag} {value}`, or {drop}"
+            )
     if conflicts:
         raise Conflict("the store's data settings are shared by every process: " + "; ".join(conflicts))
     resolved: dict[str, Any] = {n: stored.get(n, v) for n, v in wanted.items()}  # field name -> value

@@ -97,9 +97,17 @@ def entry_json(e: QueueEntry) -> QueueEntryJSON:
 class Gateway:
     """sessionwatch's engine. Open with :meth:`open`; close when done (or use ``with``)."""
 
-    def __init__(self, store: Store, *, clock: Clock | None = None, settings: Settings | None = None,
-                 sweep: bool = True, timers: bool | None = None, read_only: bool = False,
-                 prune_on_open: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        settings: Settings | None = None,
+        sweep: bool = True,
+        timers: bool | None = None,
+        read_only: bool = False,
+        prune_on_open: bool = True,
+    ) -> None:
         """``read_only``: opening and reading never write (no sweep, no prune, no timers), for read-only
         commands. ``prune_on_open=False``: no forced prune after the sweep (clients that share a store
         with a gateway). The data settings come from the store (see engine/data_settings.py)."""
@@ -126,8 +134,9 @@ class Gateway:
         self._reply_cv = threading.Condition()
         self._periodic: list[Periodic] = []
         self._timer_event = threading.Event()
-        self.wakes = WakeHub(self.clock, self.settings.wake_coalesce_ms, self._still_pending,
-                             on_schedule=self._timer_event.set)
+        self.wakes = WakeHub(
+            self.clock, self.settings.wake_coalesce_ms, self._still_pending, on_schedule=self._timer_event.set
+        )
         self._render = notice_template
         self._upstream: UpstreamService | None = None
         self.swept = 0
@@ -148,13 +157,27 @@ class Gateway:
             self._timer_thread.start()
 
     @classmethod
-    def open(cls, url: str | None = None, clock: Clock | None = None, *, settings: Settings | None = None,
-             timers: bool | None = None, read_only: bool = False, prune_on_open: bool = True) -> Gateway:
+    def open(
+        cls,
+        url: str | None = None,
+        clock: Clock | None = None,
+        *,
+        settings: Settings | None = None,
+        timers: bool | None = None,
+        read_only: bool = False,
+        prune_on_open: bool = True,
+    ) -> Gateway:
         """Open a store by URL and run the restart sweep; returns once the sweep has finished.
 
         ``read_only=True`` skips every write (sweep, prune, timers); see ``__init__``."""
-        return cls(open_store(url or default_store_url()), clock=clock, settings=settings, timers=timers,
-                   read_only=read_only, prune_on_open=prune_on_open)
+        return cls(
+            open_store(url or default_store_url()),
+            clock=clock,
+            settings=settings,
+            timers=timers,
+            read_only=read_only,
+            prune_on_open=prune_on_open,
+        )
 
     def set_observer(self, observer: Observer) -> None:
         """Report recordings, deliveries, wakes, monitor ticks (and, if it asks, store timings) to ``observer``."""
@@ -265,8 +288,9 @@ class Gateway:
     def _still_pending(self, watcher: str) -> bool:
         return self._safe(lambda: self.store.has_pending_notice(watcher, self.settings.queue_cap), False)
 
-    def resolve(self, key: object, agent_id: object = None, *, caller_agent: str | None = None,
-                what: str = "sessionKey") -> tuple[str, str]:
+    def resolve(
+        self, key: object, agent_id: object = None, *, caller_agent: str | None = None, what: str = "sessionKey"
+    ) -> tuple[str, str]:
         """Validate a key and name its agent: the key's own, or for bare ``global`` the given/caller agent."""
         k = parse_key(key, what)
         if agent_id is not None:
@@ -280,8 +304,9 @@ class Gateway:
             raise InvalidArgument("a bare 'global' key needs agentId to name its agent")
         return k.raw, agent
 
-    def session(self, key: object, agent_id: object = None, *, caller_agent: str | None = None,
-                what: str = "sessionKey") -> SessionRow:
+    def session(
+        self, key: object, agent_id: object = None, *, caller_agent: str | None = None, what: str = "sessionKey"
+    ) -> SessionRow:
         skey, agent = self.resolve(key, agent_id, caller_agent=caller_agent, what=what)
         row = self._host_read(lambda: self.store.get_session(skey, agent), "reading the session")
         if row is None:
@@ -303,19 +328,25 @@ class Gateway:
         now = self.clock()
         ev.occurred_at = self._clamp(ev.occurred_at, now)
         if ev.watchers:
-            ev.watchers = tuple(dict.fromkeys(
-                w for w in ev.watchers if w and w != ev.session_key and is_agent_qualified(w)))
+            ev.watchers = tuple(
+                dict.fromkeys(w for w in ev.watchers if w and w != ev.session_key and is_agent_qualified(w))
+            )
         if not is_agent_qualified(ev.session_key):
             ev.watchers = ()  # a bare 'global' target holds no cursors: it gets the log only
         obs = self.observer
         try:
-            outcome = self.store.record(ev, self._render, now, self.settings.queue_cap,
-                                        obs.counts_notices or self.wakes.has_subscribers())
+            outcome = self.store.record(
+                ev, self._render, now, self.settings.queue_cap, obs.counts_notices or self.wakes.has_subscribers()
+            )
         except Exception as exc:
             cause = self.drops.count(exc)
             obs.recording_dropped(cause)
-            log.exception("recording %s for %s failed (%s; best-effort, counted; the action goes on)", ev.kind,
-                          ev.session_key, cause)
+            log.exception(
+                "recording %s for %s failed (%s; best-effort, counted; the action goes on)",
+                ev.kind,
+                ev.session_key,
+                cause,
+            )
             return None
         if outcome is not None and outcome.inserted:
             obs.event_recorded(ev.kind)
@@ -336,8 +367,9 @@ class Gateway:
         if self._timer_thread is not None:
             self._timer_event.set()
         elif not self._injected_clock and not self._prune_lock.locked():
-            threading.Thread(target=self._run_requested_prune, args=(now,), name="sessionwatch-prune",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._run_requested_prune, args=(now,), name="sessionwatch-prune", daemon=True
+            ).start()
 
     def _run_requested_prune(self, now: int) -> None:
         if self._prune_requested and not self._closed:
@@ -351,16 +383,30 @@ class Gateway:
             return  # join the in-flight prune instead of starting another
         try:
             self._next_prune_at = now + self.settings.prune_interval_ms
-            self.store.prune(now, self.settings.retention_ms, self.settings.max_events, force=False,
-                             interval_ms=self.settings.prune_interval_ms, queue_cap=self.settings.queue_cap)
+            self.store.prune(
+                now,
+                self.settings.retention_ms,
+                self.settings.max_events,
+                force=False,
+                interval_ms=self.settings.prune_interval_ms,
+                queue_cap=self.settings.queue_cap,
+            )
         except Exception:
             log.exception("throttled prune failed")
         finally:
             self._prune_lock.release()
 
     # -- sessions --------------------------------------------------------------------------------
-    def put_session(self, key: object, *, agent_id: object = None, kind: object = None, spawned_by: object = None,
-                    label: object = None, created_by: object = None) -> dict[str, Any]:
+    def put_session(
+        self,
+        key: object,
+        *,
+        agent_id: object = None,
+        kind: object = None,
+        spawned_by: object = None,
+        label: object = None,
+        created_by: object = None,
+    ) -> dict[str, Any]:
         skey, agent = self.resolve(key, agent_id)
         if kind is not None:
             kind = validation.one_of(kind, "kind", SESSION_KINDS)
@@ -369,13 +415,32 @@ class Gateway:
         label = validation.optional_name(label, "label")
         creator = _actor(created_by) if created_by is not None else None
         now = self.clock()
-        row, created = self.store.put_session(SessionRow(
-            session_key=skey, agent_id=agent, session_id=uuid.uuid4().hex, kind=kind or infer_kind(parse_key(skey)),
-            created_at=now, updated_at=now, spawned_by=spawned_by, label=label))
+        row, created = self.store.put_session(
+            SessionRow(
+                session_key=skey,
+                agent_id=agent,
+                session_id=uuid.uuid4().hex,
+                kind=kind or infer_kind(parse_key(skey)),
+                created_at=now,
+                updated_at=now,
+                spawned_by=spawned_by,
+                label=label,
+            )
+        )
         if created and creator is not None:
-            self.record(EventInput(skey, agent, kinds.CREATED, creator[0], kinds.CREATED_SUMMARY, now,
-                                   actor_id=creator[1], session_id=row.session_id,
-                                   dedupe_key=f"created:{agent}:{skey}:{row.session_id}"))
+            self.record(
+                EventInput(
+                    skey,
+                    agent,
+                    kinds.CREATED,
+                    creator[0],
+                    kinds.CREATED_SUMMARY,
+                    now,
+                    actor_id=creator[1],
+                    session_id=row.session_id,
+                    dedupe_key=f"created:{agent}:{skey}:{row.session_id}",
+                )
+            )
         out = row.to_json()
         out["created"] = created
         return out
@@ -386,25 +451,37 @@ class Gateway:
         out["stateVersion"] = self.state_version(row.session_key, row.agent_id)
         return out
 
-    def list_sessions(self, *, agent_id: str | None = None, kinds: list[str] | None = None,
-                      limit: int = 50, agents: frozenset[str] | None = None,
-                      cursor: str | None = None) -> list[SessionRow]:
+    def list_sessions(
+        self,
+        *,
+        agent_id: str | None = None,
+        kinds: list[str] | None = None,
+        limit: int = 50,
+        agents: frozenset[str] | None = None,
+        cursor: str | None = None,
+    ) -> list[SessionRow]:
         """One page of sessions, newest created first (``list_sessions_page`` also gives the next cursor).
         ``agents`` given: only sessions of those agents (a scoped token's view)."""
-        return self.list_sessions_page(agent_id=agent_id, kinds=kinds, limit=limit, agents=agents,
-                                       cursor=cursor).rows
+        return self.list_sessions_page(agent_id=agent_id, kinds=kinds, limit=limit, agents=agents, cursor=cursor).rows
 
-    def list_sessions_page(self, *, agent_id: str | None = None, kinds: list[str] | None = None,
-                           limit: int = 50, agents: frozenset[str] | None = None,
-                           cursor: str | None = None) -> SessionPage:
+    def list_sessions_page(
+        self,
+        *,
+        agent_id: str | None = None,
+        kinds: list[str] | None = None,
+        limit: int = 50,
+        agents: frozenset[str] | None = None,
+        cursor: str | None = None,
+    ) -> SessionPage:
         """A page of sessions after ``cursor`` (a ``next_cursor`` of a page with the same ``agent_id``
         and ``kinds``; see ``listing.py`` for the order and what a walk guarantees). A malformed cursor,
         or one of another filter, raises ``InvalidArgument`` before anything is read."""
         after = None if cursor is None else decode_cursor(cursor, agent_id, kinds)
         scope = None if agents is None else sorted(agents)
         # One row more than asked tells whether a next page exists, so the last page has no cursor.
-        rows = self._host_read(lambda: self.store.list_sessions(agent_id, kinds, limit + 1, agents=scope,
-                                                                after=after), "listing sessions")
+        rows = self._host_read(
+            lambda: self.store.list_sessions(agent_id, kinds, limit + 1, agents=scope, after=after), "listing sessions"
+        )
         if len(rows) <= limit:
             return SessionPage(rows, None)
         last = rows[limit - 1]
@@ -414,8 +491,9 @@ class Gateway:
     def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
         new_id = uuid.uuid4().hex
-        self.store.reset_session(row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX,
-                                 self.settings.queue_cap)
+        self.store.reset_session(
+            row.session_key, row.agent_id, new_id, self.clock(), CONTEXT_PREFIX, self.settings.queue_cap
+        )
         return self.get_session(row.session_key, row.agent_id)
 
     def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
@@ -424,10 +502,21 @@ class Gateway:
         return {"deleted": deleted}
 
     # -- producers -------------------------------------------------------------------------------
-    def inbound(self, key: object, text: object, *, channel: object, provenance: object = None,
-                source_session_key: object = None, human_id: object = None, lane: object = None,
-                occurred_at: object = None, run_id: object = None, agent_id: object = None,
-                dedupe_key: object = None) -> dict[str, Any]:
+    def inbound(
+        self,
+        key: object,
+        text: object,
+        *,
+        channel: object,
+        provenance: object = None,
+        source_session_key: object = None,
+        human_id: object = None,
+        lane: object = None,
+        occurred_at: object = None,
+        run_id: object = None,
+        agent_id: object = None,
+        dedupe_key: object = None,
+    ) -> dict[str, Any]:
         """A turn arriving in a session. A person's turn records ``human_direct_message`` when the
         session has a spawn parent or a watcher; a group turn first registers main's ambient watch."""
         row = self.session(key, agent_id)
@@ -452,9 +541,19 @@ class Gateway:
             actor_type = "human"
         message_id: int | None = None
         try:  # the turn happened whatever the store says: keeping its transcript is best-effort too
-            message_id = self.store.append_message(MessageRow(
-                0, row.session_key, row.agent_id, "user", body, self.clock(), provenance=provenance,
-                source_session_key=source, channel=chan)).id
+            message_id = self.store.append_message(
+                MessageRow(
+                    0,
+                    row.session_key,
+                    row.agent_id,
+                    "user",
+                    body,
+                    self.clock(),
+                    provenance=provenance,
+                    source_session_key=source,
+                    channel=chan,
+                )
+            ).id
             self._notify_messages()
         except Exception:
             log.exception("storing the inbound turn of %s failed (best-effort)", row.session_key)
@@ -464,17 +563,40 @@ class Gateway:
                 main = main_key(row.agent_id)
                 if main != row.session_key and self.store.get_session(main, row.agent_id) is not None:
                     self._register(main, row.session_key, row.agent_id, "ambient-group")
-            outcome = self.record(EventInput(
-                row.session_key, row.agent_id, kinds.HUMAN_DIRECT_MESSAGE, "human", kinds.human_message_summary(chan),
-                self._clamp(claimed, self.clock()), actor_id=human, session_id=row.session_id,
-                run_id=run, dedupe_key=dedupe, watchers=(row.spawned_by,) if row.spawned_by else (),
-                only_if_watched=not row.spawned_by))
+            outcome = self.record(
+                EventInput(
+                    row.session_key,
+                    row.agent_id,
+                    kinds.HUMAN_DIRECT_MESSAGE,
+                    "human",
+                    kinds.human_message_summary(chan),
+                    self._clamp(claimed, self.clock()),
+                    actor_id=human,
+                    session_id=row.session_id,
+                    run_id=run,
+                    dedupe_key=dedupe,
+                    watchers=(row.spawned_by,) if row.spawned_by else (),
+                    only_if_watched=not row.spawned_by,
+                )
+            )
             event = outcome.event if outcome else None
-        return {"recorded": event is not None, "event": event.to_json() if event else None, "messageId": message_id,
-                "actorType": actor_type}
+        return {
+            "recorded": event is not None,
+            "event": event.to_json() if event else None,
+            "messageId": message_id,
+            "actorType": actor_type,
+        }
 
-    def set_goal(self, key: object, action: object, *, objective: object = None, status: object = None,
-                 actor: object = None, agent_id: object = None) -> dict[str, Any]:
+    def set_goal(
+        self,
+        key: object,
+        action: object,
+        *,
+        objective: object = None,
+        status: object = None,
+        actor: object = None,
+        agent_id: object = None,
+    ) -> dict[str, Any]:
         row = self.session(key, agent_id)
         action = validation.one_of(action, "action", kinds.GOAL_ACTIONS)
         actor_type, actor_id = _actor(actor)
@@ -490,12 +612,24 @@ class Gateway:
             raise InvalidArgument(f"session {row.session_key!r} has no goal to {action}; create it first")
         now = self.clock()
         self.store.update_session(row.session_key, row.agent_id, now, goal=goal or None)
-        outcome = self.record(EventInput(
-            row.session_key, row.agent_id, kinds.GOAL_CHANGED, actor_type,
-            kinds.goal_summary(action, goal.get("status")), now, actor_id=actor_id, session_id=row.session_id,
-            watchers=(row.spawned_by,) if row.spawned_by else ()))
-        return {"recorded": bool(outcome and outcome.event), "goal": goal or None,
-                "event": outcome.event.to_json() if outcome and outcome.event else None}
+        outcome = self.record(
+            EventInput(
+                row.session_key,
+                row.agent_id,
+                kinds.GOAL_CHANGED,
+                actor_type,
+                kinds.goal_summary(action, goal.get("status")),
+                now,
+                actor_id=actor_id,
+                session_id=row.session_id,
+                watchers=(row.spawned_by,) if row.spawned_by else (),
+            )
+        )
+        return {
+            "recorded": bool(outcome and outcome.event),
+            "goal": goal or None,
+            "event": outcome.event.to_json() if outcome and outcome.event else None,
+        }
 
     def begin_run(self, key: object, run_id: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
@@ -511,32 +645,58 @@ class Gateway:
         now = self.clock()
         was_active = self.store.end_run(row.session_key, row.agent_id, run, now)
         kind = kinds.RUN_COMPLETED if status == "ok" else kinds.RUN_FAILED
-        outcome = self.record(EventInput(
-            row.session_key, row.agent_id, kind, "system", kinds.run_end_summary(status), now,
-            session_id=row.session_id, run_id=run, dedupe_key=f"run-terminal:{run}",
-            payload=None if status == "ok" else {"outcome": status},
-            watchers=(row.spawned_by,) if row.spawned_by else ()))
-        return {"recorded": bool(outcome and outcome.inserted), "wasActive": was_active,
-                "event": outcome.event.to_json() if outcome and outcome.event else None}
+        outcome = self.record(
+            EventInput(
+                row.session_key,
+                row.agent_id,
+                kind,
+                "system",
+                kinds.run_end_summary(status),
+                now,
+                session_id=row.session_id,
+                run_id=run,
+                dedupe_key=f"run-terminal:{run}",
+                payload=None if status == "ok" else {"outcome": status},
+                watchers=(row.spawned_by,) if row.spawned_by else (),
+            )
+        )
+        return {
+            "recorded": bool(outcome and outcome.inserted),
+            "wasActive": was_active,
+            "event": outcome.event.to_json() if outcome and outcome.event else None,
+        }
 
     def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
         op = validation.name(operation_id, "operationId")
-        outcome = self.record(EventInput(row.session_key, row.agent_id, kinds.COMPACTED, "system",
-                                         kinds.COMPACTED_SUMMARY, self.clock(), session_id=row.session_id,
-                                         dedupe_key=f"compacted:{op}"))
-        return {"recorded": bool(outcome and outcome.inserted),
-                "event": outcome.event.to_json() if outcome and outcome.event else None}
+        outcome = self.record(
+            EventInput(
+                row.session_key,
+                row.agent_id,
+                kinds.COMPACTED,
+                "system",
+                kinds.COMPACTED_SUMMARY,
+                self.clock(),
+                session_id=row.session_id,
+                dedupe_key=f"compacted:{op}",
+            )
+        )
+        return {
+            "recorded": bool(outcome and outcome.inserted),
+            "event": outcome.event.to_json() if outcome and outcome.event else None,
+        }
 
     # -- transcripts -----------------------------------------------------------------------------
-    def append_message(self, key: object, role: object, text: object, *, agent_id: object = None,
-                       imported: bool = False) -> dict[str, Any]:
+    def append_message(
+        self, key: object, role: object, text: object, *, agent_id: object = None, imported: bool = False
+    ) -> dict[str, Any]:
         """Append to a session's transcript (an assistant reply answers a waiting ``sessions_send``)."""
         row = self.session(key, agent_id)
         role = validation.one_of(role, "role", ROLES)
         body = validation.text(text, "text", allow_empty=True)
-        msg = self.store.append_message(MessageRow(0, row.session_key, row.agent_id, role, body, self.clock(),
-                                                   imported=bool(imported)))
+        msg = self.store.append_message(
+            MessageRow(0, row.session_key, row.agent_id, role, body, self.clock(), imported=bool(imported))
+        )
         self._notify_messages()
         return msg.to_json()
 
@@ -599,28 +759,35 @@ class Gateway:
         self.wakes.request(wakes)
         return len(targets)
 
-    def enqueue_system_event(self, key: object, text: object, *, context_key: object = None,
-                             agent_id: object = None) -> dict[str, Any]:
+    def enqueue_system_event(
+        self, key: object, text: object, *, context_key: object = None, agent_id: object = None
+    ) -> dict[str, Any]:
         skey, _ = self.resolve(key, agent_id)
         body = validation.text(text, "text")
         ctx = None
         if context_key is not None:
             ctx = validation.text(context_key, "contextKey", max_bytes=MAX_CONTEXT_KEY).lower()
-        entry = self.store.enqueue(skey, body, ctx, self.clock(), self.settings.queue_cap,
-                                   notice=parse_notice(body, ctx))
+        entry = self.store.enqueue(
+            skey, body, ctx, self.clock(), self.settings.queue_cap, notice=parse_notice(body, ctx)
+        )
         return {"queued": entry is not None, "entry": entry_json(entry) if entry else None}
 
     def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
         skey, _ = self.resolve(key, agent_id)
-        return [entry_json(e) for e in self._host_read(
-            lambda: self.store.peek(skey, self._render, self.settings.queue_cap), "reading the system-event queue")]
+        return [
+            entry_json(e)
+            for e in self._host_read(
+                lambda: self.store.peek(skey, self._render, self.settings.queue_cap), "reading the system-event queue"
+            )
+        ]
 
     def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
         """A watcher's turn consumes its queue: returns the entries and acknowledges session-state ones."""
         skey, _ = self.resolve(key, agent_id)
         try:
-            entries, wakes = self.store.drain(skey, target_from_context_key, self._render, self.clock(),
-                                              self.settings.queue_cap)
+            entries, wakes = self.store.drain(
+                skey, target_from_context_key, self._render, self.clock(), self.settings.queue_cap
+            )
         except Exception as exc:  # the notices stay queued: an error, never an empty success
             log.exception("drain for %s failed", skey)
             raise StoreUnavailable(f"draining the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
@@ -636,8 +803,9 @@ class Gateway:
         wanted = validation.id_list(ids, "ids")
         if not wanted:
             return {"acknowledged": 0}
-        entries, wakes = self.store.acknowledge_entries(skey, wanted, target_from_context_key, self._render,
-                                                        self.clock(), self.settings.queue_cap)
+        entries, wakes = self.store.acknowledge_entries(
+            skey, wanted, target_from_context_key, self._render, self.clock(), self.settings.queue_cap
+        )
         self._delivered(entries, wakes)
         self.wakes.request(wakes)
         return {"acknowledged": len(entries)}
@@ -657,8 +825,9 @@ class Gateway:
         if not self.settings.reconcile_acknowledges or not is_agent_qualified(watcher) or watcher == target:
             return
         try:
-            wakes = self.store.reconcile(watcher, target, after, last, self._render, self.clock(),
-                                         self.settings.queue_cap)
+            wakes = self.store.reconcile(
+                watcher, target, after, last, self._render, self.clock(), self.settings.queue_cap
+            )
         except Exception:
             log.exception("acknowledging %s's read of %s failed (the read stands)", watcher, target)
             return
@@ -679,8 +848,9 @@ class Gateway:
         watcher = parse_key(key, "sessionKey").raw
         if is_subagent_key(watcher):
             return None  # subagent watchers are never woken (their parent is)
-        entries = self._host_read(lambda: self.store.peek(watcher, self._render, self.settings.queue_cap),
-                                  "reading the system-event queue")
+        entries = self._host_read(
+            lambda: self.store.peek(watcher, self._render, self.settings.queue_cap), "reading the system-event queue"
+        )
         targets = [e.target or target_from_context_key(e.context_key) for e in entries if not e.queue_only]
         pending = [t for t in targets if t]
         if not pending:
@@ -693,31 +863,35 @@ class Gateway:
         skey, agent = self.resolve(key, agent_id)
         return int(self._host_read(lambda: self.store.state_version(skey, agent), "reading the stateVersion"))
 
-    def changes_since(self, key: object, after: object, *, agent_id: object = None,
-                      limit: int | None = None) -> ChangesPage:
+    def changes_since(
+        self, key: object, after: object, *, agent_id: object = None, limit: int | None = None
+    ) -> ChangesPage:
         skey, agent = self.resolve(key, agent_id)
         after = validation.sequence(after, "changesSince")
         page = self.settings.changes_page_size
         lim = page if limit is None else max(1, min(page, int(limit)))
         return self._host_read(lambda: self.store.changes_since(skey, agent, after, lim), "reading changes")
 
-    def events_after(self, after: object = 0, limit: object = 200, *,
-                     agents: frozenset[str] | None = None) -> list[dict[str, Any]]:
+    def events_after(
+        self, after: object = 0, limit: object = 200, *, agents: frozenset[str] | None = None
+    ) -> list[dict[str, Any]]:
         """The whole signal log after a sequence (every session), full payloads: for tailing.
         ``agents`` given: only those agents' events (a scoped token's view)."""
         a = validation.sequence(after, "after")
         n = validation.integer(limit, "limit", minimum=1, maximum=1000)
         if agents is None:
             return [e.to_json() for e in self._host_read(lambda: self.store.events_after(a, n), "reading the log")]
-        return [e.to_json() for e in self._host_read(lambda: self.store.events_after(a, n, sorted(agents)),
-                                                     "reading the log")]
+        return [
+            e.to_json()
+            for e in self._host_read(lambda: self.store.events_after(a, n, sorted(agents)), "reading the log")
+        ]
 
-    def log_bounds(self, *, agents: frozenset[str] | None = None,
-                   session: tuple[str, str] | None = None) -> LogBounds:
+    def log_bounds(self, *, agents: frozenset[str] | None = None, session: tuple[str, str] | None = None) -> LogBounds:
         """Earliest stored, last and pruned-through sequences of the log (all, ``agents``', or one session):
         what a resuming log-stream reader needs to tell a gap from a quiet log."""
-        return self._host_read(lambda: self.store.log_bounds(None if agents is None else sorted(agents), session),
-                               "reading the log bounds")
+        return self._host_read(
+            lambda: self.store.log_bounds(None if agents is None else sorted(agents), session), "reading the log bounds"
+        )
 
     # -- maintenance -----------------------------------------------------------------------------
     def sweep(self) -> int:
@@ -766,9 +940,15 @@ class Gateway:
         with self._prune_lock:
             self._next_prune_at = now + self.settings.prune_interval_ms
             try:
-                return self.store.prune(now, self.settings.retention_ms, self.settings.max_events, force=force,
-                                        interval_ms=self.settings.prune_interval_ms,
-                                        queue_cap=self.settings.queue_cap, expire_cursors=expire_cursors)
+                return self.store.prune(
+                    now,
+                    self.settings.retention_ms,
+                    self.settings.max_events,
+                    force=force,
+                    interval_ms=self.settings.prune_interval_ms,
+                    queue_cap=self.settings.queue_cap,
+                    expire_cursors=expire_cursors,
+                )
             except Exception:
                 log.exception("prune failed")
                 return PruneResult(skipped=True)
@@ -786,10 +966,18 @@ class Gateway:
     def list_threads(self, catalog_id: str) -> list[dict[str, Any]]:
         return self.upstream.list_threads(catalog_id)
 
-    def continue_thread(self, catalog_id: str, thread_id: str, *, session_key: str | None = None,
-                        agent_id: str | None = None, host_id: str = "gateway:local") -> dict[str, Any]:
-        return self.upstream.continue_thread(catalog_id, thread_id, session_key=session_key, agent_id=agent_id,
-                                             host_id=host_id)
+    def continue_thread(
+        self,
+        catalog_id: str,
+        thread_id: str,
+        *,
+        session_key: str | None = None,
+        agent_id: str | None = None,
+        host_id: str = "gateway:local",
+    ) -> dict[str, Any]:
+        return self.upstream.continue_thread(
+            catalog_id, thread_id, session_key=session_key, agent_id=agent_id, host_id=host_id
+        )
 
     def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
         return self.upstream.link(session_key, agent_id)
@@ -804,8 +992,15 @@ class Gateway:
         return self.upstream.pair_node(node_id, url, token, verify=verify)
 
     # -- tools -----------------------------------------------------------------------------------
-    def call_tool(self, name: str, args: Mapping[str, Any] | None = None, *, caller: str,
-                  agent_id: str | None = None, scope: frozenset[str] | None = None) -> dict[str, Any]:
+    def call_tool(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        caller: str,
+        agent_id: str | None = None,
+        scope: frozenset[str] | None = None,
+    ) -> dict[str, Any]:
         """Run one tool as ``caller``. Errors come back as ``{"error": {"code", "message"}}``.
 
         ``scope`` (the agent ids a scoped token covers) limits the caller and every session the tool

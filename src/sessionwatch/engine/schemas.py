@@ -19,8 +19,18 @@ INT: Schema = {"type": "integer"}
 BOOL: Schema = {"type": "boolean"}
 ANY_OBJECT: Schema = {"type": "object"}
 
-ERROR_CODES = ("invalid_argument", "not_found", "unknown_tool", "forbidden", "unauthorized", "payload_too_large",
-               "conflict", "unavailable", "method_not_allowed", "internal")
+ERROR_CODES = (
+    "invalid_argument",
+    "not_found",
+    "unknown_tool",
+    "forbidden",
+    "unauthorized",
+    "payload_too_large",
+    "conflict",
+    "unavailable",
+    "method_not_allowed",
+    "internal",
+)
 
 
 def obj(props: dict[str, Schema], required: list[str] | None = None) -> Schema:
@@ -28,46 +38,116 @@ def obj(props: dict[str, Schema], required: list[str] | None = None) -> Schema:
     return {"type": "object", "properties": props, "required": required or []}
 
 
-ERROR: Schema = obj({"error": obj({"code": {"type": "string", "enum": list(ERROR_CODES)}, "message": STR},
-                                  ["code", "message"])}, ["error"])
+ERROR: Schema = obj(
+    {"error": obj({"code": {"type": "string", "enum": list(ERROR_CODES)}, "message": STR}, ["code", "message"])},
+    ["error"],
+)
 
 EVENT_PROPS: dict[str, Schema] = {
-    "sequence": INT, "kind": STR, "actorType": {"type": "string", "enum": ["human", "agent", "system"]},
-    "occurredAt": INT, "summary": STR, "actorId": STR, "runId": STR, "payload": ANY_OBJECT}
+    "sequence": INT,
+    "kind": STR,
+    "actorType": {"type": "string", "enum": ["human", "agent", "system"]},
+    "occurredAt": INT,
+    "summary": STR,
+    "actorId": STR,
+    "runId": STR,
+    "payload": ANY_OBJECT,
+}
 PROJECTED_EVENT: Schema = obj(EVENT_PROPS, ["sequence", "kind", "actorType", "occurredAt", "summary"])
-STATE_CHANGES: Schema = obj({"events": {"type": "array", "items": PROJECTED_EVENT}, "truncated": BOOL,
-                             "earliestAvailableSequence": INT, "historyGap": BOOL},
-                            ["events", "truncated", "earliestAvailableSequence", "historyGap"])
-MESSAGE: Schema = obj({"id": INT, "role": STR, "text": STR, "ts": INT, "provenance": STR, "sourceSessionKey": STR,
-                       "channel": STR, "imported": BOOL}, ["id", "role", "text", "ts"])
-QUEUE_ENTRY: Schema = obj({"id": {"type": "integer", "description": "Stable: the same entry has the same id in "
-                                                                  "every peek and process, never reused."},
-                           "text": STR, "ts": INT, "contextKey": {"type": ["string", "null"]},
-                           "line": STR}, ["id", "text", "ts", "contextKey", "line"])
-LISTED_SESSION: Schema = obj({"sessionKey": STR, "agentId": STR, "kind": {"type": "string",
-                                                                         "enum": list(SESSION_KINDS)},
-                              "spawnedBy": STR, "label": STR, "stateVersion": INT},
-                             ["sessionKey", "agentId", "kind"])
+STATE_CHANGES: Schema = obj(
+    {
+        "events": {"type": "array", "items": PROJECTED_EVENT},
+        "truncated": BOOL,
+        "earliestAvailableSequence": INT,
+        "historyGap": BOOL,
+    },
+    ["events", "truncated", "earliestAvailableSequence", "historyGap"],
+)
+MESSAGE: Schema = obj(
+    {
+        "id": INT,
+        "role": STR,
+        "text": STR,
+        "ts": INT,
+        "provenance": STR,
+        "sourceSessionKey": STR,
+        "channel": STR,
+        "imported": BOOL,
+    },
+    ["id", "role", "text", "ts"],
+)
+QUEUE_ENTRY: Schema = obj(
+    {
+        "id": {
+            "type": "integer",
+            "description": "Stable: the same entry has the same id in every peek and process, never reused.",
+        },
+        "text": STR,
+        "ts": INT,
+        "contextKey": {"type": ["string", "null"]},
+        "line": STR,
+    },
+    ["id", "text", "ts", "contextKey", "line"],
+)
+LISTED_SESSION: Schema = obj(
+    {
+        "sessionKey": STR,
+        "agentId": STR,
+        "kind": {"type": "string", "enum": list(SESSION_KINDS)},
+        "spawnedBy": STR,
+        "label": STR,
+        "stateVersion": INT,
+    },
+    ["sessionKey", "agentId", "kind"],
+)
 
 # What each tool returns on success (the ``text`` field, a ready-to-read rendering, is always there).
 TOOL_RESULTS: dict[str, Schema] = {
-    "sessions_spawn": obj({"sessionKey": STR, "sessionId": STR, "runId": STR, "stateVersion": INT, "text": STR},
-                          ["sessionKey", "sessionId", "runId", "stateVersion", "text"]),
-    "sessions_send": obj({"status": {"type": "string", "enum": ["ok", "accepted", "timeout"]},
-                          "messageId": INT, "watched": BOOL, "reply": STR, "text": STR},
-                         ["status", "messageId", "text"]),
-    "session_status": obj({"sessionKey": STR, "agentId": STR, "sessionId": STR,
-                           "kind": {"type": "string", "enum": list(SESSION_KINDS)}, "stateVersion": INT,
-                           "spawnedBy": STR, "activeRunId": STR, "goal": ANY_OBJECT, "stateChanges": STATE_CHANGES,
-                           "text": STR},
-                          ["sessionKey", "agentId", "sessionId", "kind", "stateVersion", "text"]),
-    "sessions_list": obj({"sessions": {"type": "array", "items": LISTED_SESSION},
-                          "nextCursor": {"type": "string", "description": "Present when more sessions follow: "
-                                         "pass it as cursor, with the same agentId and kinds, for the next page."},
-                          "text": STR},
-                         ["sessions", "text"]),
-    "sessions_history": obj({"sessionKey": STR, "messages": {"type": "array", "items": MESSAGE}, "text": STR},
-                            ["sessionKey", "messages", "text"]),
+    "sessions_spawn": obj(
+        {"sessionKey": STR, "sessionId": STR, "runId": STR, "stateVersion": INT, "text": STR},
+        ["sessionKey", "sessionId", "runId", "stateVersion", "text"],
+    ),
+    "sessions_send": obj(
+        {
+            "status": {"type": "string", "enum": ["ok", "accepted", "timeout"]},
+            "messageId": INT,
+            "watched": BOOL,
+            "reply": STR,
+            "text": STR,
+        },
+        ["status", "messageId", "text"],
+    ),
+    "session_status": obj(
+        {
+            "sessionKey": STR,
+            "agentId": STR,
+            "sessionId": STR,
+            "kind": {"type": "string", "enum": list(SESSION_KINDS)},
+            "stateVersion": INT,
+            "spawnedBy": STR,
+            "activeRunId": STR,
+            "goal": ANY_OBJECT,
+            "stateChanges": STATE_CHANGES,
+            "text": STR,
+        },
+        ["sessionKey", "agentId", "sessionId", "kind", "stateVersion", "text"],
+    ),
+    "sessions_list": obj(
+        {
+            "sessions": {"type": "array", "items": LISTED_SESSION},
+            "nextCursor": {
+                "type": "string",
+                "description": "Present when more sessions follow: "
+                "pass it as cursor, with the same agentId and kinds, for the next page.",
+            },
+            "text": STR,
+        },
+        ["sessions", "text"],
+    ),
+    "sessions_history": obj(
+        {"sessionKey": STR, "messages": {"type": "array", "items": MESSAGE}, "text": STR},
+        ["sessionKey", "messages", "text"],
+    ),
     "session_unwatch": obj({"unwatched": BOOL, "text": STR}, ["unwatched", "text"]),
 }
 

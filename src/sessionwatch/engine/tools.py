@@ -52,8 +52,12 @@ class Hints:
     open_world: bool = False
 
     def to_json(self) -> dict[str, bool]:
-        return {"readOnlyHint": self.read_only, "destructiveHint": self.destructive,
-                "idempotentHint": self.idempotent, "openWorldHint": self.open_world}
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
 
 
 READ_ONLY = Hints(read_only=True, idempotent=True)
@@ -80,8 +84,12 @@ class Tool:
         return result_or_error(self.result_schema)
 
 
-KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 512,
-              "description": "A session key: 'agent:<agentId>:<rest>' or the bare 'global'."}
+KEY_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 512,
+    "description": "A session key: 'agent:<agentId>:<rest>' or the bare 'global'.",
+}
 
 
 def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -95,6 +103,8 @@ def _target(gw: Gateway, key: object, caller: Caller) -> SessionRow:
     skey, agent = gw.resolve(key, caller_agent=caller.agent_id)
     check_scope(caller.scope, agent, f"session {skey!r}")
     return gw.session(skey, agent)
+
+
 def _degraded(notes: list[str], what: str, fn: Callable[[], Any], default: Any) -> Any:
     """Where the spec lets a failed read degrade (the tool must not fail), note it for ``_flag``."""
     try:
@@ -109,8 +119,10 @@ def _flag(out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """``degraded: true`` plus a sentence, so an empty read is never mistaken for "no changes"."""
     if notes:
         out["degraded"] = True
-        out["text"] = (f"{out.get('text', '')}\n\nDegraded: reading {' and '.join(notes)} failed, so the "
-                       "values shown for it are empty or 0 and do not mean \"no changes\". Retry shortly.").lstrip()
+        out["text"] = (
+            f"{out.get('text', '')}\n\nDegraded: reading {' and '.join(notes)} failed, so the "
+            'values shown for it are empty or 0 and do not mean "no changes". Retry shortly.'
+        ).lstrip()
     return out
 
 
@@ -145,30 +157,78 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
         raise Conflict(f"session {child.raw!r} exists and was not spawned by {caller.key!r}")
     now = gw.clock()
     if existing is None:
-        row, _ = gw.store.put_session(SessionRow(child.raw, agent, uuid.uuid4().hex, "subagent", now, now,
-                                                 spawned_by=caller.key, label=label))
-        gw.record(EventInput(child.raw, agent, kinds.CREATED, "agent", kinds.CREATED_SUMMARY, now, actor_id=caller.key,
-                             session_id=row.session_id, dedupe_key=f"created:{agent}:{child.raw}:{row.session_id}"))
+        row, _ = gw.store.put_session(
+            SessionRow(child.raw, agent, uuid.uuid4().hex, "subagent", now, now, spawned_by=caller.key, label=label)
+        )
+        gw.record(
+            EventInput(
+                child.raw,
+                agent,
+                kinds.CREATED,
+                "agent",
+                kinds.CREATED_SUMMARY,
+                now,
+                actor_id=caller.key,
+                session_id=row.session_id,
+                dedupe_key=f"created:{agent}:{child.raw}:{row.session_id}",
+            )
+        )
     else:
         row = existing
     if row.active_run_id != run_id:
-        spawned = gw.record(EventInput(child.raw, agent, kinds.CHILD_SPAWNED, "agent", kinds.CHILD_SPAWNED_SUMMARY, now,
-                                       actor_id=caller.key, session_id=row.session_id, run_id=run_id,
-                                       dedupe_key=f"child-spawned:{run_id}", watchers=(caller.key,)))
+        spawned = gw.record(
+            EventInput(
+                child.raw,
+                agent,
+                kinds.CHILD_SPAWNED,
+                "agent",
+                kinds.CHILD_SPAWNED_SUMMARY,
+                now,
+                actor_id=caller.key,
+                session_id=row.session_id,
+                run_id=run_id,
+                dedupe_key=f"child-spawned:{run_id}",
+                watchers=(caller.key,),
+            )
+        )
         # this child's own earlier run (ended since) is a no-op, not a restart of that run
-        repeat = (spawned is not None and not spawned.inserted and spawned.event is not None
-                  and spawned.event.session_key == child.raw)
+        repeat = (
+            spawned is not None
+            and not spawned.inserted
+            and spawned.event is not None
+            and spawned.event.session_key == child.raw
+        )
         if not repeat:
             gw.store.update_session(child.raw, agent, now, active_run_id=run_id)
             if task is not None:
-                gw.store.append_message(MessageRow(0, child.raw, agent, "user", task, now,
-                                                   provenance="inter_session", source_session_key=caller.key,
-                                                   channel="subagent"))
+                gw.store.append_message(
+                    MessageRow(
+                        0,
+                        child.raw,
+                        agent,
+                        "user",
+                        task,
+                        now,
+                        provenance="inter_session",
+                        source_session_key=caller.key,
+                        channel="subagent",
+                    )
+                )
     notes: list[str] = []
     version = _degraded(notes, "the stateVersion", lambda: gw.state_version(child.raw, agent), 0)
-    return cast(SpawnResult, _flag({"sessionKey": child.raw, "sessionId": row.session_id, "runId": run_id,
-                                    "stateVersion": version,
-                                    "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}."}, notes))
+    return cast(
+        SpawnResult,
+        _flag(
+            {
+                "sessionKey": child.raw,
+                "sessionId": row.session_id,
+                "runId": run_id,
+                "stateVersion": version,
+                "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}.",
+            },
+            notes,
+        ),
+    )
 
 
 # -- sessions_send -------------------------------------------------------------------------------
@@ -180,13 +240,26 @@ def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SendResult:
     if args.get("timeoutSeconds") is not None:
         timeout = validation.number(args["timeoutSeconds"], "timeoutSeconds", maximum=MAX_SEND_TIMEOUT_S)
     _caller_must_exist(gw, caller)
-    msg = gw.store.append_message(MessageRow(0, target.session_key, target.agent_id, "user", message, gw.clock(),
-                                             provenance="inter_session", source_session_key=caller.key))
+    msg = gw.store.append_message(
+        MessageRow(
+            0,
+            target.session_key,
+            target.agent_id,
+            "user",
+            message,
+            gw.clock(),
+            provenance="inter_session",
+            source_session_key=caller.key,
+        )
+    )
     gw._notify_messages()
     out: dict[str, Any] = {"status": "accepted", "messageId": msg.id}
     if watch is True:
-        out["watched"] = (caller.qualified and caller.key != target.session_key
-                          and gw._register(caller.key, target.session_key, target.agent_id, "explicit"))
+        out["watched"] = (
+            caller.qualified
+            and caller.key != target.session_key
+            and gw._register(caller.key, target.session_key, target.agent_id, "explicit")
+        )
     if timeout > 0:
         reply = gw.wait_for_reply(target.session_key, target.agent_id, msg.id, timeout)
         if reply is None:
@@ -213,16 +286,24 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     since = validation.sequence(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
     notes: list[str] = []
     version = _degraded(notes, "the stateVersion", lambda: gw.state_version(row.session_key, row.agent_id), 0)
-    out: dict[str, Any] = {"sessionKey": row.session_key, "agentId": row.agent_id, "sessionId": row.session_id,
-                           "kind": row.kind, "stateVersion": version}
+    out: dict[str, Any] = {
+        "sessionKey": row.session_key,
+        "agentId": row.agent_id,
+        "sessionId": row.session_id,
+        "kind": row.kind,
+        "stateVersion": version,
+    }
     if row.spawned_by:
         out["spawnedBy"] = row.spawned_by
     if row.active_run_id:
         out["activeRunId"] = row.active_run_id
     if row.goal:
         out["goal"] = row.goal
-    lines = [f"Session {row.session_key} (agent {row.agent_id}, {row.kind})", f"sessionId: {row.session_id}",
-             f"stateVersion: {version}"]
+    lines = [
+        f"Session {row.session_key} (agent {row.agent_id}, {row.kind})",
+        f"sessionId: {row.session_id}",
+        f"stateVersion: {version}",
+    ]
     if row.spawned_by:
         lines.append(f"spawnedBy: {row.spawned_by}")
     if row.active_run_id:
@@ -230,8 +311,12 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     if row.goal:
         lines.append(f"goal: {row.goal.get('objective', '')} [{row.goal.get('status', '')}]")
     if since is not None:
-        page = _degraded(notes, "the state changes",
-                         lambda: gw.changes_since(row.session_key, since, agent_id=row.agent_id), EMPTY_PAGE)
+        page = _degraded(
+            notes,
+            "the state changes",
+            lambda: gw.changes_since(row.session_key, since, agent_id=row.agent_id),
+            EMPTY_PAGE,
+        )
         changes = page.to_json()
         out["stateChanges"] = changes
         if page.events:  # a watcher's read acknowledges what it returned (SPEC §2 "reconciling")
@@ -259,8 +344,14 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
     page = gw.list_sessions_page(agent_id=agent, kinds=wanted_kinds, limit=limit, agents=caller.scope, cursor=cursor)
     rows = page.rows
     notes: list[str] = []
-    versions = _degraded(notes, "the stateVersions", lambda: gw._host_read(
-        lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), "reading stateVersions"), {})
+    versions = _degraded(
+        notes,
+        "the stateVersions",
+        lambda: gw._host_read(
+            lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), "reading stateVersions"
+        ),
+        {},
+    )
     sessions: list[ListedSession] = []
     lines = []
     for r in rows:
@@ -273,13 +364,18 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
         if version:
             item["stateVersion"] = version
         sessions.append(item)
-        lines.append(f"- {r.session_key} [{r.kind}]" + (f" stateVersion {version}" if version else "")
-                     + (f" spawnedBy {r.spawned_by}" if r.spawned_by else ""))
+        lines.append(
+            f"- {r.session_key} [{r.kind}]"
+            + (f" stateVersion {version}" if version else "")
+            + (f" spawnedBy {r.spawned_by}" if r.spawned_by else "")
+        )
     out: dict[str, Any] = {"sessions": sessions, "text": "\n".join(lines) if lines else "No sessions."}
     if page.next_cursor is not None:
         out["nextCursor"] = page.next_cursor
-        out["text"] += (f"\n\nMore sessions: call sessions_list again with cursor {page.next_cursor!r} "
-                        "(and the same agentId and kinds).")
+        out["text"] += (
+            f"\n\nMore sessions: call sessions_list again with cursor {page.next_cursor!r} "
+            "(and the same agentId and kinds)."
+        )
     return cast(ListResult, _flag(out, notes))
 
 
@@ -288,12 +384,26 @@ def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> HistoryRes
     row = _target(gw, args.get("sessionKey"), caller)
     limit = validation.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
     notes: list[str] = []
-    msgs = _degraded(notes, "the transcript", lambda: gw._host_read(
-        lambda: gw.store.messages(row.session_key, row.agent_id, limit), "reading the transcript"), [])
+    msgs = _degraded(
+        notes,
+        "the transcript",
+        lambda: gw._host_read(
+            lambda: gw.store.messages(row.session_key, row.agent_id, limit), "reading the transcript"
+        ),
+        [],
+    )
     lines = [f"[{m.role}] {m.text}" for m in msgs]
-    return cast(HistoryResult, _flag({"sessionKey": row.session_key, "messages": [m.to_json() for m in msgs],
-                                      "text": "\n".join(lines) if lines else f"No messages in {row.session_key}."},
-                                     notes))
+    return cast(
+        HistoryResult,
+        _flag(
+            {
+                "sessionKey": row.session_key,
+                "messages": [m.to_json() for m in msgs],
+                "text": "\n".join(lines) if lines else f"No messages in {row.session_key}.",
+            },
+            notes,
+        ),
+    )
 
 
 # -- session_unwatch -----------------------------------------------------------------------------
@@ -304,58 +414,120 @@ def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> UnwatchRes
         return {"unwatched": False, "text": "A bare 'global' session holds no watches."}
     _caller_must_exist(gw, caller)
     done = gw.unwatch(caller.key, target)
-    return {"unwatched": done,
-            "text": f"Stopped watching {target}." if done else f"{caller.key} was not watching {target}; muted."}
+    return {
+        "unwatched": done,
+        "text": f"Stopped watching {target}." if done else f"{caller.key} was not watching {target}; muted.",
+    }
 
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (
-    Tool("sessions_spawn", "Spawn a child session",
-         "Spawn a child session (default key agent:<agentId>:subagent:<label>) and start its run. You watch "
-         "it from its spawn version on: you are told once when someone else changes it.",
-         _obj({"label": {"type": "string", "maxLength": 200}, "sessionKey": KEY_SCHEMA,
-               "agentId": {"type": "string", "maxLength": 200}, "task": {"type": "string"},
-               "runId": {"type": "string", "maxLength": 200}}),
-         _spawn, Hints(read_only=False), acts_as_caller=True),
-    Tool("sessions_send", "Send a message to a session",
-         "Send a message into another session as an inter-session turn. watch: true also watches the "
-         "target from now on. timeoutSeconds > 0 waits for its reply.",
-         _obj({"sessionKey": KEY_SCHEMA, "message": {"type": "string", "minLength": 1},
-               "watch": {"type": "boolean"},
-               "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": MAX_SEND_TIMEOUT_S}},
-              ["sessionKey", "message"]),
-         _send, Hints(read_only=False, open_world=True), acts_as_caller=True),
-    Tool("session_status", "Session status and changes",
-         "Status of a session (default: yours) with its stateVersion. Pass changesSince N (the number in a "
-         "stale notice) to get the exact typed changes after N; as a watcher of that session you have then seen "
-         "them (a notice they cover is withdrawn).",
-         _obj({"sessionKey": KEY_SCHEMA, "changesSince": {"type": "integer", "minimum": 0,
-                                                            "maximum": validation.MAX_SEQUENCE}}),
-         _status, READ_ONLY),
-    Tool("sessions_list", "List sessions",
-         "List sessions with kind, spawn parent and stateVersion (when non-zero), newest created first. "
-         "When more exist the result has nextCursor: pass it as cursor (with the same agentId and kinds) "
-         "for the next page.",
-         _obj({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
-               "agentId": {"type": "string", "maxLength": 200},
-               "kinds": {"type": "array", "items": {"type": "string", "enum": list(SESSION_KINDS)}},
-               "cursor": {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR_LENGTH,
-                          "description": "The nextCursor of the previous page (opaque)."}}),
-         _list, READ_ONLY),
-    Tool("sessions_history", "Session transcript",
-         "Recent messages of a session's transcript (not the signal log).",
-         _obj({"sessionKey": KEY_SCHEMA, "limit": {"type": "integer", "minimum": 1, "maximum": 200}},
-              ["sessionKey"]),
-         _history, READ_ONLY),
-    Tool("session_unwatch", "Stop watching a session",
-         "Stop watching a session: drops your cursor and its pending notice, and mutes spawn-parent notices "
-         "for it until you watch it again.",
-         _obj({"sessionKey": KEY_SCHEMA}, ["sessionKey"]),
-         _unwatch, Hints(read_only=False, destructive=True, idempotent=True), acts_as_caller=True),
-)}
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool(
+            "sessions_spawn",
+            "Spawn a child session",
+            "Spawn a child session (default key agent:<agentId>:subagent:<label>) and start its run. You watch "
+            "it from its spawn version on: you are told once when someone else changes it.",
+            _obj(
+                {
+                    "label": {"type": "string", "maxLength": 200},
+                    "sessionKey": KEY_SCHEMA,
+                    "agentId": {"type": "string", "maxLength": 200},
+                    "task": {"type": "string"},
+                    "runId": {"type": "string", "maxLength": 200},
+                }
+            ),
+            _spawn,
+            Hints(read_only=False),
+            acts_as_caller=True,
+        ),
+        Tool(
+            "sessions_send",
+            "Send a message to a session",
+            "Send a message into another session as an inter-session turn. watch: true also watches the "
+            "target from now on. timeoutSeconds > 0 waits for its reply.",
+            _obj(
+                {
+                    "sessionKey": KEY_SCHEMA,
+                    "message": {"type": "string", "minLength": 1},
+                    "watch": {"type": "boolean"},
+                    "timeoutSeconds": {"type": "number", "minimum": 0, "maximum": MAX_SEND_TIMEOUT_S},
+                },
+                ["sessionKey", "message"],
+            ),
+            _send,
+            Hints(read_only=False, open_world=True),
+            acts_as_caller=True,
+        ),
+        Tool(
+            "session_status",
+            "Session status and changes",
+            "Status of a session (default: yours) with its stateVersion. Pass changesSince N (the number in a "
+            "stale notice) to get the exact typed changes after N; as a watcher of that session you have then seen "
+            "them (a notice they cover is withdrawn).",
+            _obj(
+                {
+                    "sessionKey": KEY_SCHEMA,
+                    "changesSince": {"type": "integer", "minimum": 0, "maximum": validation.MAX_SEQUENCE},
+                }
+            ),
+            _status,
+            READ_ONLY,
+        ),
+        Tool(
+            "sessions_list",
+            "List sessions",
+            "List sessions with kind, spawn parent and stateVersion (when non-zero), newest created first. "
+            "When more exist the result has nextCursor: pass it as cursor (with the same agentId and kinds) "
+            "for the next page.",
+            _obj(
+                {
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
+                    "agentId": {"type": "string", "maxLength": 200},
+                    "kinds": {"type": "array", "items": {"type": "string", "enum": list(SESSION_KINDS)}},
+                    "cursor": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_CURSOR_LENGTH,
+                        "description": "The nextCursor of the previous page (opaque).",
+                    },
+                }
+            ),
+            _list,
+            READ_ONLY,
+        ),
+        Tool(
+            "sessions_history",
+            "Session transcript",
+            "Recent messages of a session's transcript (not the signal log).",
+            _obj(
+                {"sessionKey": KEY_SCHEMA, "limit": {"type": "integer", "minimum": 1, "maximum": 200}}, ["sessionKey"]
+            ),
+            _history,
+            READ_ONLY,
+        ),
+        Tool(
+            "session_unwatch",
+            "Stop watching a session",
+            "Stop watching a session: drops your cursor and its pending notice, and mutes spawn-parent notices "
+            "for it until you watch it again.",
+            _obj({"sessionKey": KEY_SCHEMA}, ["sessionKey"]),
+            _unwatch,
+            Hints(read_only=False, destructive=True, idempotent=True),
+            acts_as_caller=True,
+        ),
+    )
+}
 
 
-def run_tool(gw: Gateway, name: str, args: Mapping[str, Any], caller: str, agent_id: str | None,
-             scope: frozenset[str] | None = None) -> dict[str, Any]:
+def run_tool(
+    gw: Gateway,
+    name: str,
+    args: Mapping[str, Any],
+    caller: str,
+    agent_id: str | None,
+    scope: frozenset[str] | None = None,
+) -> dict[str, Any]:
     """Run a tool as ``caller``. ``scope`` (a scoped token's agents) limits the caller and every target."""
     try:
         tool = TOOLS.get(name) if isinstance(name, str) else None

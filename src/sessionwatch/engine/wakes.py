@@ -27,8 +27,13 @@ class Wake:
     trailing: bool = False
 
     def to_json(self) -> dict[str, object]:
-        return {"watcher": self.watcher, "target": self.target, "reason": self.reason, "at": self.at,
-                "trailing": self.trailing}
+        return {
+            "watcher": self.watcher,
+            "target": self.target,
+            "reason": self.reason,
+            "at": self.at,
+            "trailing": self.trailing,
+        }
 
 
 WakeCallback = Callable[[Wake], None]
@@ -56,8 +61,13 @@ class Subscription:
 
 
 class WakeHub:
-    def __init__(self, clock: Callable[[], int], window_ms: int, still_pending: Callable[[str], bool],
-                 on_schedule: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], int],
+        window_ms: int,
+        still_pending: Callable[[str], bool],
+        on_schedule: Callable[[], None] = lambda: None,
+    ) -> None:
         self._clock = clock
         self._window = window_ms
         self._still_pending = still_pending

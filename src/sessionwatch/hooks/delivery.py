@@ -51,8 +51,7 @@ class AnswerState:
     def save(self, ids: list[int], *, answered: bool) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"sessionKey": self.session_key, "ids": ids, "answered": answered}),
-                       encoding="utf-8")
+        tmp.write_text(json.dumps({"sessionKey": self.session_key, "ids": ids, "answered": answered}), encoding="utf-8")
         os.replace(tmp, self.path)  # atomic: a concurrent hook of the same session reads old or new
 
     def clear(self) -> None:

@@ -270,8 +270,11 @@ def _install_server(t: Target) -> Change:
     path = t.mcp_path
     server = t.server()
     if server is None:
-        return Change(str(path), "skipped", note="no MCP server registered: it binds one session, give "
-                                                  "--session KEY to register it")
+        return Change(
+            str(path),
+            "skipped",
+            note="no MCP server registered: it binds one session, give --session KEY to register it",
+        )
     if t.host == "codex":
         return _toml_server(path, server)
     data = _read_json(path)
@@ -282,8 +285,11 @@ def _install_server(t: Target) -> Change:
         raise InvalidArgument(f"{path}: 'mcpServers' is not an object; nothing was changed")
     current = servers.get(SERVER_NAME)
     if current is not None and not is_our_server(current):
-        return Change(str(path), "skipped", note=f"an MCP server named {SERVER_NAME!r} that sessionwatch did "
-                                                  "not write is there: left as it is")
+        return Change(
+            str(path),
+            "skipped",
+            note=f"an MCP server named {SERVER_NAME!r} that sessionwatch did not write is there: left as it is",
+        )
     if current is not None and {k: current.get(k) for k in server} == server:
         return Change(str(path), "unchanged")
     servers[SERVER_NAME] = {**(current or {}), **server}
@@ -328,11 +334,18 @@ def _toml_server(path: Path, server: dict[str, Any] | None) -> Change:
             shutil.copy2(path, backup)
             path.unlink()
             return Change(str(path), "removed", [f"mcp server {SERVER_NAME}"], backup)
-        return Change(str(path), "updated", [f"mcp server {SERVER_NAME} removed"],
-                      _write(path, tomlkit.dumps(doc).rstrip("\n") + "\n", True))
+        return Change(
+            str(path),
+            "updated",
+            [f"mcp server {SERVER_NAME} removed"],
+            _write(path, tomlkit.dumps(doc).rstrip("\n") + "\n", True),
+        )
     if plain is not None and not is_our_server(plain):
-        return Change(str(path), "skipped", note=f"an MCP server named {SERVER_NAME!r} that sessionwatch did not "
-                                                  "write is there: left as it is")
+        return Change(
+            str(path),
+            "skipped",
+            note=f"an MCP server named {SERVER_NAME!r} that sessionwatch did not write is there: left as it is",
+        )
     if plain is not None and {k: plain.get(k) for k in server} == server:
         return Change(str(path), "unchanged")
     if servers is None:
@@ -343,14 +356,24 @@ def _toml_server(path: Path, server: dict[str, Any] | None) -> Change:
     table["args"] = server["args"]
     servers[SERVER_NAME] = table
     written = _write(path, tomlkit.dumps(doc), existed)
-    return Change(str(path), "updated" if existed else "created",
-                  [f"mcp server {SERVER_NAME}" + (" (updated)" if plain is not None else "")], written)
+    return Change(
+        str(path),
+        "updated" if existed else "created",
+        [f"mcp server {SERVER_NAME}" + (" (updated)" if plain is not None else "")],
+        written,
+    )
 
 
 # -- entry points --------------------------------------------------------------------------------------
-def install(host: str, *, user: bool = False, directory: str | os.PathLike[str] | None = None,
-            session: str | None = None, agent: str | None = None,
-            global_args: list[str] | None = None) -> list[Change]:
+def install(
+    host: str,
+    *,
+    user: bool = False,
+    directory: str | os.PathLike[str] | None = None,
+    session: str | None = None,
+    agent: str | None = None,
+    global_args: list[str] | None = None,
+) -> list[Change]:
     t = Target(host, user, Path(directory or os.getcwd()).resolve(), session, agent, list(global_args or []))
     return [_install_hooks(t), _install_server(t)]
 

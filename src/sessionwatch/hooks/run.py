@@ -78,8 +78,7 @@ class _Local:
         from ..store import open_store
 
         self.where = url
-        self.gw = Gateway(open_store(url), settings=settings_from_env(), sweep=False, timers=False,
-                          prune_on_open=False)
+        self.gw = Gateway(open_store(url), settings=settings_from_env(), sweep=False, timers=False, prune_on_open=False)
         self.remote = False
 
     def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
@@ -206,8 +205,9 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
     try:
         backend = open_backend(opts)
     except Exception as exc:  # noqa: BLE001 - the store or gateway is down: answer nothing, now
-        log.warning("%s hook: no answer, the store or gateway is unavailable: %s: %s", event,
-                    exc.__class__.__name__, exc)
+        log.warning(
+            "%s hook: no answer, the store or gateway is unavailable: %s: %s", event, exc.__class__.__name__, exc
+        )
         return 0
     if backend is None:
         return 0
@@ -222,8 +222,7 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
         if event == USER_PROMPT_SUBMIT and opts.nudge:
             nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
         if who is None:
-            log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event,
-                      thread_id)
+            log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event, thread_id)
         else:
             deliver(backend, who[0], who[1], opts.host, event, stdout)
     except Exception as exc:  # noqa: BLE001 - a hook never fails the host's prompt
@@ -236,8 +235,7 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
     return 0
 
 
-def deliver(backend: _Local | _Remote, key: str, agent: str | None, host: Host, event: str,
-            stdout: IO[str]) -> None:
+def deliver(backend: _Local | _Remote, key: str, agent: str | None, host: Host, event: str, stdout: IO[str]) -> None:
     """Acknowledge the previous complete answer, then print what is pending (see delivery.py)."""
     state = AnswerState(backend.where, key, agent)
     prev = state.load()
@@ -261,8 +259,7 @@ def deliver(backend: _Local | _Remote, key: str, agent: str | None, host: Host, 
         stdout.write(host.answer(event, text))
         stdout.flush()
     except (BrokenPipeError, OSError, ValueError) as exc:  # the host is gone: they stay queued
-        log.warning("%s hook for %s: the answer was not taken (%s); it is given again next run", event, key,
-                    exc)
+        log.warning("%s hook for %s: the answer was not taken (%s); it is given again next run", event, key, exc)
         _discard(stdout)
         return
     if not held:
@@ -321,8 +318,11 @@ def _nudge(opts: Options, links: list[dict[str, Any]], retry_ms: int) -> None:
     try:
         for link in links:
             out = backend.nudge(link["sessionKey"], link["agentId"], retry_ms)
-            log.info("nudge %s: %s", link["sessionKey"],
-                     {k: out.get(k) for k in ("status", "reason", "sequence", "attempts") if k in out})
+            log.info(
+                "nudge %s: %s",
+                link["sessionKey"],
+                {k: out.get(k) for k in ("status", "reason", "sequence", "attempts") if k in out},
+            )
     except Exception as exc:  # noqa: BLE001 - the nudge is best-effort
         log.warning("nudge failed: %s: %s", exc.__class__.__name__, exc)
     finally:

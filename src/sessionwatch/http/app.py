@@ -40,15 +40,29 @@ def _meta_routes(runtime: Runtime, doc: Callable[[], dict[str, Any]]) -> list[En
 
     return [
         *health.routes(runtime),
-        Endpoint("GET", "/v1/openapi.json", "openapi", "This OpenAPI 3.1 document.", openapi_doc, tag="meta",
-                 needs_gateway=False, result={"type": "object"}, touches=ANY_TOKEN),
+        Endpoint(
+            "GET",
+            "/v1/openapi.json",
+            "openapi",
+            "This OpenAPI 3.1 document.",
+            openapi_doc,
+            tag="meta",
+            needs_gateway=False,
+            result={"type": "object"},
+            touches=ANY_TOKEN,
+        ),
     ]
 
 
-def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: str | None = None,
-               max_body_bytes: int = DEFAULT_MAX_BODY, keepalive_s: float = 15.0,
-               on_open_error: Callable[[BaseException], None] | None = None,
-               policy: RequestPolicy | None = None) -> Starlette:
+def create_app(
+    gateway_factory_or_gateway: Gateway | GatewayFactory,
+    *,
+    token: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY,
+    keepalive_s: float = 15.0,
+    on_open_error: Callable[[BaseException], None] | None = None,
+    policy: RequestPolicy | None = None,
+) -> Starlette:
     """The gateway app. Given a factory, the app opens the Gateway on a worker thread at startup (health
     answers 503 until it is open) and closes it at shutdown; given a Gateway, it borrows it (you close it).
 
@@ -70,9 +84,17 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
             cached["doc"] = openapi.build(endpoints, token_required=token is not None)
         return cached["doc"]
 
-    endpoints: list[Endpoint] = [*_meta_routes(runtime, doc), *routes_tools.ROUTES, *sse.ROUTES,
-                                 *routes_sessions.ROUTES, *routes_log.ROUTES, *routes_upstream.ROUTES,
-                                 *log_stream.ROUTES, *routes_ui.ROUTES, *metrics_routes(metrics)]
+    endpoints: list[Endpoint] = [
+        *_meta_routes(runtime, doc),
+        *routes_tools.ROUTES,
+        *sse.ROUTES,
+        *routes_sessions.ROUTES,
+        *routes_log.ROUTES,
+        *routes_upstream.ROUTES,
+        *log_stream.ROUTES,
+        *routes_ui.ROUTES,
+        *metrics_routes(metrics),
+    ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -84,8 +106,10 @@ def create_app(gateway_factory_or_gateway: Gateway | GatewayFactory, *, token: s
 
     app = Starlette(
         routes=[*make_routes(endpoints, runtime, max_body_bytes), *dashboard.routes()],
-        middleware=[Middleware(Guard, auth=Authenticator(token, runtime.store), max_body_bytes=max_body_bytes),
-                    Middleware(BrowserGuard, policy=policy)],  # inside Guard: refusals reach the access log
+        middleware=[
+            Middleware(Guard, auth=Authenticator(token, runtime.store), max_body_bytes=max_body_bytes),
+            Middleware(BrowserGuard, policy=policy),
+        ],  # inside Guard: refusals reach the access log
         exception_handlers={HTTPException: http_exception_handler, Exception: internal_error_handler},
         lifespan=lifespan,
     )

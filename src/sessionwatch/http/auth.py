@@ -41,8 +41,9 @@ PRINCIPAL = "sessionwatch.principal"  # the ASGI scope key the resolved principa
 class Authenticator:
     """Resolve bearer headers. ``admin_token`` None: the gateway is tokenless and every request is admin."""
 
-    def __init__(self, admin_token: str | None, store: Callable[[], Store | None], *,
-                 ttl_s: float = TOKEN_CACHE_S) -> None:
+    def __init__(
+        self, admin_token: str | None, store: Callable[[], Store | None], *, ttl_s: float = TOKEN_CACHE_S
+    ) -> None:
         self.admin = admin_token.encode() if admin_token else None
         self._store = store
         self.ttl_s = ttl_s
@@ -127,8 +128,14 @@ def declared(touches: Touches | None, path: str) -> Touches:
     return SESSION_IN_PATH if path.startswith(SESSION_PREFIX) else ADMIN_ONLY
 
 
-def authorize(principal: Principal, touches: Touches, what: str, path: dict[str, Any], query: dict[str, Any],
-              body: dict[str, Any] | None) -> None:
+def authorize(
+    principal: Principal,
+    touches: Touches,
+    what: str,
+    path: dict[str, Any],
+    query: dict[str, Any],
+    body: dict[str, Any] | None,
+) -> None:
     """Raise Forbidden unless ``principal`` may call a route declaring ``touches``.
 
     Called twice per request: with ``body`` None before the body is read (a token refused by the path

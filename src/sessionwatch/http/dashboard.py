@@ -19,11 +19,17 @@ from ..errors import NotFound
 from .errors import error_response
 
 PREFIX = "/ui"
-ASSETS = {"index.html": "text/html; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-          "style.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
+ASSETS = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
 SECURITY_HEADERS = {
-    "content-security-policy": ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                                "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+    "content-security-policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
     "x-frame-options": "DENY",
@@ -49,5 +55,8 @@ async def _serve(request: Request) -> Response:
 
 
 def routes() -> list[Route]:
-    return [Route(PREFIX, _serve, methods=["GET", "HEAD"]), Route(PREFIX + "/", _serve, methods=["GET", "HEAD"]),
-            Route(PREFIX + "/{name}", _serve, methods=["GET", "HEAD"])]
+    return [
+        Route(PREFIX, _serve, methods=["GET", "HEAD"]),
+        Route(PREFIX + "/", _serve, methods=["GET", "HEAD"]),
+        Route(PREFIX + "/{name}", _serve, methods=["GET", "HEAD"]),
+    ]

@@ -137,7 +137,7 @@ def make_routes(endpoints: list[Endpoint], runtime: Runtime, max_body: int) -> l
     routes: list[Route] = []
     for path, handlers in by_path.items():
         if len(handlers) == 1:
-            (method, handler), = handlers.items()
+            ((method, handler),) = handlers.items()
             routes.append(Route(path, handler, methods=[method], name=handler.__name__))
             continue
 

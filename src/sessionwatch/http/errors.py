@@ -44,8 +44,9 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
     code = HTTP_ONLY_CODES.get(exc.status_code, "invalid_argument")
     path = request.url.path.replace(SLASH_STAND_IN, "%2F")  # the internal stand-in never leaves the gateway
     message = {404: f"no route {path}", 405: f"{request.method} is not allowed on {path}"}
-    return json_response(error_json(code, message.get(exc.status_code, str(exc.detail))), exc.status_code,
-                         dict(exc.headers or {}))
+    return json_response(
+        error_json(code, message.get(exc.status_code, str(exc.detail))), exc.status_code, dict(exc.headers or {})
+    )
 
 
 async def internal_error_handler(request: Request, exc: Exception) -> Response:

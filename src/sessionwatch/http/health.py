@@ -47,13 +47,21 @@ class Readiness:
         try:
             result = await asyncio.wait_for(asyncio.shield(self._task), PROBE_TIMEOUT_S)
         except TimeoutError:
-            return {"ready": False, "writable": False, "sweepRan": gw.sweep_ran,
-                    "message": f"the store did not accept a write within {PROBE_TIMEOUT_S:g} s (locked or stalled)",
-                    "droppedRecordings": gw.dropped_recordings}
+            return {
+                "ready": False,
+                "writable": False,
+                "sweepRan": gw.sweep_ran,
+                "message": f"the store did not accept a write within {PROBE_TIMEOUT_S:g} s (locked or stalled)",
+                "droppedRecordings": gw.dropped_recordings,
+            }
         except Exception as exc:  # noqa: BLE001 - a failed probe is a 503, never a 500
-            result = {"ready": False, "writable": False, "sweepRan": gw.sweep_ran,
-                      "message": f"the readiness probe failed: {exc.__class__.__name__}: {exc}",
-                      "droppedRecordings": gw.dropped_recordings}
+            result = {
+                "ready": False,
+                "writable": False,
+                "sweepRan": gw.sweep_ran,
+                "message": f"the readiness probe failed: {exc.__class__.__name__}: {exc}",
+                "droppedRecordings": gw.dropped_recordings,
+            }
         self._last, self._last_at = result, time.monotonic()
         return result
 
@@ -69,10 +77,16 @@ def routes(runtime: Runtime) -> list[Endpoint]:
                 body["message"] = runtime.message
             return json_response(body, 503)
         probe = await readiness.check(gw)
-        body = {"status": "ok" if probe["ready"] else "unavailable",
-                "storeUrl": redact_url(getattr(gw.store, "url", "")), "version": __version__, "swept": gw.swept,
-                "streams": len(runtime.streams), "writable": probe["writable"], "sweepRan": probe["sweepRan"],
-                "droppedRecordings": gw.dropped_recordings}  # current, not as of the cached probe
+        body = {
+            "status": "ok" if probe["ready"] else "unavailable",
+            "storeUrl": redact_url(getattr(gw.store, "url", "")),
+            "version": __version__,
+            "swept": gw.swept,
+            "streams": len(runtime.streams),
+            "writable": probe["writable"],
+            "sweepRan": probe["sweepRan"],
+            "droppedRecordings": gw.dropped_recordings,
+        }  # current, not as of the cached probe
         if not probe["ready"]:
             body["message"] = probe.get("message", "not ready")
             return json_response(body, 503)
@@ -81,15 +95,34 @@ def routes(runtime: Runtime) -> list[Endpoint]:
     async def live(c: Call) -> Any:
         return {"status": "live", "state": runtime.state, "version": __version__}
 
-    doc = ("Readiness: 200 {status: ok, storeUrl, version, swept, streams, writable, sweepRan, droppedRecordings} "
-           "when the store accepts a write and the restart sweep has run; otherwise 503 with status starting, "
-           "failed, stopping or unavailable and a message. Needs no token.")
+    doc = (
+        "Readiness: 200 {status: ok, storeUrl, version, swept, streams, writable, sweepRan, droppedRecordings} "
+        "when the store accepts a write and the restart sweep has run; otherwise 503 with status starting, "
+        "failed, stopping or unavailable and a message. Needs no token."
+    )
     return [
-        Endpoint("GET", "/v1/health", "health", doc + " Same as /v1/health/ready.", ready, tag="meta",
-                 needs_gateway=False, touches=ANY_TOKEN),
-        Endpoint("GET", "/v1/health/ready", "health_ready", doc, ready, tag="meta", needs_gateway=False,
-                 touches=ANY_TOKEN),
-        Endpoint("GET", "/v1/health/live", "health_live", "Liveness: 200 {status: live, state, version} whenever the "
-                 "process answers, whatever the store's state. Needs no token.", live, tag="meta",
-                 needs_gateway=False, touches=ANY_TOKEN),
+        Endpoint(
+            "GET",
+            "/v1/health",
+            "health",
+            doc + " Same as /v1/health/ready.",
+            ready,
+            tag="meta",
+            needs_gateway=False,
+            touches=ANY_TOKEN,
+        ),
+        Endpoint(
+            "GET", "/v1/health/ready", "health_ready", doc, ready, tag="meta", needs_gateway=False, touches=ANY_TOKEN
+        ),
+        Endpoint(
+            "GET",
+            "/v1/health/live",
+            "health_live",
+            "Liveness: 200 {status: live, state, version} whenever the "
+            "process answers, whatever the store's state. Needs no token.",
+            live,
+            tag="meta",
+            needs_gateway=False,
+            touches=ANY_TOKEN,
+        ),
     ]

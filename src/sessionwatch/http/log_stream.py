@@ -43,8 +43,11 @@ RETRY_MS = 2000  # the reconnect delay a client is told to use
 POLL_S = 0.2  # how often the shared poller looks for new events (it also sees other processes' writes)
 PAGE = 1000  # events per store read
 RING = 5000  # newest events kept in memory for connected clients
-HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
-           (b"x-accel-buffering", b"no")]
+HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
 NEW = object()  # put into a subscriber's queue: the feed has new events
 
 
@@ -96,8 +99,9 @@ class LogFeed:
             batch: list[dict[str, Any]] = []
             if gw is not None and self.runtime.state == "ok":
                 try:
-                    batch = await anyio.to_thread.run_sync(gw.events_after, self.head, PAGE,
-                                                           limiter=self.runtime.store_limiter)
+                    batch = await anyio.to_thread.run_sync(
+                        gw.events_after, self.head, PAGE, limiter=self.runtime.store_limiter
+                    )
                 except Exception as exc:  # noqa: BLE001 - a failed read is retried; clients keep their place
                     log.warning("reading new events for the log stream failed: %s", exc)
                     await asyncio.sleep(1.0)
@@ -153,9 +157,11 @@ class Filter:
         return {"agents": self.agents}
 
     def wants(self, e: dict[str, Any]) -> bool:
-        return ((self.agents is None or e["agentId"] in self.agents)
-                and (self.session is None or e["sessionKey"] == self.session)
-                and (self.kinds is None or e["kind"] in self.kinds))
+        return (
+            (self.agents is None or e["agentId"] in self.agents)
+            and (self.session is None or e["sessionKey"] == self.session)
+            and (self.kinds is None or e["kind"] in self.kinds)
+        )
 
 
 def format_event(e: dict[str, Any]) -> bytes:
@@ -163,8 +169,11 @@ def format_event(e: dict[str, Any]) -> bytes:
 
 
 def format_gap(after: int, earliest: int, pruned: int) -> bytes:
-    return b"event: gap\ndata: " + dumps({"historyGap": True, "earliestAvailableSequence": earliest,
-                                          "after": after, "prunedThrough": pruned}) + b"\n\n"
+    return (
+        b"event: gap\ndata: "
+        + dumps({"historyGap": True, "earliestAvailableSequence": earliest, "after": after, "prunedThrough": pruned})
+        + b"\n\n"
+    )
 
 
 class LogStream:
@@ -209,8 +218,13 @@ class LogStream:
         watcher = asyncio.get_running_loop().create_task(self._watch_disconnect(receive))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
-            await send({"type": "http.response.body", "more_body": True,
-                        "body": b"retry: %d\nid: %d\n: following the log after it\n\n" % (RETRY_MS, self.scanned)})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "more_body": True,
+                    "body": b"retry: %d\nid: %d\n: following the log after it\n\n" % (RETRY_MS, self.scanned),
+                }
+            )
             while not watcher.done():
                 if self.scanned < self.feed.base:
                     chunk = await self._catch_up()
@@ -227,8 +241,13 @@ class LogStream:
                 except TimeoutError:
                     # The id (no data: nothing is dispatched) moves a filtered client's resume point past
                     # what it was not sent, so a reconnect does not rescan it.
-                    await send({"type": "http.response.body", "body": b": keep-alive\nid: %d\n\n" % self.scanned,
-                                "more_body": True})
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": b": keep-alive\nid: %d\n\n" % self.scanned,
+                            "more_body": True,
+                        }
+                    )
                     continue
                 if item is CLOSE:
                     break
@@ -261,8 +280,9 @@ def _kinds(raw: str | None) -> frozenset[str] | None:
     kinds = frozenset(k.strip() for k in raw.split(",") if k.strip())
     unknown = sorted(kinds - ALL_KINDS)
     if unknown or not kinds:
-        raise InvalidArgument(f"kind must be one or more of {', '.join(sorted(ALL_KINDS))} (comma-separated); "
-                              f"got {raw[:80]!r}")
+        raise InvalidArgument(
+            f"kind must be one or more of {', '.join(sorted(ALL_KINDS))} (comma-separated); got {raw[:80]!r}"
+        )
     return kinds
 
 
@@ -278,17 +298,25 @@ async def _open(c: Call) -> LogStream:
 
 
 ROUTES: list[Endpoint] = [
-    Endpoint("GET", "/v1/events/stream", "stream_log",
-             "Server-Sent Events: the signal log as it is recorded, resumable with Last-Event-ID.", _open,
-             tag="log",
-             query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE},
-                    "session": schemas.KEY, "agent": schemas.AGENT_ID,
-                    "kind": {"type": "string", "minLength": 1, "maxLength": 400}},
-             touches=OWN_VIEW,
-             description="Each event is `id: <sequence>`, `event: log`, `data: <event JSON>` (as GET /v1/events). "
-                         "Resume with the `Last-Event-ID` header (or `after=N`): every event after N, once. When "
-                         "retention removed some of them an `event: gap` with `{historyGap, "
-                         "earliestAvailableSequence, after, prunedThrough}` comes first. Without either the stream "
-                         "starts at the log's head. A scoped token sees only its agents' events; `session`, "
-                         "`agent` and `kind` (comma-separated) narrow it further."),
+    Endpoint(
+        "GET",
+        "/v1/events/stream",
+        "stream_log",
+        "Server-Sent Events: the signal log as it is recorded, resumable with Last-Event-ID.",
+        _open,
+        tag="log",
+        query={
+            "after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE},
+            "session": schemas.KEY,
+            "agent": schemas.AGENT_ID,
+            "kind": {"type": "string", "minLength": 1, "maxLength": 400},
+        },
+        touches=OWN_VIEW,
+        description="Each event is `id: <sequence>`, `event: log`, `data: <event JSON>` (as GET /v1/events). "
+        "Resume with the `Last-Event-ID` header (or `after=N`): every event after N, once. When "
+        "retention removed some of them an `event: gap` with `{historyGap, "
+        "earliestAvailableSequence, after, prunedThrough}` comes first. Without either the stream "
+        "starts at the log's head. A scoped token sees only its agents' events; `session`, "
+        "`agent` and `kind` (comma-separated) narrow it further.",
+    ),
 ]

@@ -36,29 +36,63 @@ class PrometheusObserver(Observer):
     counts_notices = True
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.events = Counter(f"{NS}_events_recorded", "Events recorded into the signal log, by kind.",
-                              ["kind"], registry=registry)
-        self.queued = Counter(f"{NS}_notices_queued", "Stale notices raised by recordings: (explicit watcher, "
-                              "target) pairs a recording made stale.", registry=registry)
-        self.delivered = Counter(f"{NS}_notices_delivered", "Queue entries delivered to a client and taken off "
-                                 "the queue (drain, or peek then ack).", registry=registry)
-        self.acknowledged = Counter(f"{NS}_notices_acknowledged", "Stale notices acknowledged (the watcher's "
-                                    "cursor moved to the notice's watermark).", registry=registry)
-        self.reopened = Counter(f"{NS}_notices_reopened", "Notices queued again by an acknowledgment because "
-                                "the target moved on after the notice was frozen.", registry=registry)
-        self.wakes = Counter(f"{NS}_wakes_sent", "Wakes sent to subscribed watchers (one per wake, however many "
-                             "streams a watcher has open).", ["trailing"], registry=registry)
-        self.store_seconds = Histogram(f"{NS}_store_operation_seconds", "Store operation latency, by operation.",
-                                       ["operation"], buckets=STORE_BUCKETS, registry=registry)
-        self.store_errors = Counter(f"{NS}_store_operation_errors", "Store operations that raised, by operation.",
-                                    ["operation"], registry=registry)
-        self.ticks = Counter(f"{NS}_monitor_ticks", "Upstream monitor ticks, by status (ok, error, aborted).",
-                             ["status"], registry=registry)
-        self.tick_seconds = Histogram(f"{NS}_monitor_tick_seconds", "Upstream monitor tick duration.",
-                                      buckets=TICK_BUCKETS, registry=registry)
-        self.provider_outcomes = Counter(f"{NS}_monitor_provider_outcomes", "Provider runs within monitor ticks, "
-                                         "by provider (catalog) and outcome (ok, timeout, error, unavailable).",
-                                         ["provider", "outcome"], registry=registry)
+        self.events = Counter(
+            f"{NS}_events_recorded", "Events recorded into the signal log, by kind.", ["kind"], registry=registry
+        )
+        self.queued = Counter(
+            f"{NS}_notices_queued",
+            "Stale notices raised by recordings: (explicit watcher, target) pairs a recording made stale.",
+            registry=registry,
+        )
+        self.delivered = Counter(
+            f"{NS}_notices_delivered",
+            "Queue entries delivered to a client and taken off the queue (drain, or peek then ack).",
+            registry=registry,
+        )
+        self.acknowledged = Counter(
+            f"{NS}_notices_acknowledged",
+            "Stale notices acknowledged (the watcher's cursor moved to the notice's watermark).",
+            registry=registry,
+        )
+        self.reopened = Counter(
+            f"{NS}_notices_reopened",
+            "Notices queued again by an acknowledgment because the target moved on after the notice was frozen.",
+            registry=registry,
+        )
+        self.wakes = Counter(
+            f"{NS}_wakes_sent",
+            "Wakes sent to subscribed watchers (one per wake, however many streams a watcher has open).",
+            ["trailing"],
+            registry=registry,
+        )
+        self.store_seconds = Histogram(
+            f"{NS}_store_operation_seconds",
+            "Store operation latency, by operation.",
+            ["operation"],
+            buckets=STORE_BUCKETS,
+            registry=registry,
+        )
+        self.store_errors = Counter(
+            f"{NS}_store_operation_errors",
+            "Store operations that raised, by operation.",
+            ["operation"],
+            registry=registry,
+        )
+        self.ticks = Counter(
+            f"{NS}_monitor_ticks",
+            "Upstream monitor ticks, by status (ok, error, aborted).",
+            ["status"],
+            registry=registry,
+        )
+        self.tick_seconds = Histogram(
+            f"{NS}_monitor_tick_seconds", "Upstream monitor tick duration.", buckets=TICK_BUCKETS, registry=registry
+        )
+        self.provider_outcomes = Counter(
+            f"{NS}_monitor_provider_outcomes",
+            "Provider runs within monitor ticks, by provider (catalog) and outcome (ok, timeout, error, unavailable).",
+            ["provider", "outcome"],
+            registry=registry,
+        )
         # Labelled children resolved once (lazily: only operations that ran show up), so a timing is one
         # lock and one add.
         self._store_children: dict[str, Any] = {}
@@ -113,27 +147,39 @@ class ScrapeTimeCollector(Collector):
 
     def collect(self) -> Iterator[Any]:
         gw = self.runtime.gateway
-        dropped = CounterMetricFamily(f"{NS}_recordings_dropped", "Recordings the store refused (best-effort: "
-                                      "the action went on), by cause.", labels=["cause"])
+        dropped = CounterMetricFamily(
+            f"{NS}_recordings_dropped",
+            "Recordings the store refused (best-effort: the action went on), by cause.",
+            labels=["cause"],
+        )
         counts = gw.drops.to_json()["byCause"] if gw is not None else {}
         for cause in (*CAUSES, *sorted(set(counts) - set(CAUSES))):
             dropped.add_metric([cause], counts.get(cause, 0))
         yield dropped
-        yield GaugeMetricFamily(f"{NS}_sse_subscribers", "Open Server-Sent Events streams.",
-                                value=len(self.runtime.streams))
-        yield GaugeMetricFamily(f"{NS}_up", "1 when the gateway's store is open and its restart sweep has run.",
-                                value=1 if gw is not None and self.runtime.state == "ok" and gw.sweep_ran else 0)
+        yield GaugeMetricFamily(
+            f"{NS}_sse_subscribers", "Open Server-Sent Events streams.", value=len(self.runtime.streams)
+        )
+        yield GaugeMetricFamily(
+            f"{NS}_up",
+            "1 when the gateway's store is open and its restart sweep has run.",
+            value=1 if gw is not None and self.runtime.state == "ok" and gw.sweep_ran else 0,
+        )
         pool = getattr(getattr(gw, "store", None), "_pool", None) if gw is not None else None
         stats = getattr(pool, "get_stats", None)
         if callable(stats):
             values = stats()
-            for name, key, doc in (("size", "pool_size", "Connections in the PostgreSQL pool (busy or idle)."),
-                                   ("available", "pool_available", "Idle connections in the PostgreSQL pool."),
-                                   ("max", "pool_max", "The PostgreSQL pool's maximum size."),
-                                   ("waiting", "requests_waiting", "Requests waiting for a PostgreSQL connection.")):
+            for name, key, doc in (
+                ("size", "pool_size", "Connections in the PostgreSQL pool (busy or idle)."),
+                ("available", "pool_available", "Idle connections in the PostgreSQL pool."),
+                ("max", "pool_max", "The PostgreSQL pool's maximum size."),
+                ("waiting", "requests_waiting", "Requests waiting for a PostgreSQL connection."),
+            ):
                 yield GaugeMetricFamily(f"{NS}_pg_pool_{name}", doc, value=values.get(key, 0))
-            yield CounterMetricFamily(f"{NS}_pg_pool_timeouts", "Requests that timed out waiting for a PostgreSQL "
-                                      "connection.", value=values.get("requests_errors", 0))
+            yield CounterMetricFamily(
+                f"{NS}_pg_pool_timeouts",
+                "Requests that timed out waiting for a PostgreSQL connection.",
+                value=values.get("requests_errors", 0),
+            )
 
 
 class Metrics:
@@ -157,7 +203,17 @@ def routes(metrics: Metrics) -> list[Endpoint]:
     async def scrape(c: Call) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    return [Endpoint("GET", "/metrics", "metrics", "Prometheus metrics (text exposition format).", scrape,
-                     tag="meta", needs_gateway=False, touches=ADMIN_ONLY,
-                     description="Admin tokens only (a tokenless loopback gateway serves it to anyone who can "
-                                 "connect). The metrics are listed in docs/operations.md.")]
+    return [
+        Endpoint(
+            "GET",
+            "/metrics",
+            "metrics",
+            "Prometheus metrics (text exposition format).",
+            scrape,
+            tag="meta",
+            needs_gateway=False,
+            touches=ADMIN_ONLY,
+            description="Admin tokens only (a tokenless loopback gateway serves it to anyone who can "
+            "connect). The metrics are listed in docs/operations.md.",
+        )
+    ]

@@ -45,8 +45,7 @@ def _routing_path(raw_path: bytes) -> str:
     extra path segment. The stand-in is turned back into '/' when path parameters are read.
     Raises UnicodeDecodeError when the decoded bytes are not UTF-8 (never a U+FFFD key).
     """
-    return "/".join(unquote_to_bytes(seg).decode("utf-8").replace("/", SLASH_STAND_IN)
-                    for seg in raw_path.split(b"/"))
+    return "/".join(unquote_to_bytes(seg).decode("utf-8").replace("/", SLASH_STAND_IN) for seg in raw_path.split(b"/"))
 
 
 def _valid_query(query: bytes) -> bool:
@@ -58,12 +57,15 @@ def _valid_query(query: bytes) -> bool:
     return True
 
 
-async def _send_error(send: Send, status: int, body: dict[str, Any],
-                      extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
+async def _send_error(send: Send, status: int, body: dict[str, Any], extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
     payload = dumps(body)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", JSON_TYPE.encode()), (b"content-length", str(len(payload)).encode()),
-                            *extra]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", JSON_TYPE.encode()), (b"content-length", str(len(payload)).encode()), *extra],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 
@@ -116,8 +118,13 @@ class Guard:
             raise
         finally:
             if access_log.isEnabledFor(logging.INFO):
-                fields = {"method": scope["method"], "path": scope["path"], "status": status,
-                          "ms": round((time.perf_counter() - started) * 1000, 3), "requestId": rid}
+                fields = {
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "status": status,
+                    "ms": round((time.perf_counter() - started) * 1000, 3),
+                    "requestId": rid,
+                }
                 access_log.info(json.dumps(fields, ensure_ascii=False), extra={"fields": fields})
             REQUEST_ID.reset(rid_token)
 

@@ -14,8 +14,14 @@ BASE = "/v1/sessions/{key}"
 
 def _put(c: Call) -> Any:
     b = c.body
-    return c.gw.put_session(c.path["key"], agent_id=b.get("agentId"), kind=b.get("kind"),
-                            spawned_by=b.get("spawnedBy"), label=b.get("label"), created_by=b.get("createdBy"))
+    return c.gw.put_session(
+        c.path["key"],
+        agent_id=b.get("agentId"),
+        kind=b.get("kind"),
+        spawned_by=b.get("spawnedBy"),
+        label=b.get("label"),
+        created_by=b.get("createdBy"),
+    )
 
 
 def _get(c: Call) -> Any:
@@ -28,16 +34,31 @@ def _delete(c: Call) -> Any:
 
 def _inbound(c: Call) -> Any:
     b = c.body
-    return c.gw.inbound(c.path["key"], b.get("text"), channel=b.get("channel"), provenance=b.get("provenance"),
-                        source_session_key=b.get("sourceSessionKey"), human_id=b.get("humanId"),
-                        lane=b.get("lane"), occurred_at=b.get("occurredAt"), run_id=b.get("runId"),
-                        agent_id=b.get("agentId"), dedupe_key=b.get("dedupeKey"))
+    return c.gw.inbound(
+        c.path["key"],
+        b.get("text"),
+        channel=b.get("channel"),
+        provenance=b.get("provenance"),
+        source_session_key=b.get("sourceSessionKey"),
+        human_id=b.get("humanId"),
+        lane=b.get("lane"),
+        occurred_at=b.get("occurredAt"),
+        run_id=b.get("runId"),
+        agent_id=b.get("agentId"),
+        dedupe_key=b.get("dedupeKey"),
+    )
 
 
 def _goal(c: Call) -> Any:
     b = c.body
-    return c.gw.set_goal(c.path["key"], b.get("action"), objective=b.get("objective"), status=b.get("status"),
-                         actor=b.get("actor"), agent_id=b.get("agentId"))
+    return c.gw.set_goal(
+        c.path["key"],
+        b.get("action"),
+        objective=b.get("objective"),
+        status=b.get("status"),
+        actor=b.get("actor"),
+        agent_id=b.get("agentId"),
+    )
 
 
 def _begin_run(c: Call) -> Any:
@@ -58,8 +79,9 @@ def _reset(c: Call) -> Any:
 
 def _message(c: Call) -> Any:
     b = c.body
-    return c.gw.append_message(c.path["key"], b.get("role"), b.get("text"), agent_id=b.get("agentId"),
-                               imported=bool(b.get("imported", False)))
+    return c.gw.append_message(
+        c.path["key"], b.get("role"), b.get("text"), agent_id=b.get("agentId"), imported=bool(b.get("imported", False))
+    )
 
 
 def _peek(c: Call) -> Any:
@@ -67,8 +89,9 @@ def _peek(c: Call) -> Any:
 
 
 def _enqueue(c: Call) -> Any:
-    return c.gw.enqueue_system_event(c.path["key"], c.body.get("text"), context_key=c.body.get("contextKey"),
-                                     agent_id=c.body.get("agentId"))
+    return c.gw.enqueue_system_event(
+        c.path["key"], c.body.get("text"), context_key=c.body.get("contextKey"), agent_id=c.body.get("agentId")
+    )
 
 
 async def _drain(c: Call) -> Any:
@@ -91,44 +114,157 @@ def _link(c: Call) -> Any:
 
 # Routes with a suffix come before the bare ones; every key segment is one path segment (see middleware).
 ROUTES: list[Endpoint] = [
-    Endpoint("POST", f"{BASE}/inbound", "inbound", "A turn arriving in a session (a person, an agent or the "
-             "system); a person's turn records human_direct_message and notifies watchers.", _inbound,
-             body=schemas.INBOUND, result=schemas.R_INBOUND),
-    Endpoint("POST", f"{BASE}/goal", "set_goal", "Create, edit, change the status of, or clear the session's "
-             "goal (records goal_changed).", _goal, body=schemas.GOAL, result=schemas.R_GOAL),
-    Endpoint("POST", f"{BASE}/runs", "begin_run", "Begin a run (the session has an active run until it ends).",
-             _begin_run, body=schemas.RUN_BEGIN, result=schemas.R_RUN_BEGIN),
-    Endpoint("POST", f"{BASE}/runs/{{runId}}/end", "end_run", "End a run: run_completed (ok) or run_failed.",
-             _end_run, body=schemas.RUN_END, result=schemas.R_RECORDED),
-    Endpoint("POST", f"{BASE}/compactions", "record_compaction", "Record a transcript compaction (log-only).",
-             _compaction, body=schemas.COMPACTION, result=schemas.R_RECORDED),
-    Endpoint("POST", f"{BASE}/reset", "reset_session", "Reset: a new session id; the session's own cursors as a "
-             "watcher are dropped.", _reset, body=schemas.AGENT_ONLY, result=schemas.ref("Session")),
-    Endpoint("POST", f"{BASE}/messages", "append_message", "Append to the transcript (an assistant message "
-             "answers a waiting sessions_send).", _message, body=schemas.MESSAGE, result=schemas.ref("Message")),
-    Endpoint("GET", f"{BASE}/system-events", "peek_system_events", "The session's system-event queue, "
-             "unchanged. Each entry has a stable id: acknowledge what you received with system-events/ack.",
-             _peek, query=AGENT_QUERY, result=schemas.R_ENTRIES),
-    Endpoint("POST", f"{BASE}/system-events", "enqueue_system_event", "Queue a system event (deduplicated by "
-             "context key + exact text; at most 20 per session).", _enqueue, body=schemas.ENQUEUE,
-             result=schemas.R_ENQUEUED),
-    Endpoint("POST", f"{BASE}/system-events/drain", "drain_system_events", "The watcher's turn consumes its "
-             "queue: returns the entries and acknowledges the stale-state notices among them.", _drain,
-             body=schemas.AGENT_ONLY, result=schemas.R_ENTRIES,
-             description="One call: the entries are acknowledged after the answer was sent, and not at all when "
-                         "the client went away before. A client that must not lose an entry even then peeks "
-                         "and acknowledges by id."),
-    Endpoint("POST", f"{BASE}/system-events/ack", "ack_system_events", "Acknowledge entries by id (from a "
-             "peek): removes exactly those still queued and acknowledges the stale-state notices among them, "
-             "as a drain does. Ids already gone are skipped.", _ack, body=schemas.ACK, result=schemas.R_ACKED),
-    Endpoint("GET", f"{BASE}/state-version", "state_version", "The session's stateVersion (0 when none).",
-             _state_version, query=AGENT_QUERY, result=schemas.R_STATE_VERSION),
-    Endpoint("GET", f"{BASE}/link", "get_link", "The upstream link of an adopted session (null when none).",
-             _link, tag="upstream", query=AGENT_QUERY, result=schemas.R_LINK),
-    Endpoint("PUT", BASE, "put_session", "Create or update a session (records created only when createdBy is "
-             "given).", _put, body=schemas.PUT_SESSION, result=schemas.ref("Session")),
-    Endpoint("GET", BASE, "get_session", "A session with its stateVersion.", _get, query=AGENT_QUERY,
-             result=schemas.ref("Session")),
-    Endpoint("DELETE", BASE, "delete_session", "Delete a session (deleted: false when there was none).",
-             _delete, query=AGENT_QUERY, result=schemas.R_DELETED),
+    Endpoint(
+        "POST",
+        f"{BASE}/inbound",
+        "inbound",
+        "A turn arriving in a session (a person, an agent or the "
+        "system); a person's turn records human_direct_message and notifies watchers.",
+        _inbound,
+        body=schemas.INBOUND,
+        result=schemas.R_INBOUND,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/goal",
+        "set_goal",
+        "Create, edit, change the status of, or clear the session's goal (records goal_changed).",
+        _goal,
+        body=schemas.GOAL,
+        result=schemas.R_GOAL,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/runs",
+        "begin_run",
+        "Begin a run (the session has an active run until it ends).",
+        _begin_run,
+        body=schemas.RUN_BEGIN,
+        result=schemas.R_RUN_BEGIN,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/runs/{{runId}}/end",
+        "end_run",
+        "End a run: run_completed (ok) or run_failed.",
+        _end_run,
+        body=schemas.RUN_END,
+        result=schemas.R_RECORDED,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/compactions",
+        "record_compaction",
+        "Record a transcript compaction (log-only).",
+        _compaction,
+        body=schemas.COMPACTION,
+        result=schemas.R_RECORDED,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/reset",
+        "reset_session",
+        "Reset: a new session id; the session's own cursors as a watcher are dropped.",
+        _reset,
+        body=schemas.AGENT_ONLY,
+        result=schemas.ref("Session"),
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/messages",
+        "append_message",
+        "Append to the transcript (an assistant message answers a waiting sessions_send).",
+        _message,
+        body=schemas.MESSAGE,
+        result=schemas.ref("Message"),
+    ),
+    Endpoint(
+        "GET",
+        f"{BASE}/system-events",
+        "peek_system_events",
+        "The session's system-event queue, "
+        "unchanged. Each entry has a stable id: acknowledge what you received with system-events/ack.",
+        _peek,
+        query=AGENT_QUERY,
+        result=schemas.R_ENTRIES,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/system-events",
+        "enqueue_system_event",
+        "Queue a system event (deduplicated by context key + exact text; at most 20 per session).",
+        _enqueue,
+        body=schemas.ENQUEUE,
+        result=schemas.R_ENQUEUED,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/system-events/drain",
+        "drain_system_events",
+        "The watcher's turn consumes its "
+        "queue: returns the entries and acknowledges the stale-state notices among them.",
+        _drain,
+        body=schemas.AGENT_ONLY,
+        result=schemas.R_ENTRIES,
+        description="One call: the entries are acknowledged after the answer was sent, and not at all when "
+        "the client went away before. A client that must not lose an entry even then peeks "
+        "and acknowledges by id.",
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/system-events/ack",
+        "ack_system_events",
+        "Acknowledge entries by id (from a "
+        "peek): removes exactly those still queued and acknowledges the stale-state notices among them, "
+        "as a drain does. Ids already gone are skipped.",
+        _ack,
+        body=schemas.ACK,
+        result=schemas.R_ACKED,
+    ),
+    Endpoint(
+        "GET",
+        f"{BASE}/state-version",
+        "state_version",
+        "The session's stateVersion (0 when none).",
+        _state_version,
+        query=AGENT_QUERY,
+        result=schemas.R_STATE_VERSION,
+    ),
+    Endpoint(
+        "GET",
+        f"{BASE}/link",
+        "get_link",
+        "The upstream link of an adopted session (null when none).",
+        _link,
+        tag="upstream",
+        query=AGENT_QUERY,
+        result=schemas.R_LINK,
+    ),
+    Endpoint(
+        "PUT",
+        BASE,
+        "put_session",
+        "Create or update a session (records created only when createdBy is given).",
+        _put,
+        body=schemas.PUT_SESSION,
+        result=schemas.ref("Session"),
+    ),
+    Endpoint(
+        "GET",
+        BASE,
+        "get_session",
+        "A session with its stateVersion.",
+        _get,
+        query=AGENT_QUERY,
+        result=schemas.ref("Session"),
+    ),
+    Endpoint(
+        "DELETE",
+        BASE,
+        "delete_session",
+        "Delete a session (deleted: false when there was none).",
+        _delete,
+        query=AGENT_QUERY,
+        result=schemas.R_DELETED,
+    ),
 ]

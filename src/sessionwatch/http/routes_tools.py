@@ -35,13 +35,16 @@ async def _call_tool(c: Call) -> Any:
         raise InvalidArgument("the X-Session-Key header must name the calling session")
     caller = parse_key(decode_header_value(raw_caller, "X-Session-Key"), "X-Session-Key")
     if tool.acts_as_caller and not caller.qualified:
-        raise Forbidden(f"{name} acts as the caller: X-Session-Key must be an agent-qualified key "
-                        "('agent:<agentId>:<rest>'), not the bare 'global'")
+        raise Forbidden(
+            f"{name} acts as the caller: X-Session-Key must be an agent-qualified key "
+            "('agent:<agentId>:<rest>'), not the bare 'global'"
+        )
     raw_agent = c.request.headers.get(AGENT_HEADER)
     agent_id = decode_header_value(raw_agent, "X-Agent-Id") if raw_agent is not None else None
     # The tool layer checks the caller and every session the tool touches against the token's agents.
-    run = functools.partial(c.gw.call_tool, name, c.body, caller=caller.raw, agent_id=agent_id,
-                            scope=c.principal.agent_filter())
+    run = functools.partial(
+        c.gw.call_tool, name, c.body, caller=caller.raw, agent_id=agent_id, scope=c.principal.agent_filter()
+    )
     if name == "sessions_send" and _waits(c.body):
         # Waiting for a reply blocks for up to timeoutSeconds of real time: keep it off the event loop.
         result = await anyio.to_thread.run_sync(run, limiter=c.runtime.wait_limiter)
@@ -54,6 +57,14 @@ async def _call_tool(c: Call) -> Any:
 
 ROUTES: list[Endpoint] = [
     # Documented per tool in openapi.py (one path per tool, schemas from engine.tools.TOOLS).
-    Endpoint("POST", "/v1/tools/{name}", "call_tool", "Run one tool as the session named in X-Session-Key.",
-             _call_tool, tag="tools", body=schemas.ANY_OBJECT, touches=TOOL),
+    Endpoint(
+        "POST",
+        "/v1/tools/{name}",
+        "call_tool",
+        "Run one tool as the session named in X-Session-Key.",
+        _call_tool,
+        tag="tools",
+        body=schemas.ANY_OBJECT,
+        touches=TOOL,
+    ),
 ]

@@ -31,8 +31,13 @@ def _read(gw: Gateway, fn: Any, what: str) -> Any:
 
 def _link_state(link: Any) -> dict[str, Any]:
     state = "missing" if link.miss_count else ("scanned" if link.last_scanned_at else "adopted")
-    return {"catalogId": link.catalog_id, "threadId": link.thread_id, "state": state,
-            "lastScannedAt": link.last_scanned_at, "missCount": link.miss_count}
+    return {
+        "catalogId": link.catalog_id,
+        "threadId": link.thread_id,
+        "state": state,
+        "lastScannedAt": link.last_scanned_at,
+        "missCount": link.miss_count,
+    }
 
 
 def _pending(gw: Gateway, watchers: set[str]) -> dict[tuple[str, str], str]:
@@ -50,8 +55,7 @@ def _pending(gw: Gateway, watchers: set[str]) -> dict[tuple[str, str], str]:
 
 
 def _pairs(gw: Gateway, principal: Principal, **which: Any) -> list[dict[str, Any]]:
-    rows = [r for r in gw.cursors(**which)
-            if principal.covers_key(r["watcher"]) and principal.covers_key(r["target"])]
+    rows = [r for r in gw.cursors(**which) if principal.covers_key(r["watcher"]) and principal.covers_key(r["target"])]
     stale = [r for r in rows if r["material"] > r["lastSeen"]]
     texts = _pending(gw, {r["watcher"] for r in stale})
     for r in rows:
@@ -82,8 +86,13 @@ def _overview(c: Call) -> Any:
         link = links.get((r.session_key, r.agent_id))
         item["link"] = _link_state(link) if link is not None else None
         sessions_out.append(item)
-    return {"sessions": sessions_out, "truncated": len(rows) >= MAX_LIST_LIMIT,
-            "watches": _pairs(gw, c.principal), "head": bounds.last, "recent": recent[-200:]}
+    return {
+        "sessions": sessions_out,
+        "truncated": len(rows) >= MAX_LIST_LIMIT,
+        "watches": _pairs(gw, c.principal),
+        "head": bounds.last,
+        "recent": recent[-200:],
+    }
 
 
 def _health(c: Call) -> Any:
@@ -94,22 +103,40 @@ def _health(c: Call) -> Any:
     tick = gw.upstream_results()
     per_link = {(e.get("sessionKey"), e.get("agentId")): e for e in tick.get("links", []) if isinstance(e, dict)}
     return {
-        "store": {"backend": url.split(":", 1)[0] or "unknown", "url": redact_url(url),
-                  "readOnly": bool(getattr(gw, "read_only", False))},
+        "store": {
+            "backend": url.split(":", 1)[0] or "unknown",
+            "url": redact_url(url),
+            "readOnly": bool(getattr(gw, "read_only", False)),
+        },
         "sweep": {"ran": gw.sweep_ran, "at": gw.swept_at, "swept": gw.swept, "error": gw.sweep_error},
-        "prune": {"lastAt": bounds.pruned_at, "prunedThrough": bounds.pruned,
-                  "intervalMs": gw.settings.prune_interval_ms, "retentionMs": gw.settings.retention_ms,
-                  "maxEvents": gw.settings.max_events},
+        "prune": {
+            "lastAt": bounds.pruned_at,
+            "prunedThrough": bounds.pruned,
+            "intervalMs": gw.settings.prune_interval_ms,
+            "retentionMs": gw.settings.retention_ms,
+            "maxEvents": gw.settings.max_events,
+        },
         "log": {"earliest": bounds.earliest, "last": bounds.last},
         "streams": len(runtime.streams),
         "droppedRecordings": gw.dropped_recordings,
         "monitor": {
-            "tick": tick.get("tick"), "status": tick.get("status"), "startedAt": tick.get("startedAt"),
+            "tick": tick.get("tick"),
+            "status": tick.get("status"),
+            "startedAt": tick.get("startedAt"),
             "finishedAt": tick.get("finishedAt"),
-            "links": [{"sessionKey": x.session_key, "agentId": x.agent_id, **_link_state(x),
-                       "lastTick": {k: v for k, v in per_link.get((x.session_key, x.agent_id), {}).items()
-                                    if k in ("status", "reason", "humanTurns", "recorded", "error")}}
-                      for x in links],
+            "links": [
+                {
+                    "sessionKey": x.session_key,
+                    "agentId": x.agent_id,
+                    **_link_state(x),
+                    "lastTick": {
+                        k: v
+                        for k, v in per_link.get((x.session_key, x.agent_id), {}).items()
+                        if k in ("status", "reason", "humanTurns", "recorded", "error")
+                    },
+                }
+                for x in links
+            ],
         },
     }
 
@@ -135,24 +162,53 @@ def _inspect(c: Call) -> Any:
     session = gw.get_session(key, agent)
     after = c.query.get("after", 0)
     changes = gw.changes_since(key, after, agent_id=agent).to_json()
-    return {"session": session, "timeline": _timeline(gw, key, agent),
-            "changesSince": {"after": after, "stateVersion": session["stateVersion"], **changes},
-            "watchers": _pairs(gw, c.principal, target=key), "watching": _pairs(gw, c.principal, watcher=key),
-            "queue": gw.peek_system_events(key, agent_id=agent),
-            "link": gw.link(key, agent)}
+    return {
+        "session": session,
+        "timeline": _timeline(gw, key, agent),
+        "changesSince": {"after": after, "stateVersion": session["stateVersion"], **changes},
+        "watchers": _pairs(gw, c.principal, target=key),
+        "watching": _pairs(gw, c.principal, watcher=key),
+        "queue": gw.peek_system_events(key, agent_id=agent),
+        "link": gw.link(key, agent),
+    }
 
 
 ROUTES: list[Endpoint] = [
-    Endpoint("GET", "/v1/ui/overview", "ui_overview", "Dashboard: sessions (with stateVersion, last activity and "
-             "upstream link state), watch pairs (stale ones with their pending notice text) and the log's head.",
-             _overview, tag="dashboard", thread=True, touches=OWN_VIEW),
-    Endpoint("GET", "/v1/ui/health", "ui_health", "Dashboard: store backend, restart sweep, prune times and "
-             "watermark, SSE streams, dropped recordings, and the upstream monitor's last tick per link.",
-             _health, tag="dashboard", touches=OWN_VIEW),
-    Endpoint("GET", "/v1/sessions/{key}/inspect", "ui_session", "Dashboard: one session's timeline, what "
-             "changesSince N returns (read without acknowledging anything), its watchers and cursors, and its "
-             "queue (peeked).", _inspect, tag="dashboard", thread=True,
-             query={"after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE, "default": 0},
-                    "agentId": schemas.AGENT_ID},
-             touches=sessions("path:key")),
+    Endpoint(
+        "GET",
+        "/v1/ui/overview",
+        "ui_overview",
+        "Dashboard: sessions (with stateVersion, last activity and "
+        "upstream link state), watch pairs (stale ones with their pending notice text) and the log's head.",
+        _overview,
+        tag="dashboard",
+        thread=True,
+        touches=OWN_VIEW,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/ui/health",
+        "ui_health",
+        "Dashboard: store backend, restart sweep, prune times and "
+        "watermark, SSE streams, dropped recordings, and the upstream monitor's last tick per link.",
+        _health,
+        tag="dashboard",
+        touches=OWN_VIEW,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/sessions/{key}/inspect",
+        "ui_session",
+        "Dashboard: one session's timeline, what "
+        "changesSince N returns (read without acknowledging anything), its watchers and cursors, and its "
+        "queue (peeked).",
+        _inspect,
+        tag="dashboard",
+        thread=True,
+        query={
+            "after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE, "default": 0},
+            "agentId": schemas.AGENT_ID,
+        },
+        touches=sessions("path:key"),
+    ),
 ]

@@ -41,8 +41,13 @@ def store_path(store: object) -> str:
 class Runtime:
     """Owns the Gateway when built from a factory; otherwise borrows it (the caller closes it)."""
 
-    def __init__(self, source: Gateway | GatewayFactory, *, keepalive_s: float,
-                 on_open_error: Callable[[BaseException], None] | None = None) -> None:
+    def __init__(
+        self,
+        source: Gateway | GatewayFactory,
+        *,
+        keepalive_s: float,
+        on_open_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self._factory: GatewayFactory | None = None
         self.gateway: Gateway | None = None
         if isinstance(source, Gateway) or hasattr(source, "call_tool"):
@@ -90,8 +95,9 @@ class Runtime:
         if self.metrics is not None:
             self.metrics.attach(gw)
         self.gateway, self.state = gw, "ok"
-        log.info("gateway ready, store %s (%d notices re-materialized by the restart sweep)",
-                 store_path(gw.store), gw.swept)
+        log.info(
+            "gateway ready, store %s (%d notices re-materialized by the restart sweep)", store_path(gw.store), gw.swept
+        )
 
     def begin_shutdown(self) -> None:
         """End every SSE stream (call on the event loop) so a graceful shutdown is not held open."""
@@ -121,7 +127,9 @@ class Runtime:
     def require(self) -> Gateway:
         gw = self.gateway
         if gw is None or self.state != "ok":
-            reason = {"starting": "the gateway is starting (restart sweep in progress); retry shortly",
-                      "stopping": "the gateway is shutting down"}.get(self.state, self.message or "unavailable")
+            reason = {
+                "starting": "the gateway is starting (restart sweep in progress); retry shortly",
+                "stopping": "the gateway is shutting down",
+            }.get(self.state, self.message or "unavailable")
             raise StoreUnavailable(reason)
         return gw

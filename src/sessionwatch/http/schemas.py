@@ -16,19 +16,34 @@ from ..settings import MAX_LIST_LIMIT
 
 Schema = dict[str, Any]
 
-KEY: Schema = {"type": "string", "minLength": 1, "maxLength": 512, "pattern": "^(?:global|agent:[^:]+:.+)$",
-               "description": "Session key: 'agent:<agentId>:<rest>' or the bare 'global' (no whitespace or "
-                              "control characters, no empty ':'-separated part)."}
-AGENT_ID: Schema = {"type": "string", "minLength": 1, "maxLength": 200,
-                    "description": "Agent of the session; needed for a bare 'global' key."}
+KEY: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 512,
+    "pattern": "^(?:global|agent:[^:]+:.+)$",
+    "description": "Session key: 'agent:<agentId>:<rest>' or the bare 'global' (no whitespace or "
+    "control characters, no empty ':'-separated part).",
+}
+AGENT_ID: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "description": "Agent of the session; needed for a bare 'global' key.",
+}
 NAME: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
 TEXT: Schema = {"type": "string", "minLength": 1}
 OPT_NAME: Schema = {"type": ["string", "null"], "minLength": 1, "maxLength": 200}
 OPT_KEY: Schema = {**KEY, "type": ["string", "null"]}
 OPT_AGENT: Schema = {**AGENT_ID, "type": ["string", "null"]}
-ACTOR: Schema = {"type": ["object", "null"], "additionalProperties": False, "required": ["type"],
-                 "properties": {"type": {"type": "string", "enum": ["human", "agent", "system"]},
-                                "id": {"type": ["string", "null"], "minLength": 1, "maxLength": 512}}}
+ACTOR: Schema = {
+    "type": ["object", "null"],
+    "additionalProperties": False,
+    "required": ["type"],
+    "properties": {
+        "type": {"type": "string", "enum": ["human", "agent", "system"]},
+        "id": {"type": ["string", "null"], "minLength": 1, "maxLength": 512},
+    },
+}
 
 
 def body(props: dict[str, Schema], required: list[str] | None = None) -> Schema:
@@ -54,66 +69,151 @@ STR, INT, BOOL, ANY_OBJECT = engine_schemas.STR, engine_schemas.INT, engine_sche
 
 # -- request bodies ------------------------------------------------------------------------------
 AGENT_ONLY = body({"agentId": OPT_AGENT})
-PUT_SESSION = body({"agentId": OPT_AGENT, "kind": {"type": ["string", "null"], "enum": [*SESSION_KINDS, None]},
-                    "spawnedBy": OPT_KEY, "label": OPT_NAME, "createdBy": ACTOR})
-INBOUND = body({
-    "text": TEXT, "channel": {"type": "string", "maxLength": 200, "description": "Blank: 'via unknown'."},
-    "provenance": {"type": ["string", "null"], "enum": ["external_user", "inter_session", "internal_system", None]},
-    "sourceSessionKey": OPT_KEY, "humanId": OPT_NAME, "lane": OPT_NAME,
-    "occurredAt": {"type": ["number", "null"], "description": "Epoch ms; clamped into [now - 24 h, now]."},
-    "runId": OPT_NAME, "agentId": OPT_AGENT, "dedupeKey": OPT_NAME}, ["text", "channel"])
-GOAL = body({"action": {"type": "string", "enum": list(GOAL_ACTIONS)}, "objective": {"type": ["string", "null"]},
-             "status": OPT_NAME, "actor": ACTOR, "agentId": OPT_AGENT}, ["action"])
+PUT_SESSION = body(
+    {
+        "agentId": OPT_AGENT,
+        "kind": {"type": ["string", "null"], "enum": [*SESSION_KINDS, None]},
+        "spawnedBy": OPT_KEY,
+        "label": OPT_NAME,
+        "createdBy": ACTOR,
+    }
+)
+INBOUND = body(
+    {
+        "text": TEXT,
+        "channel": {"type": "string", "maxLength": 200, "description": "Blank: 'via unknown'."},
+        "provenance": {"type": ["string", "null"], "enum": ["external_user", "inter_session", "internal_system", None]},
+        "sourceSessionKey": OPT_KEY,
+        "humanId": OPT_NAME,
+        "lane": OPT_NAME,
+        "occurredAt": {"type": ["number", "null"], "description": "Epoch ms; clamped into [now - 24 h, now]."},
+        "runId": OPT_NAME,
+        "agentId": OPT_AGENT,
+        "dedupeKey": OPT_NAME,
+    },
+    ["text", "channel"],
+)
+GOAL = body(
+    {
+        "action": {"type": "string", "enum": list(GOAL_ACTIONS)},
+        "objective": {"type": ["string", "null"]},
+        "status": OPT_NAME,
+        "actor": ACTOR,
+        "agentId": OPT_AGENT,
+    },
+    ["action"],
+)
 RUN_BEGIN = body({"runId": NAME, "agentId": OPT_AGENT}, ["runId"])
 RUN_END = body({"status": {"type": "string", "enum": list(RUN_STATUSES)}, "agentId": OPT_AGENT}, ["status"])
 COMPACTION = body({"operationId": NAME, "agentId": OPT_AGENT}, ["operationId"])
-MESSAGE = body({"role": {"type": "string", "enum": ["user", "assistant", "system"]}, "text": {"type": "string"},
-                "agentId": OPT_AGENT, "imported": {"type": "boolean"}}, ["role", "text"])
-ENQUEUE = body({"text": TEXT, "contextKey": {"type": ["string", "null"], "minLength": 1, "maxLength": 2048},
-                "agentId": OPT_AGENT}, ["text"])
-ACK = body({"ids": {"type": "array", "maxItems": 1000, "description": "Entry ids from a peek.",
-                    "items": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}},
-             "agentId": OPT_AGENT}, ["ids"])
+MESSAGE = body(
+    {
+        "role": {"type": "string", "enum": ["user", "assistant", "system"]},
+        "text": {"type": "string"},
+        "agentId": OPT_AGENT,
+        "imported": {"type": "boolean"},
+    },
+    ["role", "text"],
+)
+ENQUEUE = body(
+    {"text": TEXT, "contextKey": {"type": ["string", "null"], "minLength": 1, "maxLength": 2048}, "agentId": OPT_AGENT},
+    ["text"],
+)
+ACK = body(
+    {
+        "ids": {
+            "type": "array",
+            "maxItems": 1000,
+            "description": "Entry ids from a peek.",
+            "items": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+        },
+        "agentId": OPT_AGENT,
+    },
+    ["ids"],
+)
 PRUNE = body({"force": {"type": "boolean"}})
 EMPTY = body({})
 WATCH = body({"watcher": KEY, "target": KEY, "agentId": OPT_AGENT}, ["watcher", "target"])
 UNWATCH = body({"watcher": KEY, "target": KEY}, ["watcher", "target"])
 CONTINUE = body({"sessionKey": OPT_KEY, "agentId": OPT_AGENT, "hostId": OPT_NAME})
-NODE = body({"url": {"type": "string", "minLength": 1, "maxLength": 2048},
-             "token": {"type": "string", "minLength": 1, "maxLength": 4096}}, ["url", "token"])
+NODE = body(
+    {
+        "url": {"type": "string", "minLength": 1, "maxLength": 2048},
+        "token": {"type": "string", "minLength": 1, "maxLength": 4096},
+    },
+    ["url", "token"],
+)
 
 # -- result components (the tools' building blocks are the engine's, shared with MCP) --------------
 COMPONENTS: dict[str, Schema] = {
     "Error": engine_schemas.ERROR,
-    "Session": obj({"sessionKey": STR, "agentId": STR, "sessionId": STR, "kind": {"type": "string",
-                    "enum": list(SESSION_KINDS)}, "createdAt": INT, "updatedAt": INT, "spawnedBy": STR,
-                    "label": STR, "activeRunId": STR, "goal": ANY_OBJECT, "stateVersion": INT, "created": BOOL},
-                   ["sessionKey", "agentId", "sessionId", "kind", "createdAt", "updatedAt"]),
+    "Session": obj(
+        {
+            "sessionKey": STR,
+            "agentId": STR,
+            "sessionId": STR,
+            "kind": {"type": "string", "enum": list(SESSION_KINDS)},
+            "createdAt": INT,
+            "updatedAt": INT,
+            "spawnedBy": STR,
+            "label": STR,
+            "activeRunId": STR,
+            "goal": ANY_OBJECT,
+            "stateVersion": INT,
+            "created": BOOL,
+        },
+        ["sessionKey", "agentId", "sessionId", "kind", "createdAt", "updatedAt"],
+    ),
     "ProjectedEvent": engine_schemas.PROJECTED_EVENT,
-    "Event": obj({**engine_schemas.EVENT_PROPS, "sessionKey": STR, "agentId": STR, "sessionId": STR, "dedupeKey": STR},
-                 ["sequence", "kind", "actorType", "occurredAt", "summary", "sessionKey", "agentId"]),
+    "Event": obj(
+        {**engine_schemas.EVENT_PROPS, "sessionKey": STR, "agentId": STR, "sessionId": STR, "dedupeKey": STR},
+        ["sequence", "kind", "actorType", "occurredAt", "summary", "sessionKey", "agentId"],
+    ),
     "Message": engine_schemas.MESSAGE,
     "QueueEntry": engine_schemas.QUEUE_ENTRY,
-    "Cursor": obj({"watcher": STR, "target": STR, "lastSeen": INT, "notified": INT, "material": INT,
-                   "provenance": STR, "updatedAt": INT},
-                  ["watcher", "target", "lastSeen", "notified", "material", "provenance", "updatedAt"]),
+    "Cursor": obj(
+        {
+            "watcher": STR,
+            "target": STR,
+            "lastSeen": INT,
+            "notified": INT,
+            "material": INT,
+            "provenance": STR,
+            "updatedAt": INT,
+        },
+        ["watcher", "target", "lastSeen", "notified", "material", "provenance", "updatedAt"],
+    ),
     "StateChanges": engine_schemas.STATE_CHANGES,
-    "Wake": obj({"watcher": STR, "target": STR, "reason": STR, "at": INT, "trailing": BOOL},
-                ["watcher", "target", "reason", "at", "trailing"]),
-    "Health": obj({"status": {"type": "string", "enum": ["starting", "ok", "failed", "stopping", "unavailable",
-                                                         "live"]},
-                   "storeUrl": STR, "version": STR, "swept": INT, "streams": INT, "message": STR, "state": STR,
-                   "writable": BOOL, "sweepRan": BOOL,
-                   "droppedRecordings": obj({"total": INT, "byCause": {"type": "object",
-                                                                       "additionalProperties": INT}},
-                                            ["total", "byCause"])}, ["status"]),
+    "Wake": obj(
+        {"watcher": STR, "target": STR, "reason": STR, "at": INT, "trailing": BOOL},
+        ["watcher", "target", "reason", "at", "trailing"],
+    ),
+    "Health": obj(
+        {
+            "status": {"type": "string", "enum": ["starting", "ok", "failed", "stopping", "unavailable", "live"]},
+            "storeUrl": STR,
+            "version": STR,
+            "swept": INT,
+            "streams": INT,
+            "message": STR,
+            "state": STR,
+            "writable": BOOL,
+            "sweepRan": BOOL,
+            "droppedRecordings": obj(
+                {"total": INT, "byCause": {"type": "object", "additionalProperties": INT}}, ["total", "byCause"]
+            ),
+        },
+        ["status"],
+    ),
 }
 
 # Results of the host operations.
-R_INBOUND = obj({"recorded": BOOL, "event": nullable("Event"), "messageId": INT, "actorType": STR},
-                ["recorded", "event"])
-R_GOAL = obj({"recorded": BOOL, "goal": {"type": ["object", "null"]}, "event": nullable("Event")},
-             ["recorded", "goal", "event"])
+R_INBOUND = obj(
+    {"recorded": BOOL, "event": nullable("Event"), "messageId": INT, "actorType": STR}, ["recorded", "event"]
+)
+R_GOAL = obj(
+    {"recorded": BOOL, "goal": {"type": ["object", "null"]}, "event": nullable("Event")}, ["recorded", "goal", "event"]
+)
 R_RUN_BEGIN = obj({"sessionKey": STR, "activeRunId": STR}, ["sessionKey", "activeRunId"])
 R_RECORDED = obj({"recorded": BOOL, "wasActive": BOOL, "event": nullable("Event")}, ["recorded", "event"])
 R_DELETED = obj({"deleted": BOOL}, ["deleted"])
@@ -124,8 +224,10 @@ R_STATE_VERSION = obj({"sessionKey": STR, "agentId": STR, "stateVersion": INT}, 
 R_LINK = obj({"link": {"type": ["object", "null"]}}, ["link"])
 R_CURSORS = listing("cursors", ref("Cursor"))
 R_EVENTS = listing("events", ref("Event"))
-R_PRUNE = obj({"rowsDeleted": INT, "cursorsDeleted": INT, "headsStamped": INT, "skipped": BOOL},
-              ["rowsDeleted", "cursorsDeleted", "headsStamped", "skipped"])
+R_PRUNE = obj(
+    {"rowsDeleted": INT, "cursorsDeleted": INT, "headsStamped": INT, "skipped": BOOL},
+    ["rowsDeleted", "cursorsDeleted", "headsStamped", "skipped"],
+)
 R_SWEPT = obj({"swept": INT}, ["swept"])
 R_WATCHED = obj({"watched": BOOL}, ["watched"])
 R_UNWATCHED = obj({"unwatched": BOOL}, ["unwatched"])

@@ -99,12 +99,24 @@ def bind_sockets(host: str, port: int) -> list[socket.socket]:
     return bound
 
 
-def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 7878, token: str | None = None,
-          log_level: str = "info", monitor: bool = True, access_log: bool = True,
-          max_body_bytes: int = DEFAULT_MAX_BODY, keepalive_s: float = 15.0,
-          settings: Settings | None = None, token_file: str | None = None,
-          allowed_hosts: list[str] | tuple[str, ...] = (), allowed_origins: list[str] | tuple[str, ...] = (),
-          limits: Limits | None = None, fd: int | None = None) -> None:
+def serve(
+    store_url: str | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 7878,
+    token: str | None = None,
+    log_level: str = "info",
+    monitor: bool = True,
+    access_log: bool = True,
+    max_body_bytes: int = DEFAULT_MAX_BODY,
+    keepalive_s: float = 15.0,
+    settings: Settings | None = None,
+    token_file: str | None = None,
+    allowed_hosts: list[str] | tuple[str, ...] = (),
+    allowed_origins: list[str] | tuple[str, ...] = (),
+    limits: Limits | None = None,
+    fd: int | None = None,
+) -> None:
     """Serve the gateway (blocking). Token defaults to ``$SESSIONWATCH_TOKEN`` (or the file named by
     ``token_file`` / ``$SESSIONWATCH_TOKEN_FILE``), the store to ``$SESSIONWATCH_STORE`` or the per-user
     default. ``allowed_hosts``/``allowed_origins`` (plus ``$SESSIONWATCH_ALLOWED_HOSTS``/``..._ORIGINS``)
@@ -151,11 +163,26 @@ def serve(store_url: str | None = None, *, host: str = "127.0.0.1", port: int = 
         if server is not None:
             server.should_exit = True
 
-    app = create_app(open_gateway, token=token, max_body_bytes=max_body_bytes, keepalive_s=keepalive_s,
-                     on_open_error=on_open_error, policy=policy)
-    config = uvicorn_config(app, host=host, port=sockets[0].getsockname()[1], limits=limits,
-                            log_level=log_level.lower(), access_log=False, lifespan="on", server_header=False,
-                            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, backlog=2048)
+    app = create_app(
+        open_gateway,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        keepalive_s=keepalive_s,
+        on_open_error=on_open_error,
+        policy=policy,
+    )
+    config = uvicorn_config(
+        app,
+        host=host,
+        port=sockets[0].getsockname()[1],
+        limits=limits,
+        log_level=log_level.lower(),
+        access_log=False,
+        lifespan="on",
+        server_header=False,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        backlog=2048,
+    )
     server = _Server(config, app.state.runtime)
     shown = f"[{host}]" if ":" in host else host
     log.info("listening on http://%s:%d", shown, config.port)

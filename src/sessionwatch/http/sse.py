@@ -33,8 +33,11 @@ from .runtime import CLOSE, Runtime
 log = logging.getLogger("sessionwatch.http.sse")
 
 QUEUE_SIZE = 256  # wakes coalesce per watcher, so a full queue means a stuck client: drop, never block
-HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
-           (b"x-accel-buffering", b"no")]
+HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
 
 
 RETRY_MS = 2000  # the reconnect delay a client should use after a drop
@@ -86,8 +89,13 @@ class WakeStream:
         watcher = asyncio.get_running_loop().create_task(self._watch_disconnect(receive))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
-            await send({"type": "http.response.body", "more_body": True,
-                        "body": f"retry: {RETRY_MS}\n: subscribed {self.key}\n\n".encode()})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "more_body": True,
+                    "body": f"retry: {RETRY_MS}\n: subscribed {self.key}\n\n".encode(),
+                }
+            )
             await self._pending_wake()
             while True:
                 try:
@@ -110,8 +118,7 @@ class WakeStream:
         """A notice queued before this connection opened wakes it once, now (subscribed first, so a
         notice committed meanwhile wakes it through the hub instead: then this one is skipped)."""
         try:
-            wake = await anyio.to_thread.run_sync(self.gw.pending_wake, self.key,
-                                                  limiter=self.runtime.store_limiter)
+            wake = await anyio.to_thread.run_sync(self.gw.pending_wake, self.key, limiter=self.runtime.store_limiter)
         except Exception as exc:  # noqa: BLE001 - the stream still works; the next notice wakes it
             log.warning("checking %s for a pending notice failed: %s", self.key, exc)
             return
@@ -136,7 +143,15 @@ async def _open_stream(c: Call) -> WakeStream:
 
 
 ROUTES: list[Endpoint] = [
-    Endpoint("GET", "/v1/stream", "stream_wakes", "Server-Sent Events: wakes for one watcher session.",
-             _open_stream, tag="wakes", query={"sessionKey": schemas.KEY}, required_query=("sessionKey",),
-             touches=sessions("query:sessionKey")),
+    Endpoint(
+        "GET",
+        "/v1/stream",
+        "stream_wakes",
+        "Server-Sent Events: wakes for one watcher session.",
+        _open_stream,
+        tag="wakes",
+        query={"sessionKey": schemas.KEY},
+        required_query=("sessionKey",),
+        touches=sessions("query:sessionKey"),
+    ),
 ]

@@ -54,8 +54,11 @@ def check(value: Any, schema: dict[str, Any], where: str) -> None:
         raise InvalidArgument(f"{where} must be one of {', '.join(map(str, schema['enum']))}, got {value!r}")
     if isinstance(value, str):
         if len(value) < schema.get("minLength", 0):
-            raise InvalidArgument(f"{where} must not be empty" if schema["minLength"] == 1
-                                  else f"{where} is shorter than {schema['minLength']} characters")
+            raise InvalidArgument(
+                f"{where} must not be empty"
+                if schema["minLength"] == 1
+                else f"{where} is shorter than {schema['minLength']} characters"
+            )
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             raise InvalidArgument(f"{where} is longer than {schema['maxLength']} characters")
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -71,8 +74,9 @@ def check(value: Any, schema: dict[str, Any], where: str) -> None:
         if schema.get("additionalProperties") is False:
             unknown = sorted(set(value) - set(props))
             if unknown:
-                raise InvalidArgument(f"{where}: unknown field(s) {', '.join(unknown)}; "
-                                      f"allowed: {', '.join(sorted(props)) or 'none'}")
+                raise InvalidArgument(
+                    f"{where}: unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(props)) or 'none'}"
+                )
         for name in schema.get("required", ()):
             if value.get(name) is None:
                 raise InvalidArgument(f"{where}: missing required field {name!r}")

@@ -25,8 +25,9 @@ log = logging.getLogger("sessionwatch.mcp")
 class ToolBackend(Protocol):
     """What the MCP face needs; both ``Gateway`` and ``GatewayClient`` provide it."""
 
-    def call_tool(self, name: str, args: dict[str, Any] | None = None, *, caller: str,
-                  agent_id: str | None = None) -> dict[str, Any]: ...
+    def call_tool(
+        self, name: str, args: dict[str, Any] | None = None, *, caller: str, agent_id: str | None = None
+    ) -> dict[str, Any]: ...
 
     def get_session(self, key: Any, agent_id: Any = None) -> dict[str, Any]: ...
 
@@ -141,14 +142,16 @@ class SessionBinding:
                 self._in_flight[ticket] = [e["id"] for e in entries]
         return entries
 
-    def call(self, name: str, args: dict[str, Any] | None, ticket: int = 0,
-             scope: frozenset[str] | None = None) -> ToolOutcome:
+    def call(
+        self, name: str, args: dict[str, Any] | None, ticket: int = 0, scope: frozenset[str] | None = None
+    ) -> ToolOutcome:
         """``scope``: the agents a scoped bearer token covers (HTTP transport); None is unrestricted."""
         self.settle()  # what earlier answers delivered must not ride along again
         try:
             extra: dict[str, Any] = {} if scope is None else {"scope": scope}
-            payload = self.backend.call_tool(name, dict(args or {}), caller=self.session_key, agent_id=self.agent_id,
-                                             **extra)
+            payload = self.backend.call_tool(
+                name, dict(args or {}), caller=self.session_key, agent_id=self.agent_id, **extra
+            )
         except SessionwatchError as exc:  # a remote gateway raises what the engine would have returned
             payload = exc.to_json()
         except Exception as exc:

@@ -25,8 +25,9 @@ from .binding import SessionBinding, ToolOutcome
 log = logging.getLogger("sessionwatch.mcp")
 
 
-async def run_call(binding: SessionBinding, request_id: object, name: str, args: dict[str, Any],
-                   scope: frozenset[str] | None = None) -> ToolOutcome:
+async def run_call(
+    binding: SessionBinding, request_id: object, name: str, args: dict[str, Any], scope: frozenset[str] | None = None
+) -> ToolOutcome:
     ticket = binding.open_call()
     try:
         # The engine is synchronous (and sessions_send may wait for a reply): keep it off the event loop.
@@ -62,8 +63,9 @@ class _ReportingStream:
         await self._inner.__aenter__()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> bool | None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
         return await self._inner.__aexit__(exc_type, exc, tb)
 
     def __getattr__(self, name: str) -> Any:

@@ -65,16 +65,19 @@ class NoticeFeed:
 
     # -- the resource ----------------------------------------------------------------------------
     def resource(self) -> types.Resource:
-        return types.Resource(uri=self.uri, name="notices", mime_type=MIME,
-                              title=f"Pending notices of {self.binding.session_key}",
-                              description="System events queued for this session and not yet delivered. Reading "
-                                          "is a peek: notices are delivered (and acknowledged) with tool results. "
-                                          "Subscribe to be told when the list changes.")
+        return types.Resource(
+            uri=self.uri,
+            name="notices",
+            mime_type=MIME,
+            title=f"Pending notices of {self.binding.session_key}",
+            description="System events queued for this session and not yet delivered. Reading "
+            "is a peek: notices are delivered (and acknowledged) with tool results. "
+            "Subscribe to be told when the list changes.",
+        )
 
     def peek(self) -> list[dict[str, Any]]:
         """The pending entries; raises when the store or gateway cannot be read (never an empty success)."""
-        return list(self.binding.backend.peek_system_events(self.binding.session_key,
-                                                            agent_id=self.binding.agent_id))
+        return list(self.binding.backend.peek_system_events(self.binding.session_key, agent_id=self.binding.agent_id))
 
     def _check_uri(self, uri: str) -> None:
         if uri != self.uri:
@@ -88,8 +91,11 @@ class NoticeFeed:
             log.exception("reading the notices of %s failed", self.binding.session_key)
             raise MCPError(INTERNAL_ERROR, f"cannot read the pending notices: {exc}") from None
         body = {"sessionKey": self.binding.session_key, "entries": entries}
-        return types.ReadResourceResult(contents=[types.TextResourceContents(
-            uri=self.uri, mime_type=MIME, text=json.dumps(body, ensure_ascii=False))])
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=self.uri, mime_type=MIME, text=json.dumps(body, ensure_ascii=False))
+            ]
+        )
 
     # -- subscriptions ---------------------------------------------------------------------------
     @property
@@ -106,22 +112,25 @@ class NoticeFeed:
         self._start_wakes()
         self._kick.set()
 
-    async def subscribe(self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
-                        ) -> types.EmptyResult:
+    async def subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
         self._check_uri(params.uri)
         await self._baseline()
         self._legacy.add(ctx.session)
         self._kick.set()
         return types.EmptyResult()
 
-    async def unsubscribe(self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
-                          ) -> types.EmptyResult:
+    async def unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
         self._legacy.discard(ctx.session)
         self._kick.set()
         return types.EmptyResult()
 
-    async def listen(self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
-                     ) -> types.SubscriptionsListenResult:
+    async def listen(
+        self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
         """``subscriptions/listen`` (2026-07-28): the SDK's handler, counting streams that want our URI."""
         wants = self.uri in (params.notifications.resource_subscriptions or ())
         if wants:
@@ -220,4 +229,3 @@ class NoticeFeed:
 
 def _fingerprint(entries: list[dict[str, Any]]) -> tuple[tuple[Any, ...], ...]:
     return tuple((e.get("id"), e.get("ts"), e.get("text")) for e in entries)
-

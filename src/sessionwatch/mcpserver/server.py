@@ -32,8 +32,11 @@ INSTRUCTIONS = (
 )
 
 # Every structured result of this face carries the notices that rode along with it (see binding.py).
-SYSTEM_EVENTS: Schema = {"type": "array", "items": QUEUE_ENTRY,
-                         "description": "Notices for the bound session delivered with this result (often empty)."}
+SYSTEM_EVENTS: Schema = {
+    "type": "array",
+    "items": QUEUE_ENTRY,
+    "description": "Notices for the bound session delivered with this result (often empty).",
+}
 
 
 def output_schema(tool: Tool) -> Schema:
@@ -47,12 +50,23 @@ def output_schema(tool: Tool) -> Schema:
 
 def tool_list() -> list[types.Tool]:
     """The published tools: names, titles, descriptions, annotations and schemas as the engine defines them."""
-    return [types.Tool(name=t.name, title=t.title, description=t.description, input_schema=t.input_schema,
-                       output_schema=output_schema(t),
-                       annotations=types.ToolAnnotations(
-                           title=t.title, read_only_hint=t.hints.read_only, destructive_hint=t.hints.destructive,
-                           idempotent_hint=t.hints.idempotent, open_world_hint=t.hints.open_world))
-            for t in TOOLS.values()]
+    return [
+        types.Tool(
+            name=t.name,
+            title=t.title,
+            description=t.description,
+            input_schema=t.input_schema,
+            output_schema=output_schema(t),
+            annotations=types.ToolAnnotations(
+                title=t.title,
+                read_only_hint=t.hints.read_only,
+                destructive_hint=t.hints.destructive,
+                idempotent_hint=t.hints.idempotent,
+                open_world_hint=t.hints.open_world,
+            ),
+        )
+        for t in TOOLS.values()
+    ]
 
 
 def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> Server:
@@ -62,8 +76,9 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
     """
     feed = NoticeFeed(binding, poll_interval=poll_interval)
 
-    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-                         ) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tool_list())
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -74,15 +89,20 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
         # Off the event loop; a cancelled call leaves its notices queued (mcpserver.delivery).
         outcome = await run_call(binding, ctx.request_id, params.name, dict(params.arguments or {}), scope)
         feed.kick()  # the call may have delivered notices: subscribers see the list change
-        return types.CallToolResult(content=[types.TextContent(type="text", text=outcome.text())],
-                                    structured_content=outcome.structured(), is_error=outcome.is_error)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=outcome.text())],
+            structured_content=outcome.structured(),
+            is_error=outcome.is_error,
+        )
 
-    async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-                             ) -> types.ListResourcesResult:
+    async def list_resources(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[feed.resource()])
 
-    async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams
-                            ) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         return await feed.read(params.uri)
 
     @asynccontextmanager
@@ -91,11 +111,18 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
             yield {"notices": feed}
 
     server: Server = Server(
-        "sessionwatch", version=__version__,
-        instructions=INSTRUCTIONS.format(key=binding.session_key, uri=feed.uri), lifespan=lifespan,
+        "sessionwatch",
+        version=__version__,
+        instructions=INSTRUCTIONS.format(key=binding.session_key, uri=feed.uri),
+        lifespan=lifespan,
         get_tool_input_schema=lambda name: TOOLS[name].input_schema if name in TOOLS else None,
-        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-        on_read_resource=read_resource, on_subscribe_resource=feed.subscribe,
-        on_unsubscribe_resource=feed.unsubscribe, on_subscriptions_listen=feed.listen)
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscribe_resource=feed.subscribe,
+        on_unsubscribe_resource=feed.unsubscribe,
+        on_subscriptions_listen=feed.listen,
+    )
     server.notice_feed = feed  # type: ignore[attr-defined]  # for tests and embedding code
     return report_writes(server, binding)  # notices are acknowledged once their answer is written

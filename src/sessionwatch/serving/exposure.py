@@ -35,20 +35,24 @@ def token_problem(token: str) -> str | None:
     return None
 
 
-def check_exposure(host: str, token: str | None, *, what: str = "the gateway",
-                   option: str = "--token or SESSIONWATCH_TOKEN") -> None:
+def check_exposure(
+    host: str, token: str | None, *, what: str = "the gateway", option: str = "--token or SESSIONWATCH_TOKEN"
+) -> None:
     """Refuse (Forbidden) to listen beyond loopback without a token, or with a weak one."""
     if is_loopback(host):
         if token is not None and any(ch.isspace() for ch in token):
             raise Forbidden("refusing a token that contains whitespace: it cannot be sent in a header reliably")
         return
     if not token:
-        raise Forbidden(f"refusing to listen on {host!r} without a token: beyond loopback {what} requires "
-                        f"a bearer token (pass {option})")
+        raise Forbidden(
+            f"refusing to listen on {host!r} without a token: beyond loopback {what} requires "
+            f"a bearer token (pass {option})"
+        )
     problem = token_problem(token)
     if problem is not None:
-        raise Forbidden(f"refusing to listen on {host!r} with a weak token: {problem}. "
-                        "'sessionwatch token' prints a strong one")
+        raise Forbidden(
+            f"refusing to listen on {host!r} with a weak token: {problem}. 'sessionwatch token' prints a strong one"
+        )
 
 
 def read_token_file(path: str) -> str:
@@ -57,16 +61,16 @@ def read_token_file(path: str) -> str:
         with open(path, encoding="utf-8") as fh:
             line = fh.readline()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read the token file {path!r}: {getattr(exc, 'strerror', None) or exc}") \
-            from None
+        raise InvalidArgument(f"cannot read the token file {path!r}: {getattr(exc, 'strerror', None) or exc}") from None
     token = line.strip()
     if not token:
         raise InvalidArgument(f"the token file {path!r} is empty")
     return token
 
 
-def resolve_token(token: str | None, token_file: str | None, *, env_token: str | None = None,
-                  env_file: str | None = None) -> str | None:
+def resolve_token(
+    token: str | None, token_file: str | None, *, env_token: str | None = None, env_file: str | None = None
+) -> str | None:
     """The token from ``--token``, ``--token-file``, then the two environment variables (in that order).
 
     Giving both a token and a token file is an error, so one never silently wins.

@@ -75,27 +75,44 @@ def descriptor_budget(wanted: int) -> int:
     reserve = max(RESERVED_FDS_MIN, soft // 8)
     fitted = max(1, min(wanted, soft - reserve))
     if fitted < wanted:
-        log.warning("connection cap lowered from %d to %d to stay below the %d-descriptor limit",
-                    wanted, fitted, soft)
+        log.warning("connection cap lowered from %d to %d to stay below the %d-descriptor limit", wanted, fitted, soft)
     return fitted
 
 
 def _response(status: int, reason: str, code: str, message: str) -> bytes:
     body = dumps({"error": {"code": code, "message": message}})
-    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
     return head.encode("ascii") + body
 
 
 def _busy_app(cap: int) -> Any:
-    payload = dumps({"error": {"code": "unavailable",
-                               "message": f"the server is at its cap of {cap} connections, all busy; retry shortly"}})
+    payload = dumps(
+        {
+            "error": {
+                "code": "unavailable",
+                "message": f"the server is at its cap of {cap} connections, all busy; retry shortly",
+            }
+        }
+    )
 
     async def app(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
-        await send({"type": "http.response.start", "status": 503,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                                (b"connection", b"close"), (b"retry-after", b"1")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                    (b"connection", b"close"),
+                    (b"retry-after", b"1"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": payload, "more_body": False})
+
     return app
 
 
@@ -164,8 +181,7 @@ def protocol_class(limits: Limits, max_connections: int | None = None) -> type[H
 
         def _sw_timed_out(self, what: str, seconds: float) -> None:
             self._sw_timer = None
-            self._sw_close(408, "Request Timeout", "invalid_argument",
-                           f"{what} did not arrive within {seconds:g} s")
+            self._sw_close(408, "Request Timeout", "invalid_argument", f"{what} did not arrive within {seconds:g} s")
 
         def _sw_close(self, status: int, reason: str, code: str, message: str) -> None:
             if self._sw_closed or self.transport.is_closing():
@@ -189,9 +205,13 @@ def protocol_class(limits: Limits, max_connections: int | None = None) -> type[H
                 if victim.cycle is not None and not victim.cycle.response_complete:
                     continue  # a pipelined request is in progress on it: busy
                 if victim._sw_timer is not None:  # a request has begun (or is awaited) but its headers are not in
-                    victim._sw_close(408, "Request Timeout", "invalid_argument",
-                                     f"closed to make room: the server is at its cap of {cap} connections "
-                                     "and this one had not sent a complete request")
+                    victim._sw_close(
+                        408,
+                        "Request Timeout",
+                        "invalid_argument",
+                        f"closed to make room: the server is at its cap of {cap} connections "
+                        "and this one had not sent a complete request",
+                    )
                 else:
                     waiting.pop(victim, None)
                     victim.transport.close()  # idle between requests: nothing to answer
@@ -212,5 +232,6 @@ def uvicorn_config(app: Any, *, host: str, port: int, limits: Limits | None = No
     if uvicorn_log_config() is not None:  # --log-format json: uvicorn's own lines are JSON too
         kwargs["log_config"] = uvicorn_log_config()
     kwargs.setdefault("ws", "none")  # no WebSocket routes: an upgrade request stays plain HTTP, under our timers
-    return uvicorn.Config(app, host=host, port=port, http=protocol_class(limits, cap),
-                          timeout_keep_alive=limits.keep_alive_s, **kwargs)
+    return uvicorn.Config(
+        app, host=host, port=port, http=protocol_class(limits, cap), timeout_keep_alive=limits.keep_alive_s, **kwargs
+    )

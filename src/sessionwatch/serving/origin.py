@@ -40,7 +40,7 @@ def _split_host(value: str) -> tuple[str, int | None] | None:
         end = value.find("]")
         if end < 0:
             return None
-        name, rest = value[1:end], value[end + 1:]
+        name, rest = value[1:end], value[end + 1 :]
         if rest and not rest.startswith(":"):
             return None
         port_text = rest[1:] if rest else ""
@@ -105,8 +105,12 @@ class RequestPolicy:
             self._names[f"{name}:{port}" if port is not None else name] = port
 
     @classmethod
-    def from_options(cls, hosts: Iterable[str] | None = None, origins: Iterable[str] | None = None,
-                     environ: dict[str, str] | None = None) -> RequestPolicy:
+    def from_options(
+        cls,
+        hosts: Iterable[str] | None = None,
+        origins: Iterable[str] | None = None,
+        environ: dict[str, str] | None = None,
+    ) -> RequestPolicy:
         """Options (repeatable or comma-separated) plus ``$SESSIONWATCH_ALLOWED_HOSTS``/``..._ORIGINS``."""
         env = os.environ if environ is None else environ
         h = _entries([*(hosts or ()), env.get(ENV_HOSTS, "")])
@@ -125,12 +129,15 @@ class RequestPolicy:
             return None
         local_addr, local_port = server if server else (None, None)
         effective = port if port is not None else (443 if scheme == "https" else 80)
-        if effective == local_port and (_is_loopback_name(name) or
-                                        (local_addr is not None and _same_address(name, local_addr))):
+        if effective == local_port and (
+            _is_loopback_name(name) or (local_addr is not None and _same_address(name, local_addr))
+        ):
             return None
         # The refused name is not echoed back: a response must never reflect what a page chose to send.
-        return ("the Host header is not this server's name; a browser page may be trying DNS rebinding. "
-                f"Name it with --allowed-host (or ${ENV_HOSTS}) to allow it")
+        return (
+            "the Host header is not this server's name; a browser page may be trying DNS rebinding. "
+            f"Name it with --allowed-host (or ${ENV_HOSTS}) to allow it"
+        )
 
     def same_origin(self, origin: bytes, host: bytes | None, fetch_site: bytes | None) -> bool:
         """Is ``origin`` this server itself (the page at /ui calling its own gateway)?
@@ -151,16 +158,17 @@ class RequestPolicy:
         default = 443 if scheme == "https" else 80
         return theirs[0] == ours[0] and (theirs[1] or default) == (ours[1] or default)
 
-    def origin_problem(self, origin: bytes | None, fetch_site: bytes | None,
-                       host: bytes | None = None) -> str | None:
+    def origin_problem(self, origin: bytes | None, fetch_site: bytes | None, host: bytes | None = None) -> str | None:
         if "*" in self.allowed_origins:
             return None
         if origin is not None:
             text = origin.decode("latin-1")
             if normalize_origin(text) in self.allowed_origins or self.same_origin(origin, host, fetch_site):
                 return None
-            return (f"Origin {text!r} is not allowed: browser pages may not call this server unless their "
-                    f"origin is listed with --allowed-origin (or ${ENV_ORIGINS})")
+            return (
+                f"Origin {text!r} is not allowed: browser pages may not call this server unless their "
+                f"origin is listed with --allowed-origin (or ${ENV_ORIGINS})"
+            )
         if fetch_site is not None and fetch_site.strip().lower() in CROSS_SITE:
             return "a cross-site browser request without an allowed Origin is not accepted"
         return None
@@ -182,8 +190,13 @@ def _is_json(content_type: bytes | None) -> bool:
 
 async def send_json_error(send: Send, status: int, code: str, message: str) -> None:
     payload = dumps({"error": {"code": code, "message": message}})
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", JSON_TYPE.encode()), (b"content-length", str(len(payload)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", JSON_TYPE.encode()), (b"content-length", str(len(payload)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 
@@ -205,14 +218,19 @@ class BrowserGuard:
         if problem is not None:
             await send_json_error(send, 421, "forbidden", problem)
             return
-        problem = self.policy.origin_problem(headers.get(b"origin"), headers.get(b"sec-fetch-site"),
-                                             headers.get(b"host"))
+        problem = self.policy.origin_problem(
+            headers.get(b"origin"), headers.get(b"sec-fetch-site"), headers.get(b"host")
+        )
         if problem is not None:
             await send_json_error(send, 403, "forbidden", problem)
             return
         if _has_body(headers) and not _is_json(headers.get(b"content-type")):
             given = headers.get(b"content-type", b"").decode("latin-1") or "none"
-            await send_json_error(send, 415, "invalid_argument",
-                                  f"a request body must be sent as 'Content-Type: application/json' (got {given})")
+            await send_json_error(
+                send,
+                415,
+                "invalid_argument",
+                f"a request body must be sent as 'Content-Type: application/json' (got {given})",
+            )
             return
         await self.app(scope, receive, send)

@@ -35,14 +35,22 @@ def default_session_key(agent: str, catalog: str, node_id: str | None, thread_id
 
 
 class Adopter:
-    def __init__(self, gateway: Any, catalogs: dict[str, LocalCatalog],
-                 client_factory: Callable[[Node], NodeClient]) -> None:
+    def __init__(
+        self, gateway: Any, catalogs: dict[str, LocalCatalog], client_factory: Callable[[Node], NodeClient]
+    ) -> None:
         self.gw = gateway
         self.catalogs = catalogs
         self.client_factory = client_factory
 
-    def continue_thread(self, catalog_id: object, thread_id: object, *, session_key: object = None,
-                        agent_id: object = None, host_id: object = LOCAL_HOST) -> dict[str, Any]:
+    def continue_thread(
+        self,
+        catalog_id: object,
+        thread_id: object,
+        *,
+        session_key: object = None,
+        agent_id: object = None,
+        host_id: object = LOCAL_HOST,
+    ) -> dict[str, Any]:
         catalog = check_catalog(catalog_id)
         tid = check_thread_id(thread_id)
         node_id = parse_host(host_id)
@@ -66,14 +74,28 @@ class Adopter:
             return {"sessionKey": key, "agentId": agent, "linked": False, "link": None, "reason": reason}
         kind, ref, marker = upstream
         now = self.gw.clock()
-        link, status = self.gw.store.upsert_link(
-            Link(key, agent, catalog, host, tid, kind, ref, marker, now, now), now)
+        link, status = self.gw.store.upsert_link(Link(key, agent, catalog, host, tid, kind, ref, marker, now, now), now)
         session = self.gw.store.get_session(key, agent)
-        self.gw.record(EventInput(key, agent, kinds.ADOPTED, "human", kinds.adopted_summary(catalog), now,
-                                  session_id=session.session_id if session else None, dedupe_key=f"adopted:{key}",
-                                  payload={"catalogId": catalog, "hostId": host}))
-        out: dict[str, Any] = {"sessionKey": key, "agentId": agent, "linked": True, "link": link_json(link),
-                               "adoption": status}
+        self.gw.record(
+            EventInput(
+                key,
+                agent,
+                kinds.ADOPTED,
+                "human",
+                kinds.adopted_summary(catalog),
+                now,
+                session_id=session.session_id if session else None,
+                dedupe_key=f"adopted:{key}",
+                payload={"catalogId": catalog, "hostId": host},
+            )
+        )
+        out: dict[str, Any] = {
+            "sessionKey": key,
+            "agentId": agent,
+            "linked": True,
+            "link": link_json(link),
+            "adoption": status,
+        }
         watched = self._watched(key)
         if watched is not None:
             out["watched"] = watched
@@ -104,8 +126,9 @@ class Adopter:
             return None, f"cannot read {found.path} for a baseline: {exc.strerror or exc}"
         return (cat.upstream_kind, {"filePath": found.path}, marker), None
 
-    def _node(self, catalog: str, node_id: str,
-              tid: str) -> tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]:
+    def _node(
+        self, catalog: str, node_id: str, tid: str
+    ) -> tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]:
         node = self.gw.store.get_node(node_id)
         if node is None:
             raise NotFound(f"node {node_id!r} is not paired (pair it first)")
@@ -124,8 +147,10 @@ class Adopter:
 
 def unwatched_note(key: str) -> str:
     """Said when a thread is adopted onto a session nobody watches: such a link is never scanned."""
-    return (f"Nobody watches {key} yet, and the monitor scans only watched sessions: a person typing into "
-            f"this thread is noticed once a session watches it. Run: sessionwatch watch {key} --as <WATCHER>")
+    return (
+        f"Nobody watches {key} yet, and the monitor scans only watched sessions: a person typing into "
+        f"this thread is noticed once a session watches it. Run: sessionwatch watch {key} --as <WATCHER>"
+    )
 
 
 def check_pairing(node_id: object, url: object, token: object) -> tuple[str, str, str]:

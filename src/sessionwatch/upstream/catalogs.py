@@ -20,7 +20,8 @@ from .rows import RowRules, _loads, rules_for
 
 THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 _CODEX_NAME = re.compile(
-    r"rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl")
+    r"rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl"
+)
 HEAD_BYTES = 64 * 1024
 TITLE_CHARS = 120
 CATALOG_IDS = ("claude", "codex")
@@ -150,8 +151,12 @@ class LocalCatalog:
             prev = threads.get(tid)
             if prev is not None and prev["updatedAt"] >= mtime:
                 continue
-            info: dict[str, Any] = {"catalogId": self.catalog_id, "threadId": tid, "updatedAt": mtime,
-                                    "sizeBytes": st.st_size}
+            info: dict[str, Any] = {
+                "catalogId": self.catalog_id,
+                "threadId": tid,
+                "updatedAt": mtime,
+                "sizeBytes": st.st_size,
+            }
             info.update(self._head_info(path))
             if include_paths:
                 info["filePath"] = os.path.abspath(path)

@@ -36,7 +36,10 @@ def classify_codex(row: Any) -> Verdict:
         content = item.get("content")
         if not isinstance(content, list):
             return NOT_HUMAN
-        parts = [normalize(p["text"]) for p in content
-                 if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)]
+        parts = [
+            normalize(p["text"])
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        ]
         return Verdict(True, timestamp=timestamp, parts=parts)
     return NOT_HUMAN

@@ -79,8 +79,12 @@ def file_identity(fd: int, st: os.stat_result, offset: int, crc: int) -> dict[st
 
 def _identity_of(marker: dict[str, Any]) -> dict[str, Any] | None:
     fid = marker.get("file")
-    if (isinstance(fid, dict) and all(_is_uint(fid.get(k)) for k in ("dev", "ino", "crc"))
-            and isinstance(fid.get("head"), str) and isinstance(fid.get("tail"), str)):
+    if (
+        isinstance(fid, dict)
+        and all(_is_uint(fid.get(k)) for k in ("dev", "ino", "crc"))
+        and isinstance(fid.get("head"), str)
+        and isinstance(fid.get("tail"), str)
+    ):
         return fid
     return None
 
@@ -151,8 +155,9 @@ def _seen_of(marker: dict[str, Any]) -> list[str]:
     return []
 
 
-def scan_file(path: str, marker: dict[str, Any], rules: RowRules, probe: Probe, window: int,
-              deadline: float | None = None) -> Outcome | None:
+def scan_file(
+    path: str, marker: dict[str, Any], rules: RowRules, probe: Probe, window: int, deadline: float | None = None
+) -> Outcome | None:
     """One file's scan: one window, then more while ``time.monotonic()`` is before ``deadline``."""
     offset = marker_offset(marker)
     if offset is None:
@@ -192,9 +197,11 @@ def scan_file(path: str, marker: dict[str, Any], rules: RowRules, probe: Probe, 
             if crc is None or fid is None or (fst.st_dev, fst.st_ino) == (fid["dev"], fid["ino"]):
                 return None
             # the same content under a new inode: remember the new identity, nothing to classify
-            return Outcome(ACTIVITY, next_marker={**_without_file(marker),
-                                                  "file": file_identity(fd, fst, offset, crc)},
-                           note="replaced by a file with the same content")
+            return Outcome(
+                ACTIVITY,
+                next_marker={**_without_file(marker), "file": file_identity(fd, fst, offset, crc)},
+                note="replaced by a file with the same content",
+            )
         seen = _seen_of(marker)
         # A rescan from the start may take several ticks: until it passes what the file held when it
         # began ("rescanTo"), prompts reported before are not counted again.
@@ -222,8 +229,9 @@ def _without_file(marker: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in marker.items() if k != "file"}
 
 
-def _continuity(fd: int, st: os.stat_result, size: int, offset: int,
-                fid: dict[str, Any] | None) -> tuple[int | None, str | None]:
+def _continuity(
+    fd: int, st: os.stat_result, size: int, offset: int, fid: dict[str, Any] | None
+) -> tuple[int | None, str | None]:
     """(CRC of the scanned prefix, None) when the file still begins with what was scanned; else
     (0, why) to rescan from the start. (None, None) when the file shrank during the check."""
     same_inode = fid is not None and (st.st_dev, st.st_ino) == (fid["dev"], fid["ino"])
@@ -233,8 +241,11 @@ def _continuity(fd: int, st: os.stat_result, size: int, offset: int,
         # A marker from before file identities: trust the offset once, and learn the file.
         return prefix_crc(fd, offset), None
     if _edges(fd, offset) != (fid["head"], fid["tail"]):
-        return 0, ("rewritten: the scanned bytes changed, rescanned from the start" if same_inode
-                   else "replaced by a different file, rescanned from the start")
+        return 0, (
+            "rewritten: the scanned bytes changed, rescanned from the start"
+            if same_inode
+            else "replaced by a different file, rescanned from the start"
+        )
     if same_inode:
         return fid["crc"], None  # appended to, as transcripts are: the edges are enough
     crc = prefix_crc(fd, offset)  # a new inode: it must begin with exactly the scanned prefix
@@ -245,8 +256,18 @@ def _continuity(fd: int, st: os.stat_result, size: int, offset: int,
     return crc, None
 
 
-def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int | None, row: Any,
-                  rules: RowRules, tally: _Tally, window: int, deadline: float | None) -> Outcome | None:
+def _scan_windows(
+    fd: int,
+    st: os.stat_result,
+    size: int,
+    offset: int,
+    crc: int | None,
+    row: Any,
+    rules: RowRules,
+    tally: _Tally,
+    window: int,
+    deadline: float | None,
+) -> Outcome | None:
     """Classify complete rows from ``offset``, a window at a time, until the file, a partial row or the
     time budget ends. Only one window is held in memory. ``crc`` None: the identity is not known yet."""
     pos = offset
@@ -292,7 +313,7 @@ def _scan_windows(fd: int, st: os.stat_result, size: int, offset: int, crc: int 
             note = "oversized row"
         end = data.rfind(b"\n") + 1
         if end > used:
-            for line in data[used:end - 1].split(b"\n"):
+            for line in data[used : end - 1].split(b"\n"):
                 if could(line):
                     tally.add(classify(line))
             used = end

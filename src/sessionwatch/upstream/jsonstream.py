@@ -71,8 +71,15 @@ class JsonStream:
     def to_state(self) -> dict[str, Any]:
         if self.bad:
             return {"bad": True}
-        return {"st": "".join(self.stack), "p": self.path[:PATH_DEPTH], "e": self.expect,
-                "c": self.carry.decode("latin-1"), "s": self.in_str, "m": self.mode, "sm": self.small}
+        return {
+            "st": "".join(self.stack),
+            "p": self.path[:PATH_DEPTH],
+            "e": self.expect,
+            "c": self.carry.decode("latin-1"),
+            "s": self.in_str,
+            "m": self.mode,
+            "sm": self.small,
+        }
 
     def _load(self, s: dict[str, Any]) -> None:
         if s.get("bad"):

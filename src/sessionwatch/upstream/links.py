@@ -52,8 +52,9 @@ def expected(link: Link) -> tuple[int, str]:
     return link.updated_at, dumps(link.upstream_ref)
 
 
-def thread_links(store: Any, catalog_id: str, thread_id: str | None = None,
-                 file_path: str | None = None) -> list[dict[str, Any]]:
+def thread_links(
+    store: Any, catalog_id: str, thread_id: str | None = None, file_path: str | None = None
+) -> list[dict[str, Any]]:
     """The links of one catalog thread, newest first: by thread id (any host), or by the transcript file
     of a local link (what a hook reports as its ``session_id`` and ``transcript_path``). Light on imports:
     the hook command calls it on every run."""

@@ -36,13 +36,20 @@ ProviderFor = Callable[[str, str], Provider | None]  # (catalog id, host id) -> 
 
 
 def not_watched(key: str) -> str:
-    return (f"not watched: the monitor scans only sessions that some session watches "
-            f"(sessionwatch watch {key} --as <WATCHER>)")
+    return (
+        f"not watched: the monitor scans only sessions that some session watches "
+        f"(sessionwatch watch {key} --as <WATCHER>)"
+    )
 
 
 def link_entry(link: Link) -> dict[str, Any]:
-    return {"sessionKey": link.session_key, "agentId": link.agent_id, "catalogId": link.catalog_id,
-            "hostId": link.host_id, "threadId": link.thread_id}
+    return {
+        "sessionKey": link.session_key,
+        "agentId": link.agent_id,
+        "catalogId": link.catalog_id,
+        "hostId": link.host_id,
+        "threadId": link.thread_id,
+    }
 
 
 def skipped_entry(link: Link, reason: str) -> dict[str, Any]:
@@ -122,8 +129,7 @@ class Monitor:
                 entry.update(status="deferred", reason="active run")
                 continue
             key, agent = link.session_key, link.agent_id
-            probe = Probe(link, session.session_id, link_source_key(link),
-                          partial(self.gw.own_user_texts, key, agent))
+            probe = Probe(link, session.session_id, link_source_key(link), partial(self.gw.own_user_texts, key, agent))
             groups.setdefault((link.catalog_id, link.host_id), []).append((probe, entry))
         # Every link is reported, the ones no watch cursor targets too (they are never scanned).
         result["links"].extend(skipped_entry(x, not_watched(x.session_key)) for x in unwatched)
@@ -133,8 +139,9 @@ class Monitor:
         result["finishedAt"] = self.gw.clock()
         return result
 
-    def _run_groups(self, groups: dict[tuple[str, str], list[tuple[Probe, dict[str, Any]]]],
-                    result: dict[str, Any]) -> None:
+    def _run_groups(
+        self, groups: dict[tuple[str, str], list[tuple[Probe, dict[str, Any]]]], result: dict[str, Any]
+    ) -> None:
         if not groups:
             return
         timeout_s = self.settings.provider_timeout_ms / 1000
@@ -244,11 +251,22 @@ class Monitor:
         if count < threshold:
             return
         sk = probe.source_key
-        rec = self.gw.record(EventInput(
-            key, agent, kinds.UPSTREAM_MISSING, "system", kinds.upstream_missing_summary(link.catalog_id),
-            self.gw.clock(), session_id=session.session_id, dedupe_key=f"upstream-missing:{key}:{sk}:{link.updated_at}",
-            payload={"channel": link.catalog_id}, watchers=(session.spawned_by,) if session.spawned_by else (),
-            only_if_watched=not session.spawned_by, expected_link=expected(link)))
+        rec = self.gw.record(
+            EventInput(
+                key,
+                agent,
+                kinds.UPSTREAM_MISSING,
+                "system",
+                kinds.upstream_missing_summary(link.catalog_id),
+                self.gw.clock(),
+                session_id=session.session_id,
+                dedupe_key=f"upstream-missing:{key}:{sk}:{link.updated_at}",
+                payload={"channel": link.catalog_id},
+                watchers=(session.spawned_by,) if session.spawned_by else (),
+                only_if_watched=not session.spawned_by,
+                expected_link=expected(link),
+            )
+        )
         if rec is not None and rec.event is not None:
             self.store.delete_link(key, agent, expected_updated_at=link.updated_at)
             entry.update(status="removed", recorded=rec.inserted, sequence=rec.event.sequence)
@@ -283,12 +301,22 @@ class Monitor:
             entry.update(status="invalid", reason="the provider returned an unusable outcome")
             return
         occurred = outcome.occurred_at if outcome.occurred_at is not None else now
-        rec = self.gw.record(EventInput(
-            key, agent, kinds.HUMAN_DIRECT_MESSAGE, "human", kinds.human_message_summary(link.catalog_id), occurred,
-            session_id=session.session_id, dedupe_key=f"upstream:{key}:{probe.source_key}:{outcome.dedupe_id}",
-            payload={"turns": turns} if turns > 1 else None,
-            watchers=(session.spawned_by,) if session.spawned_by else (), only_if_watched=not session.spawned_by,
-            expected_link=expected(link)))
+        rec = self.gw.record(
+            EventInput(
+                key,
+                agent,
+                kinds.HUMAN_DIRECT_MESSAGE,
+                "human",
+                kinds.human_message_summary(link.catalog_id),
+                occurred,
+                session_id=session.session_id,
+                dedupe_key=f"upstream:{key}:{probe.source_key}:{outcome.dedupe_id}",
+                payload={"turns": turns} if turns > 1 else None,
+                watchers=(session.spawned_by,) if session.spawned_by else (),
+                only_if_watched=not session.spawned_by,
+                expected_link=expected(link),
+            )
+        )
         if rec is None:
             # the marker stays: the activity is found again next tick
             entry.update(status="record-failed", reason="the recording failed; the next tick finds it again")
@@ -298,5 +326,9 @@ class Monitor:
         if rec.inserted:
             entry.update(status="recorded", inserted=True, sequence=seq)
         else:  # the same activity was recorded before (the marker had not moved): nobody is told twice
-            entry.update(status="deduplicated", inserted=False, sequence=seq,
-                         reason=f"already recorded as event {seq}; no new notice")
+            entry.update(
+                status="deduplicated",
+                inserted=False,
+                sequence=seq,
+                reason=f"already recorded as event {seq}; no new notice",
+            )

@@ -26,8 +26,12 @@ class NodeClient:
     def __init__(self, node: Node, *, timeout: float = 10.0) -> None:
         self.node = node
         # trust_env=False: a proxy from the environment must not sit between the gateway and its nodes
-        self._http = httpx.Client(base_url=node.url.rstrip("/"), timeout=timeout, trust_env=False,
-                                  headers={"Authorization": f"Bearer {node.token}"})
+        self._http = httpx.Client(
+            base_url=node.url.rstrip("/"),
+            timeout=timeout,
+            trust_env=False,
+            headers={"Authorization": f"Bearer {node.token}"},
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -47,8 +51,12 @@ class NodeClient:
             body = resp.json()
         except ValueError:
             body = None
-        if resp.status_code == 404 and isinstance(body, dict) and \
-                isinstance(body.get("error"), dict) and body["error"].get("code") == "thread_not_found":
+        if (
+            resp.status_code == 404
+            and isinstance(body, dict)
+            and isinstance(body.get("error"), dict)
+            and body["error"].get("code") == "thread_not_found"
+        ):
             raise ThreadNotFound(f"node {self.node.node_id}: thread not found")
         if resp.status_code in (401, 403):
             raise NodeUnauthorized(f"node {self.node.node_id} refused the token ({resp.status_code})")
@@ -68,7 +76,8 @@ class NodeClient:
         body = self._get(path, {"before": before, "limit": limit})
         items = body.get("items")
         if not isinstance(items, list) or not all(
-                isinstance(i, dict) and isinstance(i.get("id"), str) and i["id"] for i in items):
+            isinstance(i, dict) and isinstance(i.get("id"), str) and i["id"] for i in items
+        ):
             raise NodeError(f"node {self.node.node_id}: malformed items page")
         nb = body.get("nextBefore")
         return {"items": items, "nextBefore": nb if isinstance(nb, str) and nb else None}

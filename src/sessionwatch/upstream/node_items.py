@@ -101,8 +101,13 @@ def verdict_from_item(item: dict[str, Any]) -> Verdict:
     ts = item.get("timestamp") if isinstance(item.get("timestamp"), str) else None
     if isinstance(item.get("joinedDigest"), str) or isinstance(item.get("partDigests"), list):
         digests = [d for d in item.get("partDigests") or [] if isinstance(d, str)]
-        return Verdict(True, timestamp=ts, part_digests=digests, joined_digest=item.get("joinedDigest"),
-                       parts_overflow=bool(item.get("partsOverflow")))
+        return Verdict(
+            True,
+            timestamp=ts,
+            part_digests=digests,
+            joined_digest=item.get("joinedDigest"),
+            parts_overflow=bool(item.get("partsOverflow")),
+        )
     if isinstance(item.get("textDigest"), str):
         return Verdict(True, timestamp=ts, text_digest=item["textDigest"])
     parts = item.get("parts")
@@ -156,9 +161,11 @@ def items_page(path: str, rules: RowRules, before: int | None, limit: int) -> di
             if got is None:
                 continue
             verdict, head = got
-            item: dict[str, Any] = {"id": item_id(start, head, stop - start),
-                                    "kind": HUMAN if verdict.human else OTHER,
-                                    "timestamp": verdict.timestamp if verdict.human else None}
+            item: dict[str, Any] = {
+                "id": item_id(start, head, stop - start),
+                "kind": HUMAN if verdict.human else OTHER,
+                "timestamp": verdict.timestamp if verdict.human else None,
+            }
             if verdict.human:
                 item.update(_echo(verdict))
             items.append(item)

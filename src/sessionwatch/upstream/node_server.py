@@ -46,8 +46,9 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def create_node_app(token: str, *, claude_root: str | None = None, codex_root: str | None = None,
-                    policy: RequestPolicy | None = None) -> Starlette:
+def create_node_app(
+    token: str, *, claude_root: str | None = None, codex_root: str | None = None, policy: RequestPolicy | None = None
+) -> Starlette:
     if not isinstance(token, str) or not token.strip():
         raise InvalidArgument("a node needs a non-empty token")
     catalogs = {"claude": LocalCatalog("claude", claude_root), "codex": LocalCatalog("codex", codex_root)}
@@ -119,8 +120,11 @@ def create_node_app(token: str, *, claude_root: str | None = None, codex_root: s
         Route("/v1/node/threads", threads, methods=["GET"]),
         Route("/v1/node/threads/{catalog}/{thread_id}/items", items, methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={SessionwatchError: sw_error, HTTPException: http_error},
-                     middleware=[Middleware(BrowserGuard, policy=policy)])
+    return Starlette(
+        routes=routes,
+        exception_handlers={SessionwatchError: sw_error, HTTPException: http_error},
+        middleware=[Middleware(BrowserGuard, policy=policy)],
+    )
 
 
 TOKEN_SOURCES = "--token, --token-file, SESSIONWATCH_NODE_TOKEN or SESSIONWATCH_NODE_TOKEN_FILE"
@@ -128,17 +132,26 @@ TOKEN_SOURCES = "--token, --token-file, SESSIONWATCH_NODE_TOKEN or SESSIONWATCH_
 
 def node_token(token: str | None, token_file: str | None) -> str:
     """The node's token from an option or the environment; InvalidArgument when there is none."""
-    found = resolve_token(token, token_file, env_token="SESSIONWATCH_NODE_TOKEN",
-                          env_file="SESSIONWATCH_NODE_TOKEN_FILE")
+    found = resolve_token(
+        token, token_file, env_token="SESSIONWATCH_NODE_TOKEN", env_file="SESSIONWATCH_NODE_TOKEN_FILE"
+    )
     if not found:
         raise InvalidArgument(f"a node needs a token ({TOKEN_SOURCES})")
     return found
 
 
-def serve_node(host: str, port: int, token: str, claude_root: str | None = None,
-               codex_root: str | None = None, *, allowed_hosts: list[str] | tuple[str, ...] = (),
-               allowed_origins: list[str] | tuple[str, ...] = (), limits: Limits | None = None,
-               fd: int | None = None) -> None:
+def serve_node(
+    host: str,
+    port: int,
+    token: str,
+    claude_root: str | None = None,
+    codex_root: str | None = None,
+    *,
+    allowed_hosts: list[str] | tuple[str, ...] = (),
+    allowed_origins: list[str] | tuple[str, ...] = (),
+    limits: Limits | None = None,
+    fd: int | None = None,
+) -> None:
     """Serve until interrupted (blocking). Raises Forbidden before binding for a weak token beyond loopback.
     ``fd``: serve on that inherited listening socket instead of binding ``host``/``port``."""
     import uvicorn
@@ -159,22 +172,36 @@ def serve_node(host: str, port: int, token: str, claude_root: str | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sessionwatch.upstream.node_server",
-                                     description="Serve this machine's Claude Code and Codex transcripts "
-                                                 "to a sessionwatch gateway (read-only, bearer token).")
+    parser = argparse.ArgumentParser(
+        prog="python -m sessionwatch.upstream.node_server",
+        description="Serve this machine's Claude Code and Codex transcripts "
+        "to a sessionwatch gateway (read-only, bearer token).",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--token", default=None, help="bearer token (default: $SESSIONWATCH_NODE_TOKEN); "
-                                                     "prefer --token-file, since --token shows in 'ps'")
-    parser.add_argument("--claude-root", default=None, help="Claude config folder (default: "
-                                                             "$CLAUDE_CONFIG_DIR or ~/.claude)")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help="bearer token (default: $SESSIONWATCH_NODE_TOKEN); prefer --token-file, since --token shows in 'ps'",
+    )
+    parser.add_argument(
+        "--claude-root", default=None, help="Claude config folder (default: $CLAUDE_CONFIG_DIR or ~/.claude)"
+    )
     parser.add_argument("--codex-root", default=None, help="Codex home (default: $CODEX_HOME or ~/.codex)")
     add_argparse_options(parser, token_file_env="SESSIONWATCH_NODE_TOKEN_FILE")
     args = parser.parse_args(argv)
     try:
-        serve_node(args.host, args.port, node_token(args.token, args.token_file), claude_root=args.claude_root,
-                   codex_root=args.codex_root, allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
-                   limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections), fd=args.fd)
+        serve_node(
+            args.host,
+            args.port,
+            node_token(args.token, args.token_file),
+            claude_root=args.claude_root,
+            codex_root=args.codex_root,
+            allowed_hosts=args.allowed_host,
+            allowed_origins=args.allowed_origin,
+            limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections),
+            fd=args.fd,
+        )
     except SessionwatchError as exc:
         print(f"sessionwatch node: {exc.code}: {exc.message}", file=sys.stderr)
         return 2

@@ -117,8 +117,14 @@ class StreamText:
         self.tail = (self.tail + out)[-_TAIL_CHARS:]
 
     def to_state(self) -> dict[str, Any]:
-        return {"d": self.digest.state(), "p": self.prefix, "t": self.tail, "s": self.started,
-                "w": self.pending, "seen": self.seen}
+        return {
+            "d": self.digest.state(),
+            "p": self.prefix,
+            "t": self.tail,
+            "s": self.started,
+            "w": self.pending,
+            "seen": self.seen,
+        }
 
     @classmethod
     def from_state(cls, state: dict[str, Any], watch: tuple[str, ...] = ()) -> StreamText:

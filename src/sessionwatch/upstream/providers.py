@@ -35,8 +35,11 @@ class LocalFiles:
         for probe in probes:
             path = probe.link.upstream_ref.get("filePath")
             try:
-                out.append(scan_file(path, probe.link.marker, self.catalog.rules, probe, self.window, deadline)
-                           if isinstance(path, str) else None)
+                out.append(
+                    scan_file(path, probe.link.marker, self.catalog.rules, probe, self.window, deadline)
+                    if isinstance(path, str)
+                    else None
+                )
             except Exception:
                 log.exception("scanning %s for %s failed", path, probe.link.session_key)
                 out.append(None)
@@ -46,8 +49,9 @@ class LocalFiles:
 class NodeThreads:
     """Threads on a paired node: item-id markers, paging back until the marker is found (bounded)."""
 
-    def __init__(self, node: Node, catalog_id: str, page_size: int, max_pages: int,
-                 client_factory: Callable[[Node], NodeClient]) -> None:
+    def __init__(
+        self, node: Node, catalog_id: str, page_size: int, max_pages: int, client_factory: Callable[[Node], NodeClient]
+    ) -> None:
         self.node = node
         self.catalog_id = catalog_id
         self.page_size = page_size

@@ -30,14 +30,20 @@ except ImportError:  # pragma: no cover - orjson is a dependency; stdlib fallbac
     def _loads(data: bytes) -> Any:
         return json.loads(data, parse_constant=_reject_constant)
 
+
 CATALOGS = ("claude", "codex")
 
 
 class RowRules:
     """The per-catalog rules: byte pre-filter, dict classifier and streaming reducer."""
 
-    def __init__(self, catalog: str, needles: tuple[bytes, ...], classify: Callable[[Any], Verdict],
-                 reducer: type[ClaudeReducer] | type[CodexReducer]) -> None:
+    def __init__(
+        self,
+        catalog: str,
+        needles: tuple[bytes, ...],
+        classify: Callable[[Any], Verdict],
+        reducer: type[ClaudeReducer] | type[CodexReducer],
+    ) -> None:
         self.catalog = catalog
         self.needles = needles + (b"\\u",)
         self.classify_obj = classify

@@ -50,9 +50,15 @@ class UpstreamService:
         self.adopter = Adopter(gateway, self.catalogs, self._client)
 
     # -- configuration --------------------------------------------------------------------------
-    def configure(self, claude_root: str | os.PathLike[str] | None = None,
-                  codex_root: str | os.PathLike[str] | None = None, *, node_timeout_s: float | None = None,
-                  background: bool | None = None, scan_budget_s: float | None = None) -> None:
+    def configure(
+        self,
+        claude_root: str | os.PathLike[str] | None = None,
+        codex_root: str | os.PathLike[str] | None = None,
+        *,
+        node_timeout_s: float | None = None,
+        background: bool | None = None,
+        scan_budget_s: float | None = None,
+    ) -> None:
         """Override the transcript roots (default: ``$CLAUDE_CONFIG_DIR`` or ~/.claude, ``$CODEX_HOME`` or
         ~/.codex), the per-request node timeout, whether timed ticks run on their own thread, and how long
         one tick may keep reading local transcript windows per catalog (``scan_budget_s``)."""
@@ -140,10 +146,18 @@ class UpstreamService:
                 out.extend({**t, "catalogId": catalog, "hostId": host_id} for t in remote)
         return out
 
-    def continue_thread(self, catalog_id: str, thread_id: str, *, session_key: str | None = None,
-                        agent_id: str | None = None, host_id: str = LOCAL_HOST) -> dict[str, Any]:
-        return self.adopter.continue_thread(catalog_id, thread_id, session_key=session_key, agent_id=agent_id,
-                                            host_id=host_id)
+    def continue_thread(
+        self,
+        catalog_id: str,
+        thread_id: str,
+        *,
+        session_key: str | None = None,
+        agent_id: str | None = None,
+        host_id: str = LOCAL_HOST,
+    ) -> dict[str, Any]:
+        return self.adopter.continue_thread(
+            catalog_id, thread_id, session_key=session_key, agent_id=agent_id, host_id=host_id
+        )
 
     def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
         key, agent = self.gw.resolve(session_key, agent_id)
@@ -163,8 +177,9 @@ class UpstreamService:
                 except NodeUnauthorized as exc:
                     raise Unauthorized(f"{exc} at {base}; nothing was paired (check --token)") from None
                 except NodeError as exc:
-                    raise StoreUnavailable(f"could not check the token with {base}: {exc}; nothing was paired") \
-                        from None
+                    raise StoreUnavailable(
+                        f"could not check the token with {base}: {exc}; nothing was paired"
+                    ) from None
         existing = self.gw.store.get_node(nid)
         node = self.gw.store.put_node(Node(nid, base, tok, existing.created_at if existing else now, now))
         out = node.to_json()
@@ -189,8 +204,9 @@ class UpstreamService:
         finally:
             self._tick_lock.release()
 
-    def thread_links(self, catalog_id: str, thread_id: str | None = None,
-                     file_path: str | None = None) -> list[dict[str, Any]]:
+    def thread_links(
+        self, catalog_id: str, thread_id: str | None = None, file_path: str | None = None
+    ) -> list[dict[str, Any]]:
         """The links of one catalog thread, newest first (see ``links.thread_links``)."""
         return thread_links(self.gw.store, check_catalog(catalog_id), thread_id, file_path)
 
@@ -216,8 +232,7 @@ class UpstreamService:
 
     def _busy(self, reason: str) -> dict[str, Any]:
         """A tick that could not run still says which links it left, and why."""
-        out: dict[str, Any] = {"tick": self._ticks, "status": "busy", "reason": reason, "links": [],
-                               "providers": []}
+        out: dict[str, Any] = {"tick": self._ticks, "status": "busy", "reason": reason, "links": [], "providers": []}
         try:
             out["links"] = [skipped_entry(x, reason) for x in self.gw.store.links()]
         except Exception:

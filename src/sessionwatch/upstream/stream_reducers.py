@@ -51,9 +51,17 @@ class ClaudeReducer:
         block = None
         if self.block is not None:
             block = {"t": self.block.get("t"), "x": self.block_text.to_state() if self.block_text else None}
-        return {"f": self.f, "mo": self.msg_obj, "ck": self.content,
-                "ct": self.text.to_state() if self.text else None, "tr": self.tool_result, "nc": self.candidates,
-                "bad": self.bad, "first": self.first, "b": block}
+        return {
+            "f": self.f,
+            "mo": self.msg_obj,
+            "ck": self.content,
+            "ct": self.text.to_state() if self.text else None,
+            "tr": self.tool_result,
+            "nc": self.candidates,
+            "bad": self.bad,
+            "first": self.first,
+            "b": block,
+        }
 
     def _reset_content(self, kind: str | None) -> None:
         self.content, self.text, self.tool_result, self.candidates = kind, None, False, 0
@@ -181,8 +189,17 @@ class CodexReducer:
         part = None
         if self.part is not None:
             part = {"t": self.part.get("t"), "x": self.part_text.to_state() if self.part_text else None}
-        return {"f": self.f, "po": self.p_obj, "m": self.msg.to_state() if self.msg else None, "io": self.i_obj,
-                "cl": self.c_list, "pd": self.parts, "of": self.overflow, "j": self.joined.state(), "pt": part}
+        return {
+            "f": self.f,
+            "po": self.p_obj,
+            "m": self.msg.to_state() if self.msg else None,
+            "io": self.i_obj,
+            "cl": self.c_list,
+            "pd": self.parts,
+            "of": self.overflow,
+            "j": self.joined.state(),
+            "pt": part,
+        }
 
     def _reset_item(self, is_obj: bool) -> None:
         self.i_obj = is_obj
@@ -309,8 +326,13 @@ class CodexReducer:
         if f.get("ptype") == "item_completed":
             if not self.i_obj or f.get("itype") != "UserMessage" or not self.c_list:
                 return NOT_HUMAN
-            return Verdict(True, timestamp=ts, part_digests=list(self.parts), joined_digest=self.joined.hexdigest(),
-                           parts_overflow=self.overflow)
+            return Verdict(
+                True,
+                timestamp=ts,
+                part_digests=list(self.parts),
+                joined_digest=self.joined.hexdigest(),
+                parts_overflow=self.overflow,
+            )
         return NOT_HUMAN
 
 

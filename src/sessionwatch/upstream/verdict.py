@@ -72,7 +72,8 @@ def is_external(v: Verdict, own: OwnTexts) -> bool:
         digests = own.digests
         parts_d = v.part_digests or []
         mine = (v.joined_digest in digests) or (
-            not v.parts_overflow and len(parts_d) > 1 and all(p in digests for p in parts_d))
+            not v.parts_overflow and len(parts_d) > 1 and all(p in digests for p in parts_d)
+        )
         return not mine
     if v.text is not None:
         return v.text not in own.normalized
@@ -97,6 +98,5 @@ def parse_timestamp(value: object) -> int | None:
     except ValueError:
         return None
     if dt.tzinfo is None:
-
         dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
