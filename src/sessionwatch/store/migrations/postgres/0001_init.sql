@@ -1,5 +1,5 @@
 -- sessionwatch schema v1 (PostgreSQL): the tables, columns and semantics of migrations/sqlite/0001_init.sql.
--- Applied once under an advisory lock (store/postgres.py); later changes go into new numbered files.
+-- Applied once under an advisory lock (store/postgres/connection.py); later changes go into new numbered files.
 -- Migrations hold schema only: the plpgsql functions live in store/postgres_functions.sql, applied after
 -- the migrations on every start. (Until version 0.1.0 this file and 0002/0006 also defined them; the
 -- runner records version numbers only, no checksums, so databases that ran those versions are unaffected,

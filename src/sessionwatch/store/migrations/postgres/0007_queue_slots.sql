@@ -1,5 +1,5 @@
 -- 0007: a watcher's queue reads cost its queue (at most N entries), not the number of targets it watches
--- (see sqlite/0007 and store/sqlite_queue.py for the model). The live notice slots form a chain through
+-- (see sqlite/0007 and store/sqlite/queue_model.py for the model). The live notice slots form a chain through
 -- the cursor rows, newest first: queue_heads.last_slot is the target of the newest notice append, and
 -- cursors.queued_prev the target of the watcher's notice appended just before this one. A notice append
 -- sets both in the row writes it makes anyway; a compaction (sw_compact) relinks exactly the live slots.

@@ -67,7 +67,7 @@ CREATE TABLE watch_mutes (
 -- live ones to the top of the range, so later appends evict exactly what an eager queue would.
 -- Stale-state notices are stored in their cursor row (one per pair); other entries live here.
 -- Migration 0007 chains the notice slots (queue_heads.last_slot, cursors.queued_prev), so reading a
--- queue needs no walk of the watcher's cursors (see store/sqlite_queue.py).
+-- queue needs no walk of the watcher's cursors (see store/sqlite/queue_model.py).
 CREATE TABLE queue_heads (
     session_key TEXT PRIMARY KEY,
     appended    INTEGER NOT NULL DEFAULT 0,

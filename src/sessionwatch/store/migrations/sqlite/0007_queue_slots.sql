@@ -8,7 +8,7 @@
 -- threshold on the append index, so dead nodes are the chain's oldest suffix. (An index on
 -- (watcher, queued_idx) would have cost a second index write per fan-out row: measured 7x slower on the
 -- wide fan-out; a list of targets in the head made every fan-out head write ~500 bytes: -27% on the
--- widest fan-out.) See store/sqlite_queue.py.
+-- widest fan-out.) See store/sqlite/queue_model.py.
 -- The chain stores slot keys (small integers, slot_keys) rather than key text: the widest fan-out
 -- rewrites every head and slot row it touches, and a key text in each cost 13% there.
 CREATE TABLE slot_keys (
@@ -20,7 +20,7 @@ ALTER TABLE queue_heads ADD COLUMN last_slot INTEGER;
 ALTER TABLE queue_heads ADD COLUMN prev_slot INTEGER;
 ALTER TABLE cursors ADD COLUMN queued_prev INTEGER;
 -- Backfill: link every queued slot of each watcher in append order (dead ones end the walk), and point
--- each head at its newest. Same statements as sqlite_queue.RELINK_ALL.
+-- each head at its newest. Same statements as store/sqlite/queue_model.py RELINK_ALL.
 INSERT INTO slot_keys (target) SELECT DISTINCT target FROM cursors WHERE queued_idx > 0 ON CONFLICT DO NOTHING;
 UPDATE cursors SET queued_prev = l.prev FROM (
     SELECT c.target, c.watcher, lag(k.id) OVER (PARTITION BY c.watcher ORDER BY c.queued_idx) AS prev
