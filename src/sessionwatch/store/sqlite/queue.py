@@ -238,10 +238,14 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
                 (now,),
             ).fetchall()
             rows.sort()
+            targets = sorted({target for _, target, _, _ in rows})
+            # Per target, not per pair: its slot key (set-based) and its notice's context key.
+            slots = queue_model.slot_keys_of(conn, targets) if rows else {}
+            contexts = {target: render(target).context_key for target in targets}
             for watcher, target, last_seen, provenance in rows:
                 quiet = provenance == "ambient-group"
                 queue_model.append_notice(
-                    conn, watcher, target, last_seen, render(target).context_key, now, queue_cap, quiet
+                    conn, watcher, target, last_seen, contexts[target], now, queue_cap, quiet, slots[target]
                 )
                 if not quiet and not is_subagent_key(watcher):
                     wakes.append(WakeRequest(watcher, target))

@@ -25,7 +25,9 @@ All functions run inside the caller's transaction.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from ..base import Render
@@ -92,6 +94,18 @@ def slot_key(conn: sqlite3.Connection, target: str) -> int:
     if row is None:
         row = conn.execute("INSERT INTO slot_keys (target) VALUES (?) RETURNING id", (target,)).fetchone()
     return int(row[0])
+
+
+def slot_keys_of(conn: sqlite3.Connection, targets: Sequence[str]) -> dict[str, int]:
+    """The slot keys of many targets in two set-based statements (those missing are created), for a caller
+    that appends many notices at once (the sweep) instead of one lookup per append."""
+    listed = json.dumps(list(targets))
+    # "WHERE true": an INSERT ... SELECT with an upsert clause needs a WHERE to parse unambiguously.
+    conn.execute(
+        "INSERT INTO slot_keys (target) SELECT value FROM json_each(?) WHERE true ON CONFLICT DO NOTHING", (listed,)
+    )
+    rows = conn.execute("SELECT target, id FROM slot_keys WHERE target IN (SELECT value FROM json_each(?))", (listed,))
+    return {str(t): int(i) for t, i in rows}
 
 
 # twin: store/postgres_functions.sql::sw_ensure_head (bound by sessionwatch/testing/stateful.py and
@@ -248,10 +262,12 @@ def append_notice(
     ts: int,
     cap: int,
     quiet: bool,
+    slot: int | None = None,
 ) -> bool:
     """Queue the pair's notice quoting ``last_seen``: dedupe (explicit) or replace (queue-only).
 
-    The cursor row must exist. Returns True when an entry was appended.
+    The cursor row must exist. ``slot``: the target's slot key when the caller already has it
+    (``slot_keys_of``). Returns True when an entry was appended.
     """
     state = slot_live(conn, watcher, target, cap)
     assert state is not None, "append_notice needs the cursor row"
@@ -278,7 +294,7 @@ def append_notice(
         _compact(conn, watcher, cap)
     ensure_head(conn, watcher)
     conn.execute(_FILL_ONE, (watcher, target, last_seen, ts, int(quiet)))
-    conn.execute(_BUMP_ONE, (watcher, slot_key(conn, target)))
+    conn.execute(_BUMP_ONE, (watcher, slot_key(conn, target) if slot is None else slot))
     return True
 
 
