@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import http_load as hl  # the shared load generator and workload (imported after the path is set)
+import http_load  # the shared load generator and workload (imported after the path is set)
 
 READY_SECONDS = 90  # how long a follower or dashboard process may take to come up (spawn, imports, browser)
 
@@ -51,7 +51,7 @@ def inbound_request(i: int, port: int) -> bytes:
     body = json.dumps({"text": f"person says {i}", "channel": "web"}, separators=(",", ":")).encode()
     # Host names this server with its port: the browser guard refuses any other (docs/security.md).
     return (
-        f"POST /v1/sessions/{hl.target(i)}/inbound HTTP/1.1\r\nHost: {hl.HOST}:{port}\r\n"
+        f"POST /v1/sessions/{http_load.target(i)}/inbound HTTP/1.1\r\nHost: {http_load.HOST}:{port}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode() + body
 
@@ -61,8 +61,8 @@ def find_chromium() -> str | None:
 
 
 async def _follower(port: int, ready: list[int], total: int, done: asyncio.Event) -> None:
-    reader, writer = await asyncio.open_connection(hl.HOST, port)
-    writer.write(f"GET /v1/events/stream HTTP/1.1\r\nHost: {hl.HOST}:{port}\r\n\r\n".encode())
+    reader, writer = await asyncio.open_connection(http_load.HOST, port)
+    writer.write(f"GET /v1/events/stream HTTP/1.1\r\nHost: {http_load.HOST}:{port}\r\n\r\n".encode())
     await reader.readuntil(b"\r\n\r\n")
     ready[0] += 1
     if ready[0] == total:
@@ -90,7 +90,7 @@ def _followers_process(port: int, n: int, status: Any, stop: Any) -> None:
 
 def _request_pattern(port: int, status: Any, stop: Any, note: str) -> None:
     """The dashboard's calls without a browser: the overview after each log batch, at most every 100 ms."""
-    with httpx.Client(base_url=f"http://{hl.HOST}:{port}", timeout=10) as http:
+    with httpx.Client(base_url=f"http://{http_load.HOST}:{port}", timeout=10) as http:
         http.get("/v1/ui/overview").raise_for_status()
         status.put(("ready", note))
         while not stop.is_set():
@@ -122,7 +122,7 @@ def _dashboard_process(port: int, browser: str, status: Any, stop: Any) -> None:
                 b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"], timeout=30_000)
                 try:
                     page = b.new_page()
-                    page.goto(f"http://{hl.HOST}:{port}/ui#graph", timeout=30_000)
+                    page.goto(f"http://{http_load.HOST}:{port}/ui#graph", timeout=30_000)
                     page.wait_for_selector("#status.live", timeout=30_000)
                     status.put(("ready", "headless Chromium"))
                     while not stop.is_set():
@@ -157,8 +157,8 @@ def _wait_ready(status: Any, proc: Any, what: str) -> str:
 
 
 def one_gateway(args: argparse.Namespace, workdir: Path, attached: bool, tag: str) -> list[dict[str, Any]]:
-    port = hl.free_port()
-    server = hl.start_gateway(f"sqlite:///{workdir}/{tag}.db", port, workdir / f"{tag}.log")
+    port = http_load.free_port()
+    server = http_load.start_gateway(f"sqlite:///{workdir}/{tag}.db", port, workdir / f"{tag}.log")
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
     children: list[Any] = []
@@ -167,8 +167,8 @@ def one_gateway(args: argparse.Namespace, workdir: Path, attached: bool, tag: st
     try:
         from sessionwatch.client import GatewayClient
 
-        with GatewayClient(f"http://{hl.HOST}:{port}") as client:
-            heads = hl.seed(client)
+        with GatewayClient(f"http://{http_load.HOST}:{port}") as client:
+            heads = http_load.seed(client)
         if attached:
             for target, more, what in (
                 (_followers_process, (args.subscribers,), "the log-stream followers"),
@@ -182,15 +182,15 @@ def one_gateway(args: argparse.Namespace, workdir: Path, attached: bool, tag: st
                 progress(f"{tag}: {what}: {note}")
                 if target is _dashboard_process:
                     extra["dashboard"] = note
-        streams = httpx.get(f"http://{hl.HOST}:{port}/v1/health").json().get("streams")
+        streams = httpx.get(f"http://{http_load.HOST}:{port}/v1/health").json().get("streams")
         n = args.requests
-        reads = [hl.raw_request("session_status", hl.status_args(i, heads), port) for i in range(n)]
-        sends = [hl.raw_request("sessions_send", hl.send_args(i), port) for i in range(n)]
+        reads = [http_load.raw_request("session_status", http_load.status_args(i, heads), port) for i in range(n)]
+        sends = [http_load.raw_request("sessions_send", http_load.send_args(i), port) for i in range(n)]
         inbound = [inbound_request(i, port) for i in range(n)]
-        hl.run_http(port, "warmup", reads[: min(1000, n)], args.clients, args.connections)
+        http_load.run_http(port, "warmup", reads[: min(1000, n)], args.clients, args.connections)
         for op, reqs in (("session_status_changes_since", reads), ("sessions_send", sends), ("inbound", inbound)):
             started = time.monotonic()
-            line = hl.run_http(
+            line = http_load.run_http(
                 port, op, reqs, args.clients, args.connections, streams=streams, attached=attached, **extra
             )
             progress(

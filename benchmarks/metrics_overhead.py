@@ -34,16 +34,16 @@ from sessionwatch import Gateway
 from sessionwatch.http.metrics import PrometheusObserver
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import http_load as hl
+import http_load
 
 
 def operations(gw: Any, heads: dict[str, int]) -> dict[str, Callable[[int], Any]]:
     return {
         "session_status_changes_since": lambda i: gw.call_tool(
-            "session_status", hl.status_args(i, heads), caller=hl.CALLER
+            "session_status", http_load.status_args(i, heads), caller=http_load.CALLER
         ),
-        "sessions_send": lambda i: gw.call_tool("sessions_send", hl.send_args(i), caller=hl.CALLER),
-        "inbound": lambda i: gw.inbound(hl.target(i), f"person says {i}", channel="web", human_id="ana"),
+        "sessions_send": lambda i: gw.call_tool("sessions_send", http_load.send_args(i), caller=http_load.CALLER),
+        "inbound": lambda i: gw.inbound(http_load.target(i), f"person says {i}", channel="web", human_id="ana"),
     }
 
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             observed.set_observer(PrometheusObserver(CollectorRegistry(auto_describe=False)))
             gateways = {"off": plain, "on": observed}
-            heads = {side: hl.seed(gw) for side, gw in gateways.items()}
+            heads = {side: http_load.seed(gw) for side, gw in gateways.items()}
             ops = {side: operations(gw, heads[side]) for side, gw in gateways.items()}
             for calls in ops.values():  # warm caches and code paths (reads only)
                 timed_batch(calls["session_status_changes_since"], 0, min(500, a.calls))
