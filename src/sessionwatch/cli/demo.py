@@ -30,19 +30,17 @@ class DemoFailed(Exception):
     """An expectation of the scenario did not hold."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def local_gateway(startup_timeout: float = 30.0) -> Iterator[tuple[str, str]]:
     """Start ``python -m sessionwatch.http`` on a free port with a throwaway SQLite store and its own token."""
     from ..client import GatewayClient
 
     with tempfile.TemporaryDirectory(prefix="sessionwatch-demo-") as tmp:
-        port = free_port()
+        # The gateway inherits the bound socket (--fd): no window in which another process takes the port.
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = int(listener.getsockname()[1])
         url = f"http://127.0.0.1:{port}"
         token = secrets.token_urlsafe(24)  # may start with "-": passed as --token=... below
         log_path = Path(tmp) / "gateway.log"
@@ -52,8 +50,8 @@ def local_gateway(startup_timeout: float = 30.0) -> Iterator[tuple[str, str]]:
                     sys.executable,
                     "-m",
                     "sessionwatch.http",
-                    "--port",
-                    str(port),
+                    "--fd",
+                    str(listener.fileno()),
                     "--store",
                     f"sqlite:///{tmp}/demo.db",
                     f"--token={token}",
@@ -65,7 +63,9 @@ def local_gateway(startup_timeout: float = 30.0) -> Iterator[tuple[str, str]]:
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                pass_fds=(listener.fileno(),),
             )
+            listener.close()  # the gateway holds it now
             try:
                 probe = GatewayClient(url, token=token, timeout=2.0)
                 deadline = time.monotonic() + startup_timeout
