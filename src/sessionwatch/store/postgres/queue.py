@@ -232,25 +232,18 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
     ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
-        entries, wakes = self._run(
-            lambda c: self._take_and_ack(
-                c,
-                _TAKE_QUEUE,
-                {"lock": self._writer, "session": session_key, "cap": queue_cap},
-                session_key,
-                decode,
-                render,
-                now,
-                queue_cap,
-            )
+        return self._take_and_ack(
+            _TAKE_QUEUE,
+            {"lock": self._writer, "session": session_key, "cap": queue_cap},
+            session_key,
+            decode,
+            render,
+            now,
+            queue_cap,
         )
-        if entries:
-            self._flush()
-        return entries, wakes
 
     def _take_and_ack(
         self,
-        conn: psycopg.Connection[Any],
         take: str,
         args: dict[str, Any],
         session_key: str,
@@ -259,25 +252,33 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         now: int,
         queue_cap: int,
     ) -> tuple[list[QueueEntry], list[WakeRequest]]:
-        """Take entries off a queue and acknowledge their notices in one transaction, in two round trips:
-        "BEGIN; take", then "ack; COMMIT" (the ack needs the taken entries, decoded here). Statements
+        """Take entries off a queue (``take``: the drain's or the by-id statement) and acknowledge their
+        notices in one transaction, in two round trips: "BEGIN; take", then "ack; COMMIT" (the ack needs
+        the taken entries, decoded here), then the commit's flush wait when anything was taken. Statements
         sent together go by the simple protocol, so psycopg binds the arguments client-side."""
-        cur = psycopg.ClientCursor(conn, row_factory=dict_row)
-        try:
-            cur.execute("BEGIN; " + take, args)
-            cur.nextset()
-            entries = self._entries(session_key, cur.fetchall(), render)
-            targets = list(
-                dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
-            )
-            if targets:
-                wakes = self._ack(cur, session_key, targets, render, now, queue_cap, then="; COMMIT")
-            else:
-                cur.execute("COMMIT")
-                wakes = []
-        except BaseException:
-            self._rollback(conn)
-            raise
+
+        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
+            cur = psycopg.ClientCursor(conn, row_factory=dict_row)
+            try:
+                cur.execute("BEGIN; " + take, args)
+                cur.nextset()
+                entries = self._entries(session_key, cur.fetchall(), render)
+                targets = list(
+                    dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
+                )
+                if targets:
+                    wakes = self._ack(cur, session_key, targets, render, now, queue_cap, then="; COMMIT")
+                else:
+                    cur.execute("COMMIT")
+                    wakes = []
+            except BaseException:
+                self._rollback(conn)
+                raise
+            return entries, wakes
+
+        entries, wakes = self._run(work)
+        if entries:
+            self._flush()
         return entries, wakes
 
     @staticmethod
@@ -306,21 +307,15 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         wanted = sorted({int(i) for i in ids})
         if not wanted:
             return [], []
-        entries, wakes = self._run(
-            lambda c: self._take_and_ack(
-                c,
-                _TAKE_ENTRIES,
-                {"lock": self._writer, "session": session_key, "ids": wanted, "cap": queue_cap},
-                session_key,
-                decode,
-                render,
-                now,
-                queue_cap,
-            )
+        return self._take_and_ack(
+            _TAKE_ENTRIES,
+            {"lock": self._writer, "session": session_key, "ids": wanted, "cap": queue_cap},
+            session_key,
+            decode,
+            render,
+            now,
+            queue_cap,
         )
-        if entries:
-            self._flush()
-        return entries, wakes
 
     def reconcile(
         self, watcher: str, target: str, after: int, last: int, render: Render, now: int, queue_cap: int
