@@ -85,16 +85,7 @@ _PRUNE_STEP = named_call(
 
 # One statement, one snapshot: the page (stored bodies concatenated), its size, the head and the oldest
 # retained sequence.
-_CHANGES = (
-    "WITH p AS (SELECT sequence, body FROM events WHERE session_key = %(k)s AND agent_id = %(a)s"
-    " AND sequence > %(after)s::bigint ORDER BY sequence LIMIT %(lim)s::bigint)"
-    " SELECT (SELECT '[' || string_agg('{\"sequence\":' || sequence || ',' || substr(body, 2), ','"
-    " ORDER BY sequence) || ']' FROM p), (SELECT count(*) FROM p),"
-    " h.last_sequence, h.pruned_max_sequence,"
-    " (SELECT e.sequence FROM events e WHERE e.session_key = %(k)s AND e.agent_id = %(a)s"
-    " ORDER BY e.sequence LIMIT 1)"
-    " FROM (SELECT 1) one LEFT JOIN heads h ON h.session_key = %(k)s AND h.agent_id = %(a)s"
-)
+_CHANGES = named_call("sw_changes", "key", "agent", "after::bigint", "limit::bigint")
 
 
 def _recorded_event(row: Mapping[str, Any]) -> EventRecord:
@@ -180,8 +171,14 @@ class PostgresLog(PostgresConnection, SignalLog):
         )
 
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage:
-        page, count, last, pruned, earliest = self._one(
-            _CHANGES, {"k": session_key, "a": agent_id, "after": after, "lim": limit + 1}
+        row = self._call_one(_CHANGES, {"key": session_key, "agent": agent_id, "after": after, "limit": limit + 1})
+        assert row is not None  # OUT parameters: always one row
+        page, count, last, pruned, earliest = (
+            row["o_page"],
+            row["o_count"],
+            row["o_last"],
+            row["o_pruned"],
+            row["o_earliest"],
         )
         events = loads(page) if count else []
         if count > limit:

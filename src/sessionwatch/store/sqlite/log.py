@@ -212,6 +212,8 @@ class SQLiteLog(SQLiteConnection, SignalLog):
             wakes,
         )
 
+    # twin: store/postgres_functions.sql::sw_changes (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/reconciliation.py::test_history_gap_and_earliest_through_the_tool)
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage:
         with self._read() as conn:
             page, count = conn.execute(_CHANGES, (session_key, agent_id, after, limit + 1)).fetchone()
