@@ -18,7 +18,9 @@ next to the operations of every size.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -408,7 +410,8 @@ class RoundTrips:
     WAL-flush wait (``PostgresStore._flush``), else its first words.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_connect: Callable[[Any], None] | None = None) -> None:
+        self._on_connect = on_connect  # called with every connection opened while installed
         self._conns: list[Any] = []
         self._lock = threading.Lock()
         self._saved: tuple[Any, Any] | None = None
@@ -423,6 +426,8 @@ class RoundTrips:
 
         def connect(cls: Any, *args: Any, **kwargs: Any) -> Any:
             conn = original.__func__(cls, *args, **kwargs)
+            if self._on_connect is not None:
+                self._on_connect(conn)
             if threading.current_thread().name != "sessionwatch-pg-listen":
                 with self._lock:
                     self._conns = [c for c in self._conns if not c.closed] + [conn]
@@ -507,6 +512,54 @@ def _label(text: str) -> str:
     return " ".join(text.split()[:3])[:40]
 
 
+class CpuPin:
+    """Runs this process and the PostgreSQL server processes serving its connections on one CPU.
+
+    A round trip to a server process waiting on another CPU pays for waking that CPU: on a virtual
+    machine with an idle core that is ~70 µs (a bare SELECT 1 took 26 µs with both on one CPU, 95 µs
+    across two), and which of the two a connection gets is chance, fixed for its lifetime. So one store
+    size could be measured fast and the next slow for no reason of their own. Pinned, every size pays the
+    same. Only where it can be done safely: Linux, a server on this host (loopback or a Unix socket),
+    the connection's server process found under /proc as ``postgres``, and the permission to move it;
+    otherwise nothing is pinned and ``pinned`` says so."""
+
+    def __init__(self) -> None:
+        self.cpu: int | None = None
+        self.pinned = 0
+        self.refused: str | None = None
+        self._saved: set[int] | None = None
+
+    def start(self) -> None:
+        if not hasattr(os, "sched_setaffinity"):
+            self.refused = "no CPU affinity on this platform"
+            return
+        self._saved = os.sched_getaffinity(0)
+        self.cpu = min(self._saved)
+        os.sched_setaffinity(0, {self.cpu})  # threads started from here on inherit it
+
+    def stop(self) -> None:
+        if self._saved is not None:
+            os.sched_setaffinity(0, self._saved)
+            self._saved = None
+
+    def backend(self, conn: Any) -> None:
+        if self.cpu is None:
+            return
+        host, pid = conn.info.host, conn.info.backend_pid
+        if not (host.startswith("/") or host in ("localhost", "127.0.0.1", "::1")):
+            self.refused = f"the server is not on this host ({host})"
+            return
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                if not comm.read().startswith("postgres"):
+                    self.refused = f"process {pid} is not a postgres server process"
+                    return
+            os.sched_setaffinity(pid, {self.cpu})
+            self.pinned += 1
+        except OSError as exc:
+            self.refused = f"could not pin server process {pid}: {exc}"
+
+
 # -- measuring ---------------------------------------------------------------------------------------
 def _median_us(fn: Callable[[], Any], reps: int, setup: Callable[[], Any] | None = None) -> float:
     times = []
@@ -578,17 +631,39 @@ def _common_ops(m: Meter, gw: Gateway, target: str) -> None:
     m.time("changesSince", lambda: gw.changes_since(target, max(0, head - 10)))
 
 
+@functools.cache
+def _scratch() -> tuple[bytearray, bytes]:
+    """A buffer larger than the CPU caches of the machines this runs on, and a byte per cache line of it."""
+    buf = bytearray(32 << 20)
+    return buf, bytes(len(buf[::64]))
+
+
+def _cold_caches() -> None:
+    """Write one byte of every cache line of a buffer larger than the CPU caches, so they hold none of
+    the store's data. The drain's untimed refill fans out to every watcher of the target, which at 10k
+    watchers evicts the CPU caches by itself and at 1 watcher does not: without this the drain would be
+    timed cold at one size and warm at another (a drain of 100 watchers' target measured 68 µs warm, 223
+    µs after this)."""
+    buf, line = _scratch()
+    buf[::64] = line
+
+
 def _queue_ops(m: Meter, gw: Gateway, watcher: str, notify: Callable[[], Any]) -> None:
-    """drain / peek / has-pending / ack for one watcher holding a few notices."""
+    """drain / peek / has-pending / ack for one watcher holding a few notices. Every drain is timed from
+    cold CPU caches (_cold_caches), whatever its refill touched."""
 
     def fill() -> None:
         for _ in range(3):
             notify()
 
+    def refill() -> None:
+        fill()
+        _cold_caches()
+
     fill()
     m.time("peek", lambda: gw.peek_system_events(watcher))
     m.time("hasPending", lambda: gw.store.has_pending_notice(watcher, gw.settings.queue_cap))
-    m.time("drain", lambda: gw.drain_system_events(watcher), setup=fill)
+    m.time("drain", lambda: gw.drain_system_events(watcher), setup=refill)
 
 
 def _catch_up(gw: Gateway) -> None:
@@ -725,11 +800,11 @@ PER = {("watchers", "recording"): "watcher", ("pending", "sweep"): "pending", ("
 # Rows whose cost is bounded rather than flat: an explicit prune with nothing due examines the next
 # slice of cursors (CURSOR_SLICE rows), so it grows until the store holds more cursors than a slice.
 BOUNDED = {("sessions", "prune")}
-# Rows that still grow, left for later work (docs/benchmarks.md says why). A watcher's queue reads no
-# longer walk its cursors (the slot chain, migration 0007), so only this one is left: the drain of one
-# watcher of a target with N watchers measures 1.3-1.9x per 10x, every statement of it (BEGIN included)
-# slower by about the same factor after the untimed fill that fans out to all N (cache and WAL, no walk).
-KNOWN = {("watchers", "drain")}
+# Rows that still grow, left for later work (docs/benchmarks.md would say why): none. The last one, the
+# drain of one watcher of a target with N watchers, was the CPU caches its untimed refill evicts at large N
+# only; every drain is now timed from cold caches (_cold_caches), and its statements cost the same at 1k
+# and 10k watchers.
+KNOWN: set[tuple[str, str]] = set()
 # PostgreSQL: the most round trips each per-call operation may take, not counting its commit's WAL-flush
 # wait (tests/bench/test_growth_postgres.py). Two are chains: status reads the session, then its head
 # (engine/tools.py, _status); drain and ack-by-id take entries, then acknowledge what they took (the
@@ -782,7 +857,8 @@ def run(
     sizes = SMALL if small else FULL
     tmp = tmp or tempfile.gettempdir()
     be: Backend = PostgresBackend(postgres) if postgres else SQLiteBackend(tmp)
-    trips = RoundTrips() if postgres else None
+    pin = CpuPin() if postgres else None
+    trips = RoundTrips(on_connect=pin.backend if pin is not None else None) if postgres else None
     emit(
         "growth-run",
         backend=be.name,
@@ -797,6 +873,8 @@ def run(
         shutil.rmtree(work, ignore_errors=True)
     if trips is not None:
         trips.install()
+    if pin is not None:
+        pin.start()
     result: dict[str, dict[str, float]] = {}
     try:
         for dim, fn in DIMENSIONS.items():
@@ -842,6 +920,9 @@ def run(
     finally:
         if trips is not None:
             trips.uninstall()
+        if pin is not None:
+            pin.stop()
+            emit("growth-pin", cpu=pin.cpu, server_processes_pinned=pin.pinned, refused=pin.refused)
     return result
 
 
