@@ -391,10 +391,12 @@ BEGIN
     IF v_ws IS NULL THEN
         RETURN;
     END IF;
-    RETURN QUERY
-        SELECT v_ws[a.n::integer], v_ts[a.n::integer], v_qs[a.n::integer], a.wake_seq
-          FROM sw_append_notices(v_ws, v_ts, v_ls, sw_context_keys(v_ts), v_qs, p_now, p_cap, p_channel, p_origin)
-               WITH ORDINALITY a(idx, wake_seq, n);
+    RETURN QUERY  -- a join, not subscripts: a subscript into a text[] walks it from the start
+        SELECT u.w, u.t, u.q, a.wake_seq
+          FROM unnest(v_ws, v_ts, v_qs) WITH ORDINALITY u(w, t, q, n)
+          JOIN sw_append_notices(v_ws, v_ts, v_ls, sw_context_keys(v_ts), v_qs, p_now, p_cap, p_channel, p_origin)
+               WITH ORDINALITY a(idx, wake_seq, n) ON a.n = u.n
+         ORDER BY u.n;
 END $$;
 
 -- Record one event (store.base.Store.record): insert with dedupe, bump the head, seed or move cursors,
