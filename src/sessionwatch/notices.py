@@ -38,10 +38,14 @@ def notice_text(target: str, last_seen: int) -> str:
     return notice_template(target).text(last_seen)
 
 
+# twin: store/postgres_functions.sql::sw_context_key (bound by
+#   tests/conformance/test_context_keys.py::test_sql_renders_context_keys_as_python_does)
 def context_key_for(target: str) -> str:
     return CONTEXT_PREFIX + target.encode("utf-8").hex()
 
 
+# twin: store/postgres_functions.sql::sw_target_of_context_key (bound by
+#   tests/conformance/test_context_keys.py::test_sql_decodes_context_keys_as_python_does)
 def target_from_context_key(context_key: str | None) -> str | None:
     """Decode a session-state context key; None for anything else (fail closed)."""
     if not context_key or not context_key.lower().startswith(CONTEXT_PREFIX):

@@ -53,7 +53,15 @@ def test_postgres_mode_runs_small_and_counts_round_trips(tmp_path: Path) -> None
     # Writes wait for their commit's WAL flush once, after the one statement that did the work.
     assert by_op[("sessions", "recording")]["detail"] == ["sw_record", "flush"]
     assert by_op[("sessions", "ack")]["detail"] == ["sw_ack", "flush"]
+    # drain and ack-by-id take and acknowledge in one call; status is one read; the sweep one call, plus
+    # the flush when it re-queued notices (the pending dimension) and none when there was nothing to do.
+    for dim in ("sessions", "watchers"):
+        assert by_op[(dim, "drain")]["detail"] == ["sw_drain", "flush"]
+    for dim in ("sessions", "events", "watchers"):
+        assert by_op[(dim, "status")]["round_trips"] == 1, by_op[(dim, "status")]
+    assert by_op[("sessions", "sweep")]["detail"] == ["sw_sweep"]
+    assert by_op[("pending", "sweep")]["detail"] == ["sw_sweep", "flush"]
     assert by_op[("sessions", "changesSince")]["round_trips"] == 1
     assert by_op[("sessions", "list")]["round_trips"] == 1
     # Opening a store: the migration check, settings, the restart sweep and the prune all counted.
-    assert "sw_prune" in by_op[("sessions", "open")]["detail"]
+    assert "sw_prune" in by_op[("sessions", "open")]["detail"] and "sw_sweep" in by_op[("sessions", "open")]["detail"]

@@ -13,14 +13,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 STORE = ROOT / "src" / "sessionwatch" / "store"
-CODE_REF = re.compile(r"(store/[\w/]+\.(?:py|sql))::([\w.]+)")
+# a store module, or a vocabulary module of the package (notices.py: the context-key codec)
+CODE_REF = re.compile(r"(store/[\w/]+\.(?:py|sql)|(?<![\w/])[a-z_]+\.py)::([\w.]+)")
 TEST_REF = re.compile(r"((?:tests/conformance|sessionwatch/testing)/\w+\.py)(?:::(\w+))?")
 
 
 def _twin_comments() -> list[tuple[Path, str]]:
     """(file, comment text) of each twin comment, continuation lines included."""
     found = []
-    for path in sorted([*STORE.rglob("*.py"), *STORE.rglob("*.sql")]):
+    for path in sorted([*STORE.rglob("*.py"), *STORE.rglob("*.sql"), STORE.parent / "notices.py"]):
         lines = path.read_text().splitlines()
         for i, line in enumerate(lines):
             if re.match(r"\s*(#|--) twin: ", line):

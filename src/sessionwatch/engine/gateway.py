@@ -313,6 +313,16 @@ class Gateway:
             raise NotFound(f"session {skey!r} (agent {agent}) does not exist")
         return row
 
+    def session_with_version(self, session_key: str, agent_id: str) -> tuple[SessionRow, int]:
+        """A resolved session and its stateVersion in one store read (session_status)."""
+        found = self._host_read(
+            lambda: self.store.get_session_with_version(session_key, agent_id),
+            "reading the session and its stateVersion",
+        )
+        if found is None:
+            raise NotFound(f"session {session_key!r} (agent {agent_id}) does not exist")
+        return found
+
     def _clamp(self, occurred_at: object, now: int) -> int:
         if isinstance(occurred_at, bool) or not isinstance(occurred_at, (int, float)) or not math.isfinite(occurred_at):
             return now

@@ -96,13 +96,18 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
     return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
 
 
-def _target(gw: Gateway, key: object, caller: Caller) -> SessionRow:
+def _scoped(gw: Gateway, key: object, caller: Caller) -> tuple[str, str]:
     """Every session a tool reads or writes besides the caller is resolved here, so a scoped token's
     limit holds for all of them. The scope is checked before existence, so a refused token learns
     nothing about other agents' sessions."""
     skey, agent = gw.resolve(key, caller_agent=caller.agent_id)
     check_scope(caller.scope, agent, f"session {skey!r}")
-    return gw.session(skey, agent)
+    return skey, agent
+
+
+def _target(gw: Gateway, key: object, caller: Caller) -> SessionRow:
+    """The session a tool names, through ``_scoped``."""
+    return gw.session(*_scoped(gw, key, caller))
 
 
 def _degraded(notes: list[str], what: str, fn: Callable[[], Any], default: Any) -> Any:
@@ -282,10 +287,14 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     key = args.get("sessionKey", caller.key)
     if key is None:
         key = caller.key
-    row = _target(gw, key, caller)
-    since = validation.sequence(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
+    skey, agent = _scoped(gw, key, caller)
     notes: list[str] = []
-    version = _degraded(notes, "the stateVersion", lambda: gw.state_version(row.session_key, row.agent_id), 0)
+    try:  # the session and its stateVersion in one read
+        row, version = gw.session_with_version(skey, agent)
+    except StoreUnavailable:  # read them apart: a session that cannot be read is an error, a head may degrade
+        row = gw.session(skey, agent)
+        version = _degraded(notes, "the stateVersion", lambda: gw.state_version(row.session_key, row.agent_id), 0)
+    since = validation.sequence(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
     out: dict[str, Any] = {
         "sessionKey": row.session_key,
         "agentId": row.agent_id,

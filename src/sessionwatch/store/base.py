@@ -187,6 +187,11 @@ class Sessions(ABC):
     def get_session(self, session_key: str, agent_id: str) -> SessionRow | None: ...
 
     @abstractmethod
+    def get_session_with_version(self, session_key: str, agent_id: str) -> tuple[SessionRow, int] | None:
+        """The session and its stateVersion (``SignalLog.state_version``: 0 before its first event) in one
+        read, as session_status shows them; None when there is no such session."""
+
+    @abstractmethod
     def list_sessions(
         self,
         agent_id: str | None,

@@ -1,5 +1,5 @@
--- The PostgreSQL store's plpgsql functions: the hot write paths (record, acknowledge, drain, enqueue,
--- reconcile, prune) in one round trip each.
+-- The PostgreSQL store's plpgsql functions: the hot write paths (record, acknowledge, drain and
+-- acknowledge-by-id, enqueue, reconcile, sweep, prune) in one round trip each.
 --
 -- Not a migration. store/postgres/connection.py applies this whole file in one transaction on start, after the
 -- numbered migrations and under the same advisory lock, whenever the database's copy differs from this
@@ -25,8 +25,8 @@
 -- writers are serialized, sequences become visible in commit order, and a reader polling
 -- "sequence > last" can never skip a lower sequence that commits late. Readers take no lock.
 --
--- The hot writers (sw_record, sw_ack, sw_take_queue, sw_enqueue) commit without waiting for the WAL
--- flush, so the writer lock is not held across an fsync; when the session wants durable commits the
+-- The hot writers (sw_record, sw_ack, sw_drain, sw_enqueue, sw_reconcile, sw_sweep) commit without
+-- waiting for the WAL flush, so the writer lock is not held across an fsync; when the session wants durable commits the
 -- caller then waits for the flush outside the lock (store/postgres/connection.py, PostgresConnection._flush), where
 -- concurrent gateways share one fsync (group commit).
 --
@@ -60,6 +60,48 @@ BEGIN
     RETURN sw_notify(p_channel, p_origin, p_watchers[1:v_half], p_targets[1:v_half], p_positions[1:v_half])
          + sw_notify(p_channel, p_origin, p_watchers[v_half + 1:v_n], p_targets[v_half + 1:v_n],
                      p_positions[v_half + 1:v_n]);
+END $$;
+
+-- The context-key codec of notices.py, for the functions that render or decode a key in the server
+-- (sw_drain, sw_sweep) rather than in a second round trip through Python. A key is 'session-state:' and
+-- the hex of the target's UTF-8 bytes (lower case, as Python's bytes.hex).
+-- twin: notices.py::context_key_for
+-- bound by: tests/conformance/test_context_keys.py::test_sql_renders_context_keys_as_python_does
+CREATE OR REPLACE FUNCTION sw_context_key(p_target text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT AS $$
+    SELECT 'session-state:' || encode(convert_to(p_target, 'UTF8'), 'hex');
+$$;
+
+-- sw_context_key of each target, in order.
+CREATE OR REPLACE FUNCTION sw_context_keys(p_targets text[]) RETURNS text[]
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT ARRAY(SELECT sw_context_key(u.t) FROM unnest(p_targets) WITH ORDINALITY u(t, n) ORDER BY u.n);
+$$;
+
+-- The target a context key names, or NULL for anything else (fail closed), exactly as Python decodes it:
+-- the prefix in any ASCII case (translate, not lower(): that follows the locale, and Python's lower() of
+-- a non-ASCII letter never yields the prefix), then a non-empty payload of even length made of hex
+-- pairs, each maybe preceded by ASCII whitespace and the whole maybe followed by it (bytes.fromhex skips
+-- those), spelling valid UTF-8. Invalid UTF-8 is NULL, never an error; so is a NUL byte, valid to
+-- Python but not in a PostgreSQL text (no session key holds one). Only a key that passed every check
+-- enters the block with the handler (a subtransaction).
+-- twin: notices.py::target_from_context_key
+-- bound by: tests/conformance/test_context_keys.py::test_sql_decodes_context_keys_as_python_does
+CREATE OR REPLACE FUNCTION sw_target_of_context_key(p_ctx text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+    v_hex text := substr(p_ctx, 15);
+BEGIN
+    IF translate(left(p_ctx, 14), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') <> 'session-state:'
+       OR v_hex = '' OR length(v_hex) % 2 = 1
+       OR v_hex !~ E'^([ \\t\\n\\r\\v\\f]*[0-9A-Fa-f]{2})*[ \\t\\n\\r\\v\\f]*$' THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        RETURN convert_from(decode(translate(v_hex, E' \t\n\r\x0b\f', ''), 'hex'), 'UTF8');
+    EXCEPTION WHEN character_not_in_repertoire OR untranslatable_character THEN
+        RETURN NULL;
+    END;
 END $$;
 
 -- twin: store/sqlite/queue_model.py::ensure_head
@@ -317,6 +359,44 @@ BEGIN
     IF cardinality(v_ws) > 0 THEN
         PERFORM sw_notify(p_channel, p_origin, v_ws, v_ts, v_ps);
     END IF;
+END $$;
+
+-- The sweep (store.base.Store.sweep), whole: under the writer lock, every pair whose material moved
+-- past last_seen and whose watcher session exists is marked notified and queues its notice quoting
+-- last_seen (sw_append_notices, which NOTIFYs the waking ones), in (watcher, target) order by code
+-- point (COLLATE "C", as SQLite sorts). One row per pair: o_quiet (ambient-group), o_wake_seq.
+-- twin: store/sqlite/queue.py::SQLiteQueue.sweep
+-- bound by: sessionwatch/testing/sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap, sessionwatch/testing/stateful.py
+CREATE OR REPLACE FUNCTION sw_sweep(p_lock bigint, p_now bigint, p_cap integer, p_channel text, p_origin text)
+RETURNS TABLE (o_watcher text, o_target text, o_quiet boolean, o_wake_seq bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_ws text[];
+    v_ts text[];
+    v_ls bigint[];
+    v_qs boolean[];
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_lock);
+    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
+    WITH swept AS (
+        UPDATE cursors c SET notified = c.material, updated_at = p_now
+         WHERE c.material > c.last_seen AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher)
+        RETURNING c.watcher::text AS w, c.target::text AS t, c.last_seen AS ls, c.provenance = 'ambient-group' AS q)
+    SELECT array_agg(s.w ORDER BY s.w COLLATE "C", s.t COLLATE "C"),
+           array_agg(s.t ORDER BY s.w COLLATE "C", s.t COLLATE "C"),
+           array_agg(s.ls ORDER BY s.w COLLATE "C", s.t COLLATE "C"),
+           array_agg(s.q ORDER BY s.w COLLATE "C", s.t COLLATE "C")
+      INTO v_ws, v_ts, v_ls, v_qs
+      FROM swept s;
+    IF v_ws IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY  -- a join, not subscripts: a subscript into a text[] walks it from the start
+        SELECT u.w, u.t, u.q, a.wake_seq
+          FROM unnest(v_ws, v_ts, v_qs) WITH ORDINALITY u(w, t, q, n)
+          JOIN sw_append_notices(v_ws, v_ts, v_ls, sw_context_keys(v_ts), v_qs, p_now, p_cap, p_channel, p_origin)
+               WITH ORDINALITY a(idx, wake_seq, n) ON a.n = u.n
+         ORDER BY u.n;
 END $$;
 
 -- Record one event (store.base.Store.record): insert with dedupe, bump the head, seed or move cursors,
@@ -651,7 +731,7 @@ LANGUAGE sql STABLE AS $$
     ORDER BY q.pos;
 $$;
 
--- The first half of a drain: under the writer lock, return the live queue and empty it. The caller
+-- The first half of a drain: under the writer lock, return the live queue and empty it. sw_drain then
 -- acknowledges the consumed session-state entries (sw_ack) in the same transaction.
 -- twin: store/sqlite/queue_model.py::drain
 -- bound by: sessionwatch/testing/queue.py::test_drain_returns_system_lines_and_empties_the_queue, sessionwatch/testing/stateful.py
@@ -699,8 +779,8 @@ BEGIN
 END $$;
 
 -- Acknowledge by id, first half: under the writer lock, return the live entries with these stable ids
--- and take them out of the queue (other entries stay; unknown ids are skipped). The caller acknowledges
--- the session-state ones (sw_ack) in the same transaction, as a drain does.
+-- and take them out of the queue (other entries stay; unknown ids are skipped). sw_drain then
+-- acknowledges the session-state ones (sw_ack) in the same transaction, as for a drain.
 -- twin: store/sqlite/queue_model.py::remove_ids
 -- bound by: sessionwatch/testing/delivery.py::test_ack_removes_exactly_the_given_entries, sessionwatch/testing/stateful.py
 CREATE OR REPLACE FUNCTION sw_take_entries(p_lock bigint, p_session text, p_ids bigint[], p_cap integer)
@@ -719,6 +799,49 @@ BEGIN
     UPDATE cursors c SET queued_idx = 0 WHERE c.watcher = p_session AND c.queued_id = ANY (v_live);
     DELETE FROM system_events e WHERE e.session_key = p_session AND e.eid = ANY (v_live);
     PERFORM sw_compact(p_session, p_cap);
+END $$;
+
+-- A drain (p_ids NULL) or an acknowledgement by id (store.base.Store.drain, acknowledge_entries), whole:
+-- take the entries (sw_take_queue, sw_take_entries) and acknowledge their targets (sw_ack) in one call.
+-- The targets are the slots' own, or for a generic entry the one its context key names
+-- (sw_target_of_context_key), each once, in the order first taken. Rows: the taken entries in queue
+-- order (o_kind 'entry', the columns of sw_queue), then the reopens sw_ack queued (o_kind 'reopen':
+-- o_target, o_ls its last_seen, o_quiet, o_wake_seq).
+-- twin: store/sqlite/queue.py::SQLiteQueue.drain and store/sqlite/queue.py::SQLiteQueue.acknowledge_entries
+-- bound by: sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once, sessionwatch/testing/delivery.py::test_ack_removes_exactly_the_given_entries, sessionwatch/testing/stateful.py
+CREATE OR REPLACE FUNCTION sw_drain(p_lock bigint, p_session text, p_ids bigint[], p_cap integer, p_now bigint,
+                                    p_channel text, p_origin text)
+RETURNS TABLE (o_kind text, o_idx bigint, o_target text, o_ls bigint, o_ts bigint, o_quiet boolean, o_ctx text,
+               o_text text, o_wake_seq bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_taken   refcursor;
+    v_target  text;
+    v_targets text[] := '{}';
+BEGIN
+    IF p_ids IS NULL THEN
+        OPEN v_taken FOR SELECT * FROM sw_take_queue(p_lock, p_session, p_cap);
+    ELSE
+        OPEN v_taken FOR SELECT * FROM sw_take_entries(p_lock, p_session, p_ids, p_cap);
+    END IF;
+    o_kind := 'entry';
+    LOOP
+        FETCH v_taken INTO o_idx, o_target, o_ls, o_ts, o_quiet, o_ctx, o_text;
+        EXIT WHEN NOT FOUND;
+        v_target := coalesce(o_target, sw_target_of_context_key(o_ctx));
+        IF v_target IS NOT NULL AND v_target <> ALL (v_targets) THEN
+            v_targets := v_targets || v_target;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    CLOSE v_taken;
+    IF cardinality(v_targets) > 0 THEN
+        RETURN QUERY
+            SELECT 'reopen', NULL::bigint, a.o_target, a.o_last_seen, NULL::bigint, a.o_quiet, NULL::text,
+                   NULL::text, a.o_wake_seq
+              FROM sw_ack(p_lock, p_session, v_targets, sw_context_keys(v_targets), p_now, p_cap, p_channel,
+                          p_origin) a;
+    END IF;
 END $$;
 
 -- A watcher's session_status read of p_target covered (p_after, p_last] (store.base.Store.reconcile):

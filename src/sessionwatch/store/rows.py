@@ -39,6 +39,17 @@ def cursor_query(watcher: str | None, target: str | None, placeholder: str) -> t
     return sql + " ORDER BY watcher, target", args
 
 
+def session_with_version_query(placeholder: str) -> str:
+    """One session row (SESSION_COLS) plus its stateVersion, the head's last sequence (0 before its first
+    event): session_status in one read. The head comes from a scalar subquery, so SESSION_COLS (whose
+    names heads shares) need no qualifying."""
+    return (
+        f"SELECT {SESSION_COLS}, coalesce((SELECT h.last_sequence FROM heads h"
+        " WHERE h.session_key = s.session_key AND h.agent_id = s.agent_id), 0)"
+        f" FROM sessions s WHERE s.session_key = {placeholder} AND s.agent_id = {placeholder}"
+    )
+
+
 def event_body(ev: EventInput) -> str:
     """The stored JSON body of an event: its public shape without the sequence."""
     body: dict[str, Any] = {

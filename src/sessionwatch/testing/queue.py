@@ -112,6 +112,7 @@ class QueueTests(SuiteBase):
             ("odd", "session-state:zz"),
             ("odd", "session-state:abc"),
             ("odd", "session-state:ff"),
+            ("nul", "session-state:00"),  # a NUL target: no session key holds one (and PostgreSQL text cannot)
             ("no key", None),
         ],
     )
@@ -137,6 +138,21 @@ class QueueTests(SuiteBase):
         gw.drain_system_events(MAIN)
         gw.enqueue_system_event(MAIN, "hand-made", context_key=ctx(CHILD).upper())
         gw.drain_system_events(MAIN)
+        assert marks(gw, MAIN, CHILD) == (seq, seq, seq)
+
+    def test_acknowledging_a_hand_made_entry_by_id_acknowledges_its_target(self, family: Gateway) -> None:
+        """As the drain above, by id: only the entry acknowledged counts, and its key names the target."""
+        gw = family
+        seq = human(gw, CHILD)["event"]["sequence"]
+        for i in range(20):
+            gw.enqueue_system_event(MAIN, f"filler {i}", context_key="filler")
+        gw.drain_system_events(MAIN)
+        lagging = marks(gw, MAIN, CHILD)
+        odd = gw.enqueue_system_event(MAIN, "odd", context_key="session-state:abc")["entry"]["id"]
+        made = gw.enqueue_system_event(MAIN, "hand-made", context_key=ctx(CHILD).upper())["entry"]["id"]
+        assert gw.ack_system_events(MAIN, [odd]) == {"acknowledged": 1}
+        assert marks(gw, MAIN, CHILD) == lagging
+        assert gw.ack_system_events(MAIN, [made]) == {"acknowledged": 1}
         assert marks(gw, MAIN, CHILD) == (seq, seq, seq)
 
     def test_a_replaced_notice_does_not_evict_an_older_entry(self, family: Gateway) -> None:

@@ -68,6 +68,28 @@ class SignalLogTests(SuiteBase):
         assert gw.state_version("agent:a:never") == 0
         assert gw.state_version("global", agent_id="zz") == 0
 
+    def test_a_session_reads_with_its_state_version_in_one_call(self, gw: Gateway) -> None:
+        """``get_session_with_version`` (session_status's one read) agrees with ``get_session`` and
+        ``state_version``: 0 before the first event, per agent for the bare global key, None when the
+        session does not exist."""
+        store = gw.store
+        assert store.get_session_with_version(MAIN, AGENT) is None
+        gw.put_session(MAIN)
+        gw.put_session("global", agent_id="a")
+        gw.put_session("global", agent_id="b")
+        assert store.get_session_with_version(MAIN, AGENT) == (store.get_session(MAIN, AGENT), 0)
+        spawn(gw, MAIN, "kid", run_id="run-1")
+        human(gw, MAIN)
+        gw.set_goal("global", "create", objective="o", agent_id="b")
+        for key, agent in [(MAIN, AGENT), (CHILD, AGENT), ("global", "a"), ("global", "b")]:
+            row = store.get_session(key, agent)
+            assert row is not None
+            assert store.get_session_with_version(key, agent) == (row, gw.state_version(key, agent_id=agent))
+        assert gw.state_version(CHILD) > 0 and gw.state_version("global", agent_id="b") > 0
+        assert store.get_session_with_version("global", "a") == (store.get_session("global", "a"), 0)
+        assert store.get_session_with_version("global", "zz") is None
+        assert store.get_session_with_version(MAIN, "other") is None
+
     # -- dedupe ----------------------------------------------------------------------------------------------
     def test_duplicate_dedupe_key_returns_the_original_and_changes_nothing(self, family: Gateway) -> None:
         gw = family

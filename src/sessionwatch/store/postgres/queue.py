@@ -7,9 +7,6 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
-
 from ...keys import is_agent_qualified, is_subagent_key
 from ..base import CursorQueue, Render
 from ..records import (
@@ -58,10 +55,9 @@ _ENQUEUE = named_call(
 _QUEUE = named_call("sw_queue", "session", "cap::integer")
 
 
-_TAKE_QUEUE = named_call("sw_take_queue", "lock::bigint", "session", "cap::integer")
-
-
-_TAKE_ENTRIES = named_call("sw_take_entries", "lock::bigint", "session", "ids::bigint[]", "cap::integer")
+_DRAIN = named_call(
+    "sw_drain", "lock::bigint", "session", "ids::bigint[]", "cap::integer", "now::bigint", "channel", "origin"
+)
 
 
 _RECONCILE = named_call(
@@ -79,18 +75,7 @@ _RECONCILE = named_call(
 )
 
 
-_APPEND_NOTICES = named_call(
-    "sw_append_notices",
-    "watchers::text[]",
-    "targets::text[]",
-    "ls::bigint[]",
-    "ctxs::text[]",
-    "quiet::boolean[]",
-    "ts::bigint",
-    "cap::integer",
-    "channel",
-    "origin",
-)
+_SWEEP = named_call("sw_sweep", "lock::bigint", "now::bigint", "cap::integer", "channel", "origin")
 
 
 class PostgresQueue(PostgresConnection, CursorQueue):
@@ -128,34 +113,8 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         query, args = cursor_query(watcher, target, "%s")
         return [Cursor(*r) for r in self._all(query, args)]
 
-    def _ack(
-        self,
-        conn: psycopg.Connection[Any] | psycopg.ClientCursor[dict[str, Any]],
-        watcher: str,
-        targets: Sequence[str],
-        render: Render,
-        now: int,
-        queue_cap: int,
-        then: str = "",
-    ) -> list[WakeRequest]:
-        """sw_ack on ``conn`` (a connection, or the dict-row ClientCursor of an open transaction with
-        ``then`` = "; COMMIT": the ack and the commit in one round trip)."""
-        cur = conn.cursor(row_factory=dict_row) if isinstance(conn, psycopg.Connection) else conn
-        last = {t: i for i, t in enumerate(targets)}  # reopen in consumption order (a repeat counts last)
-        ordered = sorted(last, key=last.__getitem__)
-        reopened = cur.execute(
-            _ACK + then,
-            {
-                "lock": self._writer,
-                "watcher": watcher,
-                "targets": ordered,
-                "ctxs": [render(t).context_key for t in ordered],
-                "now": now,
-                "cap": queue_cap,
-                "channel": self.channel,
-                "origin": self.origin,
-            },
-        ).fetchall()
+    def _wakes(self, watcher: str, reopened: Iterable[dict[str, Any]]) -> list[WakeRequest]:
+        """The wakes of the reopens sw_ack queued (rows with o_target, o_quiet, o_wake_seq)."""
         waking = [r for r in reopened if not r["o_quiet"]]
         self._committed_here(r["o_wake_seq"] for r in waking)
         return [] if is_subagent_key(watcher) else [WakeRequest(watcher, r["o_target"]) for r in waking]
@@ -166,7 +125,22 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         if not targets:
             return []
         self._queue_cap = queue_cap
-        wakes = self._run(lambda c: self._ack(c, watcher, targets, render, now, queue_cap))
+        last = {t: i for i, t in enumerate(targets)}  # reopen in consumption order (a repeat counts last)
+        ordered = sorted(last, key=last.__getitem__)
+        reopened = self._call_all(
+            _ACK,
+            {
+                "lock": self._writer,
+                "watcher": watcher,
+                "targets": ordered,
+                "ctxs": [render(t).context_key for t in ordered],
+                "now": now,
+                "cap": queue_cap,
+                "channel": self.channel,
+                "origin": self.origin,
+            },
+        )
+        wakes = self._wakes(watcher, reopened)
         self._flush()
         return wakes
 
@@ -205,7 +179,7 @@ class PostgresQueue(PostgresConnection, CursorQueue):
 
     @staticmethod
     def _entries(session_key: str, rows: Iterable[dict[str, Any]], render: Render) -> list[QueueEntry]:
-        """QueueEntry per row of sw_queue (or sw_take_queue, sw_take_entries: the same columns)."""
+        """QueueEntry per row of sw_queue (or an entry row of sw_drain: the same columns)."""
         out: list[QueueEntry] = []
         for r in rows:
             if r["o_target"] is not None:  # a notice slot: its text is rendered from the target and last_seen
@@ -232,67 +206,7 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
     ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         self._queue_cap = queue_cap
-        return self._take_and_ack(
-            _TAKE_QUEUE,
-            {"lock": self._writer, "session": session_key, "cap": queue_cap},
-            session_key,
-            decode,
-            render,
-            now,
-            queue_cap,
-        )
-
-    def _take_and_ack(
-        self,
-        take: str,
-        args: dict[str, Any],
-        session_key: str,
-        decode: Callable[[str | None], str | None],
-        render: Render,
-        now: int,
-        queue_cap: int,
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
-        """Take entries off a queue (``take``: the drain's or the by-id statement) and acknowledge their
-        notices in one transaction, in two round trips: "BEGIN; take", then "ack; COMMIT" (the ack needs
-        the taken entries, decoded here), then the commit's flush wait when anything was taken. Statements
-        sent together go by the simple protocol, so psycopg binds the arguments client-side."""
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[list[QueueEntry], list[WakeRequest]]:
-            cur = psycopg.ClientCursor(conn, row_factory=dict_row)
-            try:
-                cur.execute("BEGIN; " + take, args)
-                cur.nextset()
-                entries = self._entries(session_key, cur.fetchall(), render)
-                targets = list(
-                    dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
-                )
-                if targets:
-                    wakes = self._ack(cur, session_key, targets, render, now, queue_cap, then="; COMMIT")
-                else:
-                    cur.execute("COMMIT")
-                    wakes = []
-            except BaseException:
-                self._rollback(conn)
-                raise
-            return entries, wakes
-
-        entries, wakes = self._run(work)
-        if entries:
-            self._flush()
-        return entries, wakes
-
-    @staticmethod
-    def _rollback(conn: psycopg.Connection[Any]) -> None:
-        """End a transaction a failed multi-statement call left open (a broken connection has no
-        transaction left to end)."""
-        if conn.pgconn.transaction_status in (
-            psycopg.pq.TransactionStatus.INTRANS,
-            psycopg.pq.TransactionStatus.INERROR,
-        ):
-            try:
-                conn.rollback()
-            except psycopg.Error:
-                pass
+        return self._take_and_ack(session_key, None, render, now, queue_cap)
 
     def acknowledge_entries(
         self,
@@ -307,15 +221,32 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         wanted = sorted({int(i) for i in ids})
         if not wanted:
             return [], []
-        return self._take_and_ack(
-            _TAKE_ENTRIES,
-            {"lock": self._writer, "session": session_key, "ids": wanted, "cap": queue_cap},
-            session_key,
-            decode,
-            render,
-            now,
-            queue_cap,
+        return self._take_and_ack(session_key, wanted, render, now, queue_cap)
+
+    def _take_and_ack(
+        self, session_key: str, ids: list[int] | None, render: Render, now: int, queue_cap: int
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        """Take entries off a queue (all of them, or those with these ids) and acknowledge their notices:
+        one call of sw_drain, which decodes and renders the context keys in SQL (the twins of notices.py
+        there, so ``decode`` and ``render``'s keys are notices.py's), then the commit's flush wait when
+        anything was taken. The notice texts are rendered here, from each slot's target and last_seen."""
+        rows = self._call_all(
+            _DRAIN,
+            {
+                "lock": self._writer,
+                "session": session_key,
+                "ids": ids,
+                "cap": queue_cap,
+                "now": now,
+                "channel": self.channel,
+                "origin": self.origin,
+            },
         )
+        entries = self._entries(session_key, (r for r in rows if r["o_kind"] == "entry"), render)
+        wakes = self._wakes(session_key, (r for r in rows if r["o_kind"] == "reopen"))
+        if entries:
+            self._flush()
+        return entries, wakes
 
     def reconcile(
         self, watcher: str, target: str, after: int, last: int, render: Render, now: int, queue_cap: int
@@ -357,53 +288,18 @@ class PostgresQueue(PostgresConnection, CursorQueue):
     # twin: store/sqlite/queue.py::SQLiteQueue.sweep (bound by sessionwatch/testing/stateful.py and
     #   sessionwatch/testing/sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap)
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:
+        """One call of sw_sweep (it renders the context keys in SQL: notices.py's, as ``render`` gives),
+        then the commit's flush wait when it queued anything."""
         self._queue_cap = queue_cap
-
-        def work(conn: psycopg.Connection[Any]) -> tuple[int, list[WakeRequest]]:
-            # Two round trips: "BEGIN; lock; update", then "append the notices; COMMIT" (the notices are
-            # rendered here). Statements sent together go by the simple protocol (ClientCursor).
-            cur = psycopg.ClientCursor(conn)
-            try:
-                cur.execute(
-                    "BEGIN; SELECT pg_advisory_xact_lock(%s);"
-                    " UPDATE cursors SET notified = material, updated_at = %s WHERE material > last_seen"
-                    " AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = cursors.watcher)"
-                    " RETURNING watcher, target, last_seen, provenance",
-                    (self._writer, now),
-                )
-                cur.nextset()
-                cur.nextset()
-                rows: list[tuple[str, str, int, str]] = sorted(cur.fetchall())
-                if not rows:
-                    cur.execute("COMMIT")
-                    return 0, []
-                quiet = [p == "ambient-group" for _, _, _, p in rows]
-                stamped = (
-                    psycopg.ClientCursor(conn, row_factory=dict_row)
-                    .execute(
-                        _APPEND_NOTICES + "; COMMIT",
-                        {
-                            "watchers": [w for w, _, _, _ in rows],
-                            "targets": [t for _, t, _, _ in rows],
-                            "ls": [ls for _, _, ls, _ in rows],
-                            "ctxs": [render(t).context_key for _, t, _, _ in rows],
-                            "quiet": quiet,
-                            "ts": now,
-                            "cap": queue_cap,
-                            "channel": self.channel,
-                            "origin": self.origin,
-                        },
-                    )
-                    .fetchall()
-                )
-            except BaseException:
-                self._rollback(conn)
-                raise
-            self._committed_here(r["o_wake_seq"] for q, r in zip(quiet, stamped, strict=True) if not q)
-            return len(rows), [
-                WakeRequest(w, t)
-                for (w, t, _, _), q in zip(rows, quiet, strict=True)
-                if not q and not is_subagent_key(w)
-            ]
-
-        return self._run(work)
+        rows = self._call_all(
+            _SWEEP,
+            {"lock": self._writer, "now": now, "cap": queue_cap, "channel": self.channel, "origin": self.origin},
+        )
+        if not rows:
+            return 0, []
+        waking = [r for r in rows if not r["o_quiet"]]
+        self._committed_here(r["o_wake_seq"] for r in waking)
+        self._flush()
+        return len(rows), [
+            WakeRequest(r["o_watcher"], r["o_target"]) for r in waking if not is_subagent_key(r["o_watcher"])
+        ]

@@ -16,6 +16,7 @@ from ..rows import (
     SESSION_COLS,
     message_from_row,
     session_from_row,
+    session_with_version_query,
 )
 from .connection import PostgresConnection
 
@@ -63,6 +64,10 @@ class PostgresSessions(PostgresConnection, Sessions):
             f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = %s AND agent_id = %s", (session_key, agent_id)
         )
         return None if row is None else session_from_row(row)
+
+    def get_session_with_version(self, session_key: str, agent_id: str) -> tuple[SessionRow, int] | None:
+        row = self._one(session_with_version_query("%s"), (session_key, agent_id))
+        return None if row is None else (session_from_row(row), row[-1])
 
     def list_sessions(
         self,

@@ -153,6 +153,8 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         with self._read() as conn:
             return queue_model.entries(conn, session_key, render, queue_cap)
 
+    # twin: store/postgres_functions.sql::sw_drain (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once)
     def drain(
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
     ) -> tuple[list[QueueEntry], list[WakeRequest]]:
@@ -164,6 +166,8 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
             wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
         return entries, wakes
 
+    # twin: store/postgres_functions.sql::sw_drain (bound by sessionwatch/testing/stateful.py and
+    #   sessionwatch/testing/delivery.py::test_ack_removes_exactly_the_given_entries)
     def acknowledge_entries(
         self,
         session_key: str,
@@ -225,7 +229,7 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         with self._read() as conn:
             return queue_model.has_pending_notice(conn, watcher, queue_cap)
 
-    # twin: store/postgres/queue.py::PostgresQueue.sweep + store/postgres_functions.sql::sw_append_notices
+    # twin: store/postgres_functions.sql::sw_sweep + store/postgres_functions.sql::sw_append_notices
     #   (bound by sessionwatch/testing/stateful.py and
     #   sessionwatch/testing/sweep_prune.py::test_sweep_rematerializes_a_notice_evicted_by_the_cap)
     def sweep(self, render: Render, now: int, queue_cap: int) -> tuple[int, list[WakeRequest]]:

@@ -10,7 +10,15 @@ from typing import Any
 from ...listing import ListPosition, list_filter
 from ..base import Sessions
 from ..records import MessageRow, SessionRow, dumps
-from ..rows import LIST_ORDER, MAX_LIST_BRANCHES, MESSAGE_COLS, SESSION_COLS, message_from_row, session_from_row
+from ..rows import (
+    LIST_ORDER,
+    MAX_LIST_BRANCHES,
+    MESSAGE_COLS,
+    SESSION_COLS,
+    message_from_row,
+    session_from_row,
+    session_with_version_query,
+)
 from . import queue_model, upkeep
 from .connection import SQLiteConnection
 
@@ -57,6 +65,11 @@ class SQLiteSessions(SQLiteConnection, Sessions):
                 f"SELECT {SESSION_COLS} FROM sessions WHERE session_key = ? AND agent_id = ?", (session_key, agent_id)
             ).fetchone()
         return None if row is None else session_from_row(row)
+
+    def get_session_with_version(self, session_key: str, agent_id: str) -> tuple[SessionRow, int] | None:
+        with self._lock:
+            row = self._conn.execute(session_with_version_query("?"), (session_key, agent_id)).fetchone()
+        return None if row is None else (session_from_row(row), row[-1])
 
     def list_sessions(
         self,
