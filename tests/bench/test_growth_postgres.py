@@ -65,3 +65,7 @@ def test_postgres_mode_runs_small_and_counts_round_trips(tmp_path: Path) -> None
     assert by_op[("sessions", "list")]["round_trips"] == 1
     # Opening a store: the migration check, settings, the restart sweep and the prune all counted.
     assert "sw_prune" in by_op[("sessions", "open")]["detail"] and "sw_sweep" in by_op[("sessions", "open")]["detail"]
+    assert by_op[("events", "changesSince")]["detail"] == ["sw_changes"]
+    # The run says whether it could keep itself and the server processes on one CPU, and if not, why.
+    pin = next(line for line in lines if line["op"] == "growth-pin")
+    assert pin["server_processes_pinned"] > 0 or pin["refused"], pin
