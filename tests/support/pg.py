@@ -17,6 +17,7 @@ import logging
 import os
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,7 @@ _ready: queue.Queue[str] = queue.Queue()
 _to_drop: queue.Queue[str | None] = queue.Queue()
 _worker: threading.Thread | None = None
 _wanted = threading.Event()
+_working = threading.Lock()  # held while the background thread copies or drops a database
 
 
 @lru_cache(maxsize=1)
@@ -127,17 +129,33 @@ def _background() -> None:
         if name is None:
             return
         if name:
-            drop_database(name)
+            with _working:
+                drop_database(name)
             continue
         if _ready.qsize() < AHEAD and _template is not None:
             try:
-                _ready.put(_copy(_template))
+                with _working:
+                    _ready.put(_copy(_template))
             except Exception as exc:  # the caller creates its own instead
                 log.warning("could not prepare a test database: %s", exc)
                 _wanted.wait(1.0)
             continue
         _wanted.wait(0.5)
         _wanted.clear()
+
+
+def settle(timeout: float = 30.0) -> None:
+    """Wait until the background copies and drops are done. A CREATE or DROP DATABASE holds back the
+    server's cleanup of dead row versions in every database while it runs, so a test that measures
+    that cleanup (tests/conformance/test_hot_fanout.py) waits for it first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        idle = _worker is None or (_to_drop.empty() and (_template is None or _ready.qsize() >= AHEAD))
+        if idle and _working.acquire(blocking=False):
+            _working.release()
+            return
+        time.sleep(0.01)
+    raise TimeoutError("the test databases' background work did not finish")
 
 
 def _start() -> None:

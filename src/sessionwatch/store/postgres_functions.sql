@@ -378,9 +378,9 @@ DECLARE
 BEGIN
     PERFORM pg_advisory_xact_lock(p_lock);
     PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
-    WITH swept AS (
+    WITH swept AS (  -- lagging is material > last_seen, stored (migration 0008): the partial index's predicate
         UPDATE cursors c SET notified = c.material, updated_at = p_now
-         WHERE c.material > c.last_seen AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher)
+         WHERE c.lagging AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_key = c.watcher)
         RETURNING c.watcher::text AS w, c.target::text AS t, c.last_seen AS ls, c.provenance = 'ambient-group' AS q)
     SELECT array_agg(s.w ORDER BY s.w COLLATE "C", s.t COLLATE "C"),
            array_agg(s.t ORDER BY s.w COLLATE "C", s.t COLLATE "C"),
