@@ -30,3 +30,15 @@ def test_per_call_costs_stay_flat_as_the_store_grows(tmp_path: Path) -> None:
 def test_the_bulk_build_matches_the_api_build(tmp_path: Path) -> None:
     checked = growth.verify_bulk(str(tmp_path))
     assert checked["sessions.cursors"] == 40 and checked["events.events"] == 300
+
+
+def test_several_runs_report_the_median_of_each_size(tmp_path: Path) -> None:
+    lines: list[dict[str, Any]] = []
+    emit = lambda op, **kw: lines.append({"op": op, **kw})  # noqa: E731
+    growth.run(emit, small=True, tmp=str(tmp_path), reps=3, only={"pending"}, runs=3)
+    sizes = [line for line in lines if line["op"] == "growth-size"]
+    assert [(s["run"], s["size"]) for s in sizes] == [(r, n) for r in range(3) for n in growth.SMALL["pending"]]
+    rows = [line for line in lines if line["op"] == "growth"]
+    assert len(rows) == len(growth.SMALL["pending"]) * 4  # sweep, peek, hasPending, open: once per size
+    for row in rows:
+        assert len(row["runs"]) == 3 and row["us"] == sorted(row["runs"])[1], row

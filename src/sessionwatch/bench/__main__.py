@@ -91,6 +91,13 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="with --growth: exit 1 when an operation grows more than this per 10x",
     )
+    p.add_argument(
+        "--growth-runs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --growth: measure every size N times (fresh stores, whole rounds) and report the medians",
+    )
     p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
     p.add_argument("--args", help=argparse.SUPPRESS)
@@ -102,7 +109,15 @@ def main(argv: list[str] | None = None) -> None:
         from .growth import main as growth_main
 
         raise SystemExit(
-            growth_main(_emit, small=a.small, tmp=a.tmp, only=a.only, limit=a.growth_limit, postgres=a.postgres)
+            growth_main(
+                _emit,
+                small=a.small,
+                tmp=a.tmp,
+                only=a.only,
+                limit=a.growth_limit,
+                postgres=a.postgres,
+                runs=max(1, a.growth_runs),
+            )
         )
     scale = (lambda n: max(1, n // 10)) if a.quick else (lambda n: n)
     only = set(a.only.split(",")) if a.only else None

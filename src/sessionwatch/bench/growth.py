@@ -850,8 +850,12 @@ def run(
     only: set[str] | None = None,
     reps: int = 30,
     postgres: str | None = None,
+    runs: int = 1,
 ) -> dict[str, dict[str, float]]:
     """Every dimension, every size; returns {dimension: {operation: growth per 10x}}.
+
+    ``runs``: measure every size that many times, each on a fresh store, in whole rounds over the sizes,
+    and report the median of the runs (each line also lists the runs' figures).
 
     ``postgres``: a DSN; the stores are then throwaway schemas in its database, and every line also
     carries the round trips per call and the same size's bare ``SELECT 1``."""
@@ -865,6 +869,7 @@ def run(
         backend=be.name,
         small=small,
         reps=reps,
+        runs=runs,
         started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     work = tempfile.mkdtemp(prefix="sw-growth-verify-", dir=tmp)
@@ -881,14 +886,21 @@ def run(
         for dim, fn in DIMENSIONS.items():
             if only and dim not in only:
                 continue
+            measured: dict[int, list[Meter]] = {n: [] for n in sizes[dim]}
+            for r in range(runs):  # whole rounds over the sizes, so a slow spell of the machine hits all
+                for n in sizes[dim]:
+                    t = time.perf_counter()
+                    m = Meter(reps, trips)
+                    fn(be, n, m)
+                    measured[n].append(m)
+                    emit("growth-size", dimension=dim, size=n, run=r, took_s=round(time.perf_counter() - t, 1))
             figures = []
             for n in sizes[dim]:
-                t = time.perf_counter()
-                m = Meter(reps, trips)
-                fn(be, n, m)
-                figures.append(m.us)
-                floor = m.us.get("select1")
-                for op, us in m.us.items():
+                ms = measured[n]
+                us_of = {op: statistics.median(m.us[op] for m in ms) for op in ms[0].us}
+                figures.append(us_of)
+                floor = us_of.get("select1")
+                for op, us in us_of.items():
                     line: dict[str, Any] = {
                         "dimension": dim,
                         "size": n,
@@ -896,16 +908,17 @@ def run(
                         "us": us,
                         "per": PER.get((dim, op), "call"),
                     }
+                    if runs > 1:
+                        line["runs"] = [m.us[op] for m in ms]
                     if be.name != "sqlite":
                         line["backend"] = be.name
-                    if op in m.rt:
-                        line.update(m.rt[op])
+                    if op in ms[0].rt:
+                        line.update(ms[0].rt[op])
                         if op in ROUND_TRIPS:
                             line["budget"] = ROUND_TRIPS[op]
                     if floor is not None and op != "select1":
                         line["select1_us"] = floor
                     emit("growth", **line)
-                emit("growth-size", dimension=dim, size=n, took_s=round(time.perf_counter() - t, 1))
             factors = growth_factors(sizes[dim], figures)
             for op, f in factors.items():
                 emit(
@@ -928,9 +941,16 @@ def run(
 
 
 def main(
-    emit: Emit, *, small: bool, tmp: str | None, only: str | None, limit: float | None, postgres: str | None = None
+    emit: Emit,
+    *,
+    small: bool,
+    tmp: str | None,
+    only: str | None,
+    limit: float | None,
+    postgres: str | None = None,
+    runs: int = 1,
 ) -> int:
-    factors = run(emit, small=small, tmp=tmp, only=set(only.split(",")) if only else None, postgres=postgres)
+    factors = run(emit, small=small, tmp=tmp, only=set(only.split(",")) if only else None, postgres=postgres, runs=runs)
     worst = max(
         ((f, d, op) for d, ops in factors.items() for op, f in ops.items() if GUARDED(d, op)), default=(0.0, "", "")
     )
