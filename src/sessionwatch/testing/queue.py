@@ -130,12 +130,19 @@ class QueueTests(SuiteBase):
         assert marks(gw, MAIN, CHILD) == lagging
         assert texts(gw, MAIN) == []
 
-    def test_a_valid_session_state_key_acknowledges_its_target(self, family: Gateway) -> None:
-        gw = family
-        seq = human(gw, CHILD)["event"]["sequence"]
+    @staticmethod
+    def _evicted_change(gw: Gateway) -> int:
+        """A human change on CHILD whose notice to MAIN 20 filler lines evicted before a drain: MAIN lags
+        on CHILD with nothing queued. Returns the change's sequence."""
+        seq = int(human(gw, CHILD)["event"]["sequence"])
         for i in range(20):
             gw.enqueue_system_event(MAIN, f"filler {i}", context_key="filler")
         gw.drain_system_events(MAIN)
+        return seq
+
+    def test_a_valid_session_state_key_acknowledges_its_target(self, family: Gateway) -> None:
+        gw = family
+        seq = self._evicted_change(gw)
         gw.enqueue_system_event(MAIN, "hand-made", context_key=ctx(CHILD).upper())
         gw.drain_system_events(MAIN)
         assert marks(gw, MAIN, CHILD) == (seq, seq, seq)
@@ -143,10 +150,7 @@ class QueueTests(SuiteBase):
     def test_acknowledging_a_hand_made_entry_by_id_acknowledges_its_target(self, family: Gateway) -> None:
         """As the drain above, by id: only the entry acknowledged counts, and its key names the target."""
         gw = family
-        seq = human(gw, CHILD)["event"]["sequence"]
-        for i in range(20):
-            gw.enqueue_system_event(MAIN, f"filler {i}", context_key="filler")
-        gw.drain_system_events(MAIN)
+        seq = self._evicted_change(gw)
         lagging = marks(gw, MAIN, CHILD)
         odd = gw.enqueue_system_event(MAIN, "odd", context_key="session-state:abc")["entry"]["id"]
         made = gw.enqueue_system_event(MAIN, "hand-made", context_key=ctx(CHILD).upper())["entry"]["id"]
