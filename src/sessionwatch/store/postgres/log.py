@@ -83,8 +83,8 @@ _PRUNE_STEP = named_call(
 )
 
 
-# One statement, one snapshot: the page (stored bodies concatenated), its size, the head and the oldest
-# retained sequence.
+# One call, one snapshot (sw_changes is STABLE, so its reads share the calling statement's snapshot): the
+# page (stored bodies concatenated), its size, the head and the oldest retained sequence.
 _CHANGES = named_call("sw_changes", "key", "agent", "after::bigint", "limit::bigint")
 
 
@@ -173,17 +173,11 @@ class PostgresLog(PostgresConnection, SignalLog):
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage:
         row = self._call_one(_CHANGES, {"key": session_key, "agent": agent_id, "after": after, "limit": limit + 1})
         assert row is not None  # OUT parameters: always one row
-        page, count, last, pruned, earliest = (
-            row["o_page"],
-            row["o_count"],
-            row["o_last"],
-            row["o_pruned"],
-            row["o_earliest"],
-        )
-        events = loads(page) if count else []
+        count, earliest = row["o_count"], row["o_earliest"]
+        events = loads(row["o_page"]) if count else []
         if count > limit:
             events.pop()
-        last, pruned = last or 0, pruned or 0
+        last, pruned = row["o_last"] or 0, row["o_pruned"] or 0
         if earliest is None:
             earliest = last + 1 if last > 0 else 0
         return ChangesPage(events, count > limit, earliest, after < pruned)
