@@ -1,8 +1,9 @@
-"""Recording throughput with 1, 2, 4 ... gateway processes sharing one PostgreSQL database.
+"""Recording throughput with 1, 4, 8 ... gateway processes sharing one PostgreSQL database, next to a
+raw psycopg floor measured in the same run.
 
     python benchmarks/pg_scaling.py [--store postgresql://postgres@127.0.0.1:5432/postgres]
-                                    [--procs 1,2,4] [--events 1500] [--watchers 0,10]
-                                    [--synchronous-commit on|off]
+                                    [--procs 1,4,8] [--events 1500] [--watchers 0,10]
+                                    [--synchronous-commit on|off] [--no-floor]
 
 For every (watchers, processes) pair: a fresh database, ``sessions`` sessions (each watched by
 ``watchers`` explicit watchers when > 0), then P processes each open their own Gateway and record
@@ -10,6 +11,13 @@ For every (watchers, processes) pair: a fresh database, ``sessions`` sessions (e
 starting together. Prints one JSON line per run (``{"op", "n", "seconds", "per_sec", ...}``, the shape
 of ``python -m sessionwatch.bench``) with the aggregate events/s, its ratio to one process, per-call
 latency percentiles, and a check that the log holds exactly n dense sequences.
+
+The floor (``pg_floor_procs<P>`` rows, on by default): P processes of plain psycopg, each append one
+statement on an autocommit connection that inserts the same event row and upserts the session's head
+(``WITH ... INSERT ... RETURNING`` then ``INSERT ... ON CONFLICT DO UPDATE``), committed with the same
+``synchronous_commit`` as the gateways, so every append is one durable commit: what an append costs with
+no sessionwatch around it. Each ``pg_record_*`` row then carries ``ratio_vs_floor`` (its events/s over the
+floor's with the same number of processes, run right before it on a fresh database).
 """
 
 from __future__ import annotations
@@ -76,6 +84,38 @@ def worker(url: str, events: int, sessions: int, worker_id: int) -> None:
     gw.close()
 
 
+_FLOOR_APPEND = (
+    "WITH e AS (INSERT INTO events (session_key, session_id, agent_id, kind, actor_type, occurred_at, summary, body)"
+    " VALUES (%s, NULL, %s, 'human_direct_message', 'human', %s, %s, %s) RETURNING sequence)"
+    " INSERT INTO heads (session_key, agent_id, last_sequence, updated_at) SELECT %s, %s, e.sequence, %s FROM e"
+    " ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = excluded.last_sequence,"
+    " updated_at = excluded.updated_at"
+)
+
+
+def floor_worker(url: str, events: int, sessions: int, worker_id: int) -> None:
+    """One raw psycopg process: the event row and the head upsert, one durable commit per append."""
+    import psycopg
+
+    keys = [_key(f"bench-s{i}") for i in range(sessions)]
+    conn = psycopg.connect(url, autocommit=True)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    lat: list[float] = []
+    clock = time.perf_counter
+    t0 = clock()
+    for i in range(events):
+        a = clock()
+        key = keys[(i + worker_id) % sessions]
+        now = int(time.time() * 1000)
+        body = json.dumps({"payload": {"i": i}})
+        conn.execute(_FLOOR_APPEND, (key, AGENT, now, f"bench event {worker_id}.{i}", body, key, AGENT, now))
+        lat.append(clock() - a)
+    seconds = clock() - t0
+    print(json.dumps({"seconds": seconds, "failures": 0, "lat": lat}), flush=True)
+    conn.close()
+
+
 def _setup(url: str, sessions: int, watchers: int) -> None:
     from sessionwatch import Gateway
 
@@ -85,14 +125,14 @@ def _setup(url: str, sessions: int, watchers: int) -> None:
                 gw.watch(_key(f"bench-w{j}"), _key(f"bench-s{i}"))
 
 
-def _run(url: str, procs: int, events: int, sessions: int) -> dict[str, Any]:
+def _run(url: str, procs: int, events: int, sessions: int, role: str = "--worker") -> dict[str, Any]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     children = [
         subprocess.Popen(
             [
                 sys.executable,
                 __file__,
-                "--worker",
+                role,
                 url,
                 "--events",
                 str(events),
@@ -138,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         default=os.environ.get("SESSIONWATCH_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres"),
         help="a server URL; a fresh database is created (and dropped) per run",
     )
-    p.add_argument("--procs", default="1,2,4")
+    p.add_argument("--procs", default="1,4,8")
     p.add_argument("--events", type=int, default=1500, help="events per process")
     p.add_argument("--sessions", type=int, default=100)
     p.add_argument("--watchers", default="0,10", help="watchers on every session, per scenario")
@@ -148,11 +188,16 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="override synchronous_commit for the gateways' sessions (default: the server's)",
     )
+    p.add_argument("--no-floor", action="store_true", help="skip the raw psycopg floor runs")
     p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--floor-worker", help=argparse.SUPPRESS)
     p.add_argument("--worker-id", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
         worker(a.worker, a.events, a.sessions, a.worker_id)
+        return
+    if a.floor_worker:
+        floor_worker(a.floor_worker, a.events, a.sessions, a.worker_id)
         return
 
     import psycopg
@@ -174,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     for watchers in [int(w) for w in a.watchers.split(",")]:
         base: float | None = None
         for procs in [int(n) for n in a.procs.split(",")]:
+            floor = None if a.no_floor else _floor_run(a, procs)
             name = f"sw_scaling_{uuid.uuid4().hex[:10]}"
             with psycopg.connect(a.store, autocommit=True) as admin:
                 admin.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
@@ -200,6 +246,11 @@ def main(argv: list[str] | None = None) -> None:
                         "watchers": watchers,
                         "sessions": a.sessions,
                         "ratio_vs_1": round(per_sec / base, 2),
+                        **(
+                            {}
+                            if floor is None
+                            else {"floor_per_sec": floor, "ratio_vs_floor": round(per_sec / floor, 3)}
+                        ),
                         "per_process_per_sec": round(a.events / res["wall"], 1),
                         "failures": res["failures"],
                         "rows_after": rows,
@@ -209,6 +260,38 @@ def main(argv: list[str] | None = None) -> None:
                 ),
                 flush=True,
             )
+
+
+def _floor_run(a: argparse.Namespace, procs: int) -> float:
+    """The raw psycopg floor with ``procs`` processes on a fresh migrated database; prints its row."""
+    import psycopg
+
+    name = f"sw_floor_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(a.store, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+    try:
+        url = _db_url(a.store, name, a.synchronous_commit)
+        _setup(url, a.sessions, 0)  # the schema, nothing else
+        res = _run(url, procs, a.events, a.sessions, role="--floor-worker")
+    finally:
+        with psycopg.connect(a.store, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+    n = procs * a.events
+    per_sec = n / res["wall"]
+    print(
+        json.dumps(
+            {
+                "op": f"pg_floor_procs{procs}",
+                "n": n,
+                "seconds": round(res["wall"], 6),
+                "per_sec": round(per_sec, 1),
+                "procs": procs,
+                **_pct(res["lat"]),
+            }
+        ),
+        flush=True,
+    )
+    return round(per_sec, 1)
 
 
 if __name__ == "__main__":

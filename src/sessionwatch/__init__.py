@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads
         NotFound,
         PayloadTooLarge,
         SessionwatchError,
+        StoreInDoubt,
         StoreUnavailable,
         Unauthorized,
         Unavailable,
@@ -48,6 +49,7 @@ _LAZY = {
             "PayloadTooLarge",
             "Conflict",
             "StoreUnavailable",
+            "StoreInDoubt",
             "Unavailable",
         ),
         "errors",
@@ -70,6 +72,7 @@ __all__ = [
     "PayloadTooLarge",
     "Conflict",
     "StoreUnavailable",
+    "StoreInDoubt",
     "Unavailable",
     "__version__",
 ]

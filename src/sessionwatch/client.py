@@ -29,7 +29,7 @@ from urllib.parse import quote
 import httpx
 
 from . import log_follow
-from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, error_from_json
+from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, StoreUnreachable, error_from_json
 from .headers import encode_header_value
 from .store.records import PruneResult
 from .types import QueueEntry
@@ -97,8 +97,9 @@ def _tool_answer(res: httpx.Response) -> dict[str, Any]:
 
 
 def _tool_failure(exc: Exception) -> dict[str, Any]:
-    code = "unavailable" if isinstance(exc, StoreUnavailable) else "invalid_argument"
-    return {"error": {"code": code, "message": str(exc)}}
+    if isinstance(exc, StoreUnavailable):
+        return exc.to_json()  # with retryAfter: the gateway did not answer, try again
+    return {"error": {"code": "invalid_argument", "message": str(exc)}}
 
 
 def _prune_result(data: Mapping[str, Any]) -> PruneResult:
@@ -153,7 +154,7 @@ class _ClientBase:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def _unreachable(self, exc: Exception) -> StoreUnavailable:
-        return StoreUnavailable(f"gateway at {self.base_url} unreachable: {exc.__class__.__name__}: {exc}")
+        return StoreUnreachable(f"gateway at {self.base_url} unreachable: {exc.__class__.__name__}: {exc}")
 
     def _kw(
         self,

@@ -10,13 +10,18 @@ class SessionwatchError(Exception):
 
     code = "internal"
     http_status = 500
+    retry_after_s: int | None = None  # on unavailable errors: when to try again (HTTP Retry-After, retryAfter)
+    transient = False  # a retry is expected to cure it (the CLI exits 75, EX_TEMPFAIL)
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
     def to_json(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message}}
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.retry_after_s is not None:
+            err["retryAfter"] = self.retry_after_s
+        return {"error": err}
 
 
 class InvalidArgument(SessionwatchError):
@@ -55,10 +60,26 @@ class Conflict(SessionwatchError):
 
 
 class StoreUnavailable(SessionwatchError):
-    """The store could not be opened or written (not bad input)."""
+    """The store could not be opened, read or written (not bad input): transient, try again."""
 
     code = "unavailable"
     http_status = 503
+    retry_after_s = 1
+
+
+class StoreUnreachable(StoreUnavailable):
+    """The database server (or, for a client, the gateway) did not answer, or said it cannot take
+    connections yet (starting up, shutting down, full): a wait may cure it."""
+
+    transient = True
+
+
+class StoreInDoubt(StoreUnavailable):
+    """A write whose outcome is unknown: the connection to the database broke while it was out, and the
+    store could not prove it durable. Never reported as a success; retrying is safe where the write has
+    a dedupe key (or is idempotent), and may otherwise write it twice."""
+
+    transient = True
 
 
 # The name host operations document: a failed read or drain raises ``Unavailable`` (HTTP 503).
@@ -83,4 +104,9 @@ def error_from_json(body: dict[str, Any]) -> SessionwatchError:
     """Rebuild an error from its JSON form (used by remote clients of the gateway)."""
     err = body.get("error") or {}
     cls = ERROR_TYPES.get(str(err.get("code")), SessionwatchError)
-    return cls(str(err.get("message", "unknown error")))
+    out = cls(str(err.get("message", "unknown error")))
+    retry = err.get("retryAfter")
+    if isinstance(retry, int) and not isinstance(retry, bool) and retry >= 0:
+        out.retry_after_s = retry
+        out.transient = True  # the gateway said when to try again
+    return out

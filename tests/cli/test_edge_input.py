@@ -145,19 +145,63 @@ def test_serve_on_a_busy_port_exits_1_with_one_line(tmp_path: Path, busy_port: i
 
 
 @pytest.mark.parametrize("entry", sorted(SERVERS))
-def test_serve_with_an_unreachable_store_fails_before_listening(entry: str) -> None:
+def test_serve_with_a_store_the_database_refuses_fails_before_listening(entry: str) -> None:
+    from tests.support import pg
+
+    if not pg.available():
+        pytest.skip("PostgreSQL is not reachable")
     p = subprocess.run(
-        [*SERVERS[entry], "--port", "0", "--store", "postgresql://sw:secret@127.0.0.1:1/sw"],
+        [*SERVERS[entry], "--port", "0", "--store", "postgresql://postgres:secret@127.0.0.1:5432/sw_no_such_database"],
         capture_output=True,
         text=True,
         timeout=60,
         env=clean_env(),
     )
-    assert p.returncode == 1, p
+    assert p.returncode == 1, p  # the server answered "no such database": a wait cannot cure that
     assert "Uvicorn running" not in p.stderr and "listening" not in p.stderr and "startup" not in p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].count("cannot open store") == 1, p.stderr  # said once, not wrapped twice
-    assert "secret" not in p.stderr
+    assert "does not exist" in lines[0] and "secret" not in p.stderr
+
+
+@pytest.mark.parametrize("entry", sorted(SERVERS))
+def test_serve_with_an_unreachable_database_serves_and_waits_for_it(entry: str) -> None:
+    """Nothing answers at the database's address: the gateway serves anyway (liveness 200, readiness 503
+    saying what it waits for) instead of exiting, and stops cleanly when told to."""
+    import signal
+
+    import httpx
+
+    from tests.support.waiting import wait_until
+
+    sock = listening_socket()
+    url = f"http://127.0.0.1:{port_of(sock)}"
+    proc = spawn_serving(
+        [*SERVERS[entry], "--store", "postgresql://sw:secret@127.0.0.1:1/sw", "--log-level", "info"],
+        sock,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=clean_env(),
+    )
+    try:
+        live = wait_until(lambda: httpx.get(url + "/v1/health/live", timeout=5), timeout=30, what="liveness")
+        assert live.status_code == 200
+        ready = wait_until(
+            lambda: (
+                (r := httpx.get(url + "/v1/health/ready", timeout=5)).status_code == 503
+                and "waiting for the database" in r.json().get("message", "")
+                and r
+            ),
+            timeout=30,
+            what="readiness saying what it waits for",
+        )
+        assert "secret" not in ready.text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode in (0, -signal.SIGTERM), out  # uvicorn ends by the signal it was stopped with
+    assert "secret" not in out and "serving anyway" in out and "ERROR" not in out
 
 
 @pytest.mark.parametrize("entry", sorted(SERVERS))

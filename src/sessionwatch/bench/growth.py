@@ -403,11 +403,11 @@ class RoundTrips:
     runs on its own thread, off every call's path). :meth:`count` turns libpq's protocol trace on for
     all of them around one call (and for connections the call opens, as ``Gateway.open`` does) and
     counts the server's ReadyForQuery messages: one per simple Query or extended-protocol Sync, i.e. one
-    per round trip (the store does not use pipeline mode). Connection start-up and authentication are
+    per round trip (a pipeline's statements, ended by one Sync, are one). Connection start-up and authentication are
     not counted. Statement preparation is off while counting (psycopg prepares a statement on its 5th
     use, an extra round trip once per connection; the steady state takes the same number without it).
-    ``detail`` names each round trip by its statement: an ``sw_*`` function, ``flush`` for the commit's
-    WAL-flush wait (``PostgresStore._flush``), else its first words.
+    ``detail`` names each round trip by its statements, joined by `` + `` (BEGIN and COMMIT left out): an
+    ``sw_*`` function, ``flush`` for the commit's WAL-flush wait (``connection.FLUSH``), else its first words.
     """
 
     def __init__(self, on_connect: Callable[[Any], None] | None = None) -> None:
@@ -479,7 +479,7 @@ class RoundTrips:
     @staticmethod
     def _parse(trace: str) -> tuple[int, list[str]]:
         detail: list[str] = []
-        pending: str | None = None
+        pending: list[str] = []  # what the statements since the last ReadyForQuery ran
         for line in trace.splitlines():
             parts = line.split("\t")
             if len(parts) < 3:
@@ -490,10 +490,12 @@ class RoundTrips:
                 if message == "Parse":  # Parse "name" "text" ...
                     m = re.match(r'\s*"[^"]*" "(.*)"', text, re.S)
                     text = m.group(1) if m else text
-                pending = _label(text)
+                label = _label(text)
+                if label not in ("BEGIN", "COMMIT"):
+                    pending.append(label)
             elif direction == "B" and message == "ReadyForQuery":
-                detail.append(pending or "?")
-                pending = None
+                detail.append(" + ".join(pending) or "?")
+                pending = []
         return len(detail), detail
 
 

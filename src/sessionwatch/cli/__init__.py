@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .exitcodes import CONFLICT, DENIED, ERROR, NOT_FOUND, OK, USAGE
+from .exitcodes import CONFLICT, DENIED, ERROR, NOT_FOUND, OK, TEMPFAIL, USAGE
 
 
 def main() -> None:
@@ -31,4 +31,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["main", "cli", "OK", "ERROR", "USAGE", "NOT_FOUND", "DENIED", "CONFLICT"]
+__all__ = ["main", "cli", "OK", "ERROR", "USAGE", "NOT_FOUND", "DENIED", "CONFLICT", "TEMPFAIL"]

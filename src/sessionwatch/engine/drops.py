@@ -9,12 +9,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-CAUSES = ("read_only", "disk_full", "busy", "unavailable", "error")
+CAUSES = ("read_only", "disk_full", "busy", "unavailable", "in_doubt", "error")
 
 
 def classify(exc: BaseException) -> str:
     """A short, stable cause for a failed write (SQLite and PostgreSQL messages and classes)."""
     name = type(exc).__name__
+    if name == "StoreInDoubt":  # the store could not tell whether it was written (the caller is told so)
+        return "in_doubt"
     text = f"{name} {exc}".lower()
     if "readonly" in text or "read-only" in text or "read only" in text or name == "ReadOnlySqlTransaction":
         return "read_only"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import kinds, validation
 from ..clock import Clock, system_clock
-from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreUnavailable
+from ..errors import InvalidArgument, NotFound, SessionwatchError, StoreInDoubt, StoreUnavailable
 from ..keys import SESSION_KINDS, check_agent_id, infer_kind, is_agent_qualified, is_subagent_key, main_key, parse_key
 from ..listing import ListPosition, SessionPage, decode_cursor, encode_cursor
 from ..notices import (
@@ -330,7 +330,10 @@ class Gateway:
 
     # -- recording (best-effort) -----------------------------------------------------------------
     def record(self, ev: EventInput) -> RecordOutcome | None:
-        """Record one event. Best-effort: a failure is logged and returns None; it never raises.
+        """Record one event. Best-effort: a failure is logged, counted and returns None. The one exception
+        is ``StoreInDoubt``, re-raised: the store cannot tell whether the event was written (the connection
+        to PostgreSQL broke before the commit was proven durable), and neither "recorded" nor "not recorded"
+        would be true, so the caller answers "retry".
 
         ``ev.occurred_at`` is clamped into [now - 24 h, now]; producer watchers that are not
         agent-qualified (or equal the target) are dropped.
@@ -351,6 +354,14 @@ class Gateway:
         except Exception as exc:
             cause = self.drops.count(exc)
             obs.recording_dropped(cause)
+            if isinstance(exc, StoreInDoubt):
+                log.warning(
+                    "recording %s for %s is in doubt (counted; the caller is told to retry): %s",
+                    ev.kind,
+                    ev.session_key,
+                    exc,
+                )
+                raise
             log.exception(
                 "recording %s for %s failed (%s; best-effort, counted; the action goes on)",
                 ev.kind,

@@ -39,7 +39,13 @@ def obj(props: dict[str, Schema], required: list[str] | None = None) -> Schema:
 
 
 ERROR: Schema = obj(
-    {"error": obj({"code": {"type": "string", "enum": list(ERROR_CODES)}, "message": STR}, ["code", "message"])},
+    {
+        "error": obj(
+            # retryAfter: seconds, on transient failures (code unavailable); the HTTP Retry-After header too
+            {"code": {"type": "string", "enum": list(ERROR_CODES)}, "message": STR, "retryAfter": INT},
+            ["code", "message"],
+        )
+    },
     ["error"],
 )
 

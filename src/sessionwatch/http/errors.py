@@ -28,13 +28,21 @@ def status_for_code(code: object) -> int:
     return cls.http_status if cls is not None else 500
 
 
+def _retry_header(retry_after: object, headers: dict[str, str] | None) -> dict[str, str] | None:
+    """A transient failure says when to try again (``retryAfter`` in the body, ``Retry-After`` here)."""
+    if not isinstance(retry_after, int) or isinstance(retry_after, bool):
+        return headers
+    return {"Retry-After": str(retry_after), **(headers or {})}
+
+
 def error_response(exc: SessionwatchError, headers: dict[str, str] | None = None) -> Response:
-    return json_response(exc.to_json(), exc.http_status, headers)
+    return json_response(exc.to_json(), exc.http_status, _retry_header(exc.retry_after_s, headers))
 
 
 def tool_error_response(result: dict[str, Any]) -> Response:
     """A tool's error object as a response with the status its code maps to."""
-    return json_response(result, status_for_code(result["error"].get("code")))
+    err = result["error"]
+    return json_response(result, status_for_code(err.get("code")), _retry_header(err.get("retryAfter"), None))
 
 
 async def http_exception_handler(request: Request, exc: Exception) -> Response:

@@ -83,6 +83,9 @@ class Runtime:
         try:
             gw = await anyio.to_thread.run_sync(self._factory)
         except BaseException as exc:  # noqa: BLE001 - reported through health, never raised into the loop
+            if self.state == "stopping":  # shut down while still opening (waiting for a database): no failure
+                log.info("stopped before the store was open: %s", exc)
+                return
             self.state, self.error = "failed", exc
             self.message = f"opening the store failed: {exc.__class__.__name__}: {exc}"
             log.error("%s", self.message)
@@ -128,7 +131,7 @@ class Runtime:
         gw = self.gateway
         if gw is None or self.state != "ok":
             reason = {
-                "starting": "the gateway is starting (restart sweep in progress); retry shortly",
+                "starting": self.message or "the gateway is starting (restart sweep in progress); retry shortly",
                 "stopping": "the gateway is shutting down",
             }.get(self.state, self.message or "unavailable")
             raise StoreUnavailable(reason)

@@ -5,18 +5,20 @@ from __future__ import annotations
 import logging
 import socket
 import sys
+import time
 from typing import Any
 
 import uvicorn
 
 from ..engine import Gateway, default_store_url
-from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
+from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable, StoreUnreachable
 from ..logformat import formatter
 from ..serving.exposure import adopt_socket, check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
 from ..serving.limits import Limits, uvicorn_config
 from ..serving.origin import RequestPolicy
 from ..settings import Settings
 from ..store import open_store
+from ..store.base import Store
 from .app import DEFAULT_MAX_BODY, create_app
 from .config import settings_from_env
 from .runtime import Runtime, redact_url, store_path
@@ -99,6 +101,33 @@ def bind_sockets(host: str, port: int) -> list[socket.socket]:
     return bound
 
 
+class StoppedWaiting(StoreUnavailable):
+    """Shut down before the database ever answered: an ordinary end, not a failure to report."""
+
+
+STORE_RETRY_S = (0.5, 5.0)  # first and longest wait between attempts to open an unreachable store
+
+
+def wait_for_store(url: str, runtime: Runtime) -> Store:
+    """Open the store, retrying while its database is unreachable (readiness says why meanwhile); gives
+    up when the gateway shuts down, or when the database answers with an error a wait cannot cure."""
+    delay = STORE_RETRY_S[0]
+    while True:
+        try:
+            store = open_store(url)
+        except StoreUnreachable as exc:
+            runtime.message = f"waiting for the database: {exc.message}"
+        else:
+            log.info("the database answered; store %s open", store_path(store))
+            return store
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline:
+            if runtime.state == "stopping":
+                raise StoppedWaiting("the gateway stopped while waiting for its database")
+            time.sleep(0.1)
+        delay = min(delay * 2, STORE_RETRY_S[1])
+
+
 def serve(
     store_url: str | None = None,
     *,
@@ -141,24 +170,35 @@ def serve(
     gw_settings = settings_from_env(settings)
     _configure_logging(log_level, access_log)
     sockets = inherited or bind_sockets(host, port)  # bound, not yet accepting: a busy port creates no store file
+    store: Store | None = None
     try:
         store = open_store(url)  # raises here, once, with its own message; nothing was logged yet
+    except StoreUnreachable as exc:
+        # A database that is down (or still starting) is no reason to exit: serve, answer readiness 503
+        # and liveness 200, and open the store once the database answers, so restarting the database never
+        # means restarting every gateway. A URL or a configuration that is wrong still fails at once.
+        log.warning("%s; serving anyway, ready once the database answers", exc.message)
     except BaseException:
         for sock in sockets:
             sock.close()
         raise
-    if getattr(store, "created", False):
+    if store is not None and getattr(store, "created", False):
         log.info("created a new store at %s", store_path(store))
     server: _Server | None = None
     failure: list[BaseException] = []
 
     def open_gateway() -> Gateway:
+        nonlocal store
+        if store is None:
+            store = wait_for_store(url, app.state.runtime)
         gw = Gateway(store, settings=gw_settings)  # runs the restart sweep
         if monitor:
             start_monitor(gw)
         return gw
 
     def on_open_error(exc: BaseException) -> None:
+        if isinstance(exc, StoppedWaiting):
+            return
         failure.append(exc)
         if server is not None:
             server.should_exit = True
@@ -192,7 +232,8 @@ def serve(
         for sock in sockets:
             sock.close()
     if failure:
-        store.close()
+        if store is not None:
+            store.close()
         failed = failure[0]
         if isinstance(failed, SessionwatchError):
             raise failed  # already says what failed; wrapping it again would say it twice

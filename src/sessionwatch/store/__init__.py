@@ -85,9 +85,11 @@ def open_store(url: str) -> Store:
 
     A URL that can only be a mistake (unknown scheme, ``sqlite://x``, a file in a folder that does not
     exist) raises ``InvalidArgument`` and creates nothing. A store that cannot be opened (unreachable
-    server, corrupt or unwritable file, missing driver) raises ``StoreUnavailable`` naming the URL.
+    server, corrupt or unwritable file, missing driver) raises ``StoreUnavailable`` naming the URL; its
+    subclass ``StoreUnreachable`` when the database server did not answer, or answered that it cannot
+    take connections yet (down, starting, shutting down, full): a wait may cure that, not a new URL.
     """
-    from ..errors import SessionwatchError, StoreUnavailable
+    from ..errors import SessionwatchError, StoreUnavailable, StoreUnreachable
 
     check_store_url(url)
     try:
@@ -108,4 +110,20 @@ def open_store(url: str) -> Store:
     except Exception as exc:
         shown = url.split("@")[-1] if "://" in url else url  # never echo credentials
         detail = " ".join(str(exc).split())  # one line: drivers' messages can span several
-        raise StoreUnavailable(f"cannot open store {shown!r}: {exc.__class__.__name__}: {detail}") from exc
+        kind = StoreUnreachable if _unreachable(exc) else StoreUnavailable
+        raise kind(f"cannot open store {shown!r}: {exc.__class__.__name__}: {detail}") from exc
+
+
+# What a server that answered but takes no connections *now* says (libpq gives no SQLSTATE for a
+# failed connection, only the server's message).
+_NOT_NOW = ("starting up", "shutting down", "in recovery", "too many clients", "too many connections")
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A PostgreSQL connection failure that waiting may cure (no server answered, or it said "not now"),
+    as opposed to one the URL or the server's configuration must fix (no such database, authentication
+    failed, refused by pg_hba.conf: every such refusal is a FATAL message of the server)."""
+    if type(exc).__name__ not in ("OperationalError", "ConnectionTimeout", "PoolTimeout"):
+        return False
+    text = str(exc).lower()
+    return "fatal:" not in text or any(phrase in text for phrase in _NOT_NOW)

@@ -28,23 +28,26 @@ LINK_COLS = (
 TOKEN_COLS = "token_id, token_hash, name, agents, admin, created_at, revoked_at"
 
 
-def cursor_query(watcher: str | None, target: str | None, placeholder: str) -> tuple[str, list[str]]:
-    """The cursors listing, optionally filtered by watcher and/or target, ordered for display."""
+def cursor_query(watcher: str | None, target: str | None, placeholder: str, extra: str = "") -> tuple[str, list[str]]:
+    """The cursors listing, optionally filtered by watcher and/or target, ordered for display. ``extra``:
+    one more column after CURSOR_COLS (PostgreSQL's DURABLE_READ)."""
     where, args = [], []
     for column, value in (("watcher", watcher), ("target", target)):
         if value is not None:
             where.append(f"{column} = {placeholder}")
             args.append(value)
-    sql = f"SELECT {CURSOR_COLS} FROM cursors" + (" WHERE " + " AND ".join(where) if where else "")
+    cols = f"{CURSOR_COLS}, {extra}" if extra else CURSOR_COLS
+    sql = f"SELECT {cols} FROM cursors" + (" WHERE " + " AND ".join(where) if where else "")
     return sql + " ORDER BY watcher, target", args
 
 
-def session_with_version_query(placeholder: str) -> str:
+def session_with_version_query(placeholder: str, extra: str = "") -> str:
     """One session row (SESSION_COLS) plus its stateVersion, the head's last sequence (0 before its first
     event): session_status in one read. The head comes from a scalar subquery, so SESSION_COLS (whose
-    names heads shares) need no qualifying."""
+    names heads shares) need no qualifying. ``extra``: one more column before the stateVersion (the last
+    column either way; PostgreSQL's DURABLE_READ)."""
     return (
-        f"SELECT {SESSION_COLS}, coalesce((SELECT h.last_sequence FROM heads h"
+        f"SELECT {SESSION_COLS}, {extra + ', ' if extra else ''}coalesce((SELECT h.last_sequence FROM heads h"
         " WHERE h.session_key = s.session_key AND h.agent_id = s.agent_id), 0)"
         f" FROM sessions s WHERE s.session_key = {placeholder} AND s.agent_id = {placeholder}"
     )

@@ -8,34 +8,91 @@ import json
 import logging
 import os
 import re
+import select
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from ...errors import StoreUnavailable
+from ...errors import StoreInDoubt, StoreUnavailable
 from ..base import WakeListener
 
 log = logging.getLogger("sessionwatch.store.postgres")
 
 
 T = TypeVar("T")
+Row = dict[str, Any]
+TUPLES_OK = ExecStatus.TUPLES_OK
 
 
 OWN_PARAMS = ("pool_size", "pool_min")
 
 
 SEEN_WAKES = 10_000  # remembered deliveries per kind (NOTIFY, poll, own commits)
+
+PROVE_WITHIN_S = 10.0  # how long a write whose connection broke waits for the server to tell its fate
+
+
+# A column that makes the read it is part of return only durable rows. Writers commit asynchronously (see
+# PostgresConnection._durable), so a row can be visible a moment before its commit is on disk, and a crash
+# then takes back what a client already read: an event, a stateVersion, a queue entry's id, which the
+# server may hand out again after recovery. When the WAL is not flushed up to where it has been inserted,
+# this column makes the read's own transaction one that commits synchronously (see FLUSH), so the server
+# answers only once the WAL is flushed past every commit the read saw. A caught-up server pays nothing.
+DURABLE_READ = (
+    "CASE WHEN pg_current_wal_insert_lsn() > pg_current_wal_flush_lsn()"
+    " THEN pg_current_xact_id()::text || pg_logical_emit_message(false, 'sessionwatch', '')::text END"
+)
+
+# Wait until everything committed before is durable. PostgreSQL flushes the WAL at a commit only for a
+# transaction that has a transaction id *and* wrote WAL itself (otherwise it commits asynchronously,
+# whatever synchronous_commit says): a bare ``SELECT pg_current_xact_id()`` waits for nothing. The logical
+# message in DURABLE_READ is the smallest WAL record a plain role may write (no table, no bloat); the
+# statement's synchronous commit then flushes the WAL up to its own record, past every commit before it.
+# Only when something written is not flushed yet (else it costs no fsync): the DURABLE_READ column alone.
+FLUSH = f"SELECT {DURABLE_READ}"
+
+
+def _roll_back(conn: psycopg.Connection[Any] | None) -> None:
+    """End the explicit transaction a failed pipeline left open, so the pool gets an idle connection."""
+    if conn is None or conn.closed or conn.broken:
+        return
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        try:
+            conn.execute("ROLLBACK")
+        except psycopg.Error:
+            conn.close()
+
+
+def _in_doubt(what: str, exc: BaseException) -> StoreInDoubt:
+    return StoreInDoubt(
+        f"the connection to PostgreSQL broke during {what}, so it is not known whether it was applied;"
+        f" retry it (with the same dedupeKey where it has one): {exc.__class__.__name__}: {exc}"
+    )
+
+
+def _dead_if_readable(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check when it hands a connection out: an idle connection the server has something to
+    say on has been closed by it (a restart, an administrator's kill). Discard it before a write goes out
+    on it, instead of finding out mid-statement, where the write's fate is unknown. A poll, no round trip."""
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        conn.close()  # closed, the pool replaces it (a connection that only failed the check it would keep)
+        raise psycopg.OperationalError("the server closed this idle connection")
 
 
 def named_call(function: str, *params: str) -> str:
@@ -219,6 +276,7 @@ class PostgresConnection:
             min_size=min(size, max(0, int(own.get("pool_min", 1)))),
             max_size=size,
             kwargs={"autocommit": True, **self._connect_kwargs},
+            check=_dead_if_readable,
             timeout=15.0,
             name="sessionwatch",
             open=False,
@@ -232,7 +290,7 @@ class PostgresConnection:
         self._local_seqs: OrderedDict[int, None] = OrderedDict()
         self._own_prefix = '{"o":' + json.dumps(self.origin) + ","
         # Durable commits wanted (the session's synchronous_commit is not off): the hot writers commit
-        # asynchronously under the writer lock, then _flush waits for the WAL outside it.
+        # asynchronously under the writer lock, then FLUSH (same pipeline) waits for the WAL outside it.
         self._flush_after: bool = str(self._one("SHOW synchronous_commit")[0]) != "off"
         self._wake_last: int = int(self._one("SELECT coalesce(max(last_wake), 0) FROM queue_heads")[0])
         self._notify_max = 0  # highest wake position delivered (NOTIFY or own commit) since the last poll
@@ -261,8 +319,9 @@ class PostgresConnection:
 
     # -- helpers ---------------------------------------------------------------------------------
     def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run ``work`` on a pooled connection. A connection that broke (the server restarted, the
-        pool held a dead socket) is replaced and the work retried; so is a deadlock victim."""
+        """Run a read, or a write that has the same effect when run twice, on a pooled connection. A
+        connection that broke (the server restarted, the pool held a dead socket) is replaced and the
+        work retried; so is a deadlock victim (rolled back: nothing happened)."""
         for attempt in range(3):
             used: psycopg.Connection[Any] | None = None
             try:
@@ -276,19 +335,135 @@ class PostgresConnection:
                 if attempt == 2 or used is None or not used.broken:
                     raise
                 log.warning("PostgreSQL connection lost; retrying on a fresh one")
-                self._pool.check()
         raise AssertionError("unreachable")
 
-    def _flush(self) -> None:
-        """Wait until everything this process committed is on disk (a write transaction's commit flushes
-        the WAL up to itself). Outside the writer lock, so concurrent gateways share one fsync; the
-        writes are visible to others a moment before they are durable, as with synchronous_commit=off."""
-        if not self._flush_after:
-            return
-        try:
-            self._run(lambda c: c.execute("SELECT pg_current_xact_id()"))
-        except psycopg.Error as exc:  # committed, maybe not yet flushed: nothing to undo or retry
-            log.warning("waiting for the WAL flush failed: %s", exc)
+    def _once(self, work: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
+        """Run a write that must not run twice (it would write twice), committed synchronously. When the
+        connection breaks while the statement is out, nobody can tell whether it committed: that is an
+        in-doubt error (retryable), never a second run and never a success."""
+        for attempt in range(3):
+            used: psycopg.Connection[Any] | None = None
+            try:
+                with self._pool.connection() as conn:
+                    used = conn
+                    return work(conn)
+            except psycopg.errors.DeadlockDetected:
+                if attempt == 2:
+                    raise
+            except psycopg.OperationalError as exc:
+                if used is None or not used.broken:
+                    raise  # no connection to be had, or an error the server answered: nothing committed
+                raise _in_doubt(what, exc) from exc
+        raise AssertionError("unreachable")
+
+    @overload
+    def _durable(
+        self,
+        query: str,
+        params: Mapping[str, Any],
+        what: str,
+        *,
+        many: Literal[False] = False,
+        present: Callable[[psycopg.Connection[Any], Row | None], bool | None] | None = None,
+        idempotent: bool = False,
+    ) -> Row | None: ...
+
+    @overload
+    def _durable(
+        self,
+        query: str,
+        params: Mapping[str, Any],
+        what: str,
+        *,
+        many: Literal[True],
+        present: Callable[[psycopg.Connection[Any], list[Row]], bool | None] | None = None,
+        idempotent: bool = False,
+    ) -> list[Row]: ...
+
+    def _durable(
+        self,
+        query: str,
+        params: Mapping[str, Any],
+        what: str,
+        *,
+        many: bool = False,
+        present: Callable[[psycopg.Connection[Any], Any], bool | None] | None = None,
+        idempotent: bool = False,
+    ) -> Any:
+        """Call one of the writer functions of postgres_functions.sql (``query``, one statement, rows by
+        column name), which commit asynchronously under the writer lock, and return its row (``many``: its
+        rows) only once the commit is durable.
+
+        The call, its commit and FLUSH go out together (a pipeline: one round trip) on one connection, so
+        the flush waits on the same backend, right after the commit and outside the writer lock, and
+        concurrent writers share one fsync. When the connection breaks before the flush answered, the
+        commit may have died with a crashed server: if the call's answer had arrived, ``present(conn,
+        answer)`` looks on a fresh connection whether the write is there (with DURABLE_READ, so "there"
+        means durable). There: the answer stands. Known absent: lost with the crash, so it is run again (it
+        cannot come back). Unknown: an in-doubt error, never a success. ``idempotent`` writes are simply
+        run again whenever the connection broke.
+        """
+        for attempt in range(3):
+            used: psycopg.Connection[Any] | None = None
+            cur: psycopg.Cursor[Row] | None = None
+            try:
+                with self._pool.connection() as conn:
+                    used = conn
+                    cur = conn.cursor(row_factory=dict_row)
+                    if self._flush_after:
+                        with conn.pipeline():
+                            conn.execute("BEGIN")
+                            cur.execute(query, params)
+                            conn.execute("COMMIT")
+                            conn.execute(FLUSH)
+                    else:
+                        cur.execute(query, params)
+                    return cur.fetchall() if many else cur.fetchone()
+            except psycopg.OperationalError as exc:
+                if used is None or not used.broken:
+                    _roll_back(used)
+                    if isinstance(exc, psycopg.errors.DeadlockDetected) and attempt < 2:
+                        continue  # rolled back before the commit: nothing happened
+                    raise  # no connection to be had, or an error the server answered: nothing committed
+                if attempt == 2:
+                    raise _in_doubt(what, exc) from exc
+                answered = cur is not None and cur.pgresult is not None and cur.pgresult.status == TUPLES_OK
+                if answered and present is not None:
+                    assert cur is not None
+                    answer = cur.fetchall() if many else cur.fetchone()
+                    there = self._check_present(present, answer)
+                    if there:
+                        return answer
+                    if there is not None:
+                        log.warning("%s was lost with the PostgreSQL server (committed, not durable); again", what)
+                        continue
+                if not idempotent:
+                    raise _in_doubt(what, exc) from exc
+                log.warning("PostgreSQL connection lost during %s; running it again on a fresh one", what)
+            except psycopg.Error:
+                _roll_back(used)
+                raise
+        raise AssertionError("unreachable")
+
+    def _check_present(self, present: Callable[[psycopg.Connection[Any], T], bool | None], result: T) -> bool | None:
+        """``present(conn, result)`` on a fresh connection; None when that cannot be told either. A server
+        that crashed is usually back within seconds (WAL replay), so the check waits up to
+        PROVE_WITHIN_S for one: an answer proven is better than one in doubt."""
+        deadline = time.monotonic() + PROVE_WITHIN_S
+        while True:
+            try:
+                with self._pool.connection(timeout=max(0.1, deadline - time.monotonic())) as conn:
+                    return present(conn, result)
+            except psycopg.Error as exc:
+                if time.monotonic() >= deadline:
+                    log.warning("could not tell whether a write survived the lost connection: %s", exc)
+                    return None
+                time.sleep(0.1)
+
+    def _durable_read(self) -> str:
+        """The DURABLE_READ column for the reads whose rows async commits write (NULL when commits are not
+        meant to be durable: a session with synchronous_commit off asked for exactly that)."""
+        return DURABLE_READ if self._flush_after else "NULL"
 
     def _one(self, query: str, params: Any = None) -> Any:
         return self._run(lambda c: c.execute(query, params).fetchone())

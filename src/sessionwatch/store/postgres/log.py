@@ -114,38 +114,53 @@ class PostgresLog(PostgresConnection, SignalLog):
         key = ev.session_key
         mode = 1 if ev.kind in SEEDING else 2 if ev.kind in NOTIFY_ELIGIBLE else 0
         link_updated_at, link_ref = ev.expected_link or (None, None)
-        row = self._call_one(
-            _RECORD,
-            {
-                "lock": self._writer,
-                "dedupe": ev.dedupe_key,
-                "key": key,
-                "session_id": ev.session_id,
-                "agent": ev.agent_id,
-                "kind": ev.kind,
-                "actor_type": ev.actor_type,
-                "actor_id": ev.actor_id,
-                "run_id": ev.run_id,
-                "occurred_at": ev.occurred_at,
-                "summary": ev.summary,
-                "body": event_body(ev),
-                "watchers": list(ev.watchers),
-                "only_if_watched": ev.only_if_watched,
-                "mode": mode,
-                "ctx": render(key).context_key if mode == 2 else None,
-                "now": now,
-                "cap": queue_cap,
-                "channel": self.channel,
-                "origin": self.origin,
-                "link_updated_at": link_updated_at,
-                "link_ref": link_ref,
-            },
+        params = {
+            "lock": self._writer,
+            "dedupe": ev.dedupe_key,
+            "key": key,
+            "session_id": ev.session_id,
+            "agent": ev.agent_id,
+            "kind": ev.kind,
+            "actor_type": ev.actor_type,
+            "actor_id": ev.actor_id,
+            "run_id": ev.run_id,
+            "occurred_at": ev.occurred_at,
+            "summary": ev.summary,
+            "body": event_body(ev),
+            "watchers": list(ev.watchers),
+            "only_if_watched": ev.only_if_watched,
+            "mode": mode,
+            "ctx": render(key).context_key if mode == 2 else None,
+            "now": now,
+            "cap": queue_cap,
+            "channel": self.channel,
+            "origin": self.origin,
+            "link_updated_at": link_updated_at,
+            "link_ref": link_ref,
+        }
+
+        def present(conn: Any, found: dict[str, Any] | None) -> bool | None:
+            """Is the event the lost connection committed there (the very row: a sequence a crash took back
+            may be handed out again)? Read with DURABLE_READ, so "there" means durable."""
+            if found is None or found["o_sequence"] is None:
+                return None
+            got = conn.execute(
+                f"SELECT EXISTS (SELECT 1 FROM events WHERE sequence = %s AND session_key = %s AND agent_id = %s"
+                f" AND kind = %s AND body = %s), {self._durable_read()}",
+                (found["o_sequence"], key, ev.agent_id, ev.kind, params["body"]),
+            ).fetchone()
+            return bool(got[0])
+
+        # A duplicate dedupe key answers with the event recorded first, which another process may have
+        # committed a moment ago: the flush covers that answer too. With a dedupe key a lost connection is
+        # simply retried: the key makes the second run find the first.
+        row = self._durable(
+            _RECORD, params, f"recording {ev.kind} for {key!r}", present=present, idempotent=ev.dedupe_key is not None
         )
         if row is None:
             return None
         if not row["o_inserted"]:  # a duplicate dedupe key: the event recorded first
             return RecordOutcome(None if row["o_sequence"] is None else _recorded_event(row), False)
-        self._flush()
         wakes: list[WakeRequest] = []
         if row["o_wakes"]:
             self._committed_here(set(row["o_wake_seqs"]))
@@ -171,7 +186,12 @@ class PostgresLog(PostgresConnection, SignalLog):
         )
 
     def changes_since(self, session_key: str, agent_id: str, after: int, limit: int) -> ChangesPage:
-        row = self._call_one(_CHANGES, {"key": session_key, "agent": agent_id, "after": after, "limit": limit + 1})
+        row = self._call_one(
+            _CHANGES.replace(
+                "SELECT *", f"SELECT *, CASE WHEN o_count > 0 THEN {self._durable_read()} END AS durable", 1
+            ),
+            {"key": session_key, "agent": agent_id, "after": after, "limit": limit + 1},
+        )
         assert row is not None  # OUT parameters: always one row
         count, earliest = row["o_count"], row["o_earliest"]
         events = loads(row["o_page"]) if count else []
@@ -187,7 +207,8 @@ class PostgresLog(PostgresConnection, SignalLog):
             return [
                 event_from_row(r)
                 for r in self._all(
-                    f"SELECT {EVENT_COLS} FROM events WHERE sequence > %s::bigint AND agent_id = ANY (%s::text[])"
+                    f"SELECT {EVENT_COLS}, {self._durable_read()} FROM events"
+                    " WHERE sequence > %s::bigint AND agent_id = ANY (%s::text[])"
                     " ORDER BY sequence LIMIT %s::bigint",
                     (after, list(agents), limit),
                 )
@@ -195,7 +216,8 @@ class PostgresLog(PostgresConnection, SignalLog):
         return [
             event_from_row(r)
             for r in self._all(
-                f"SELECT {EVENT_COLS} FROM events WHERE sequence > %s::bigint ORDER BY sequence LIMIT %s::bigint",
+                f"SELECT {EVENT_COLS}, {self._durable_read()} FROM events WHERE sequence > %s::bigint"
+                " ORDER BY sequence LIMIT %s::bigint",
                 (after, limit),
             )
         ]
@@ -208,11 +230,11 @@ class PostgresLog(PostgresConnection, SignalLog):
             where, args = "agent_id = ANY (%s::text[])", [list(agents)]
         else:
             where, args = "TRUE", []
-        last, pruned, first, top, pruned_at = self._one(
+        last, pruned, first, top, pruned_at, _ = self._one(
             f"SELECT coalesce(max(last_sequence), 0), coalesce(max(pruned_max_sequence), 0),"
             f" (SELECT min(sequence) FROM events WHERE {where}), (SELECT max(sequence) FROM events WHERE {where}),"
-            " (SELECT value FROM meta WHERE key = 'last_prune_at')"
-            f" FROM heads WHERE {where}",
+            " (SELECT value FROM meta WHERE key = 'last_prune_at'),"
+            f" {self._durable_read()} FROM heads WHERE {where}",
             args * 3,
         )
         last = max(int(last), int(top or 0))
@@ -225,7 +247,8 @@ class PostgresLog(PostgresConnection, SignalLog):
 
     def state_version(self, session_key: str, agent_id: str) -> int:
         row = self._one(
-            "SELECT last_sequence FROM heads WHERE session_key = %s AND agent_id = %s", (session_key, agent_id)
+            f"SELECT last_sequence, {self._durable_read()} FROM heads WHERE session_key = %s AND agent_id = %s",
+            (session_key, agent_id),
         )
         return row[0] if row else 0
 
@@ -235,8 +258,10 @@ class PostgresLog(PostgresConnection, SignalLog):
             return {}
         found = {
             (k, a): v
-            for k, a, v in self._all(
-                "SELECT session_key, agent_id, last_sequence FROM heads WHERE session_key = ANY (%s::text[])", (keys,)
+            for k, a, v, _ in self._all(
+                f"SELECT session_key, agent_id, last_sequence, {self._durable_read()} FROM heads"
+                " WHERE session_key = ANY (%s::text[])",
+                (keys,),
             )
         }
         return {p: found[p] for p in pairs if p in found}

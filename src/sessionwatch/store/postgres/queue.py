@@ -110,8 +110,8 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         return row is not None and bool(row["sw_unwatch"])
 
     def cursors(self, watcher: str | None = None, target: str | None = None) -> list[Cursor]:
-        query, args = cursor_query(watcher, target, "%s")
-        return [Cursor(*r) for r in self._all(query, args)]
+        query, args = cursor_query(watcher, target, "%s", self._durable_read())
+        return [Cursor(*r[:-1]) for r in self._all(query, args)]
 
     def _wakes(self, watcher: str, reopened: Iterable[dict[str, Any]]) -> list[WakeRequest]:
         """The wakes of the reopens sw_ack queued (rows with o_target, o_quiet, o_wake_seq)."""
@@ -127,22 +127,19 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         self._queue_cap = queue_cap
         last = {t: i for i, t in enumerate(targets)}  # reopen in consumption order (a repeat counts last)
         ordered = sorted(last, key=last.__getitem__)
-        reopened = self._call_all(
-            _ACK,
-            {
-                "lock": self._writer,
-                "watcher": watcher,
-                "targets": ordered,
-                "ctxs": [render(t).context_key for t in ordered],
-                "now": now,
-                "cap": queue_cap,
-                "channel": self.channel,
-                "origin": self.origin,
-            },
-        )
-        wakes = self._wakes(watcher, reopened)
-        self._flush()
-        return wakes
+        params = {
+            "lock": self._writer,
+            "watcher": watcher,
+            "targets": ordered,
+            "ctxs": [render(t).context_key for t in ordered],
+            "now": now,
+            "cap": queue_cap,
+            "channel": self.channel,
+            "origin": self.origin,
+        }
+        # Running an acknowledgment twice would acknowledge a reopen it queued: a lost flush is in doubt.
+        reopened = self._durable(_ACK, params, f"acknowledging notices of {watcher!r}", many=True)
+        return self._wakes(watcher, reopened)
 
     def enqueue(
         self,
@@ -155,24 +152,27 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         notice: tuple[str, int] | None = None,
     ) -> QueueEntry | None:
         target, last_seen = notice if notice is not None else (None, None)
-        row = self._call_one(
+        params = {
+            "lock": self._writer,
+            "session": session_key,
+            "text": text,
+            "ctx": context_key,
+            "ts": ts,
+            "cap": queue_cap,
+            "quiet": queue_only,
+            "target": target,
+            "ls": last_seen,
+        }
+        row = self._durable(
             _ENQUEUE,
-            {
-                "lock": self._writer,
-                "session": session_key,
-                "text": text,
-                "ctx": context_key,
-                "ts": ts,
-                "cap": queue_cap,
-                "quiet": queue_only,
-                "target": target,
-                "ls": last_seen,
-            },
+            params,
+            f"queueing a system event for {session_key!r}",
+            # still queued: durable; gone: lost, or drained since, which cannot be told apart
+            present=lambda conn, r: (r is not None and self._live(conn, session_key, [r["o_idx"]], queue_cap)) or None,
         )
         idx = None if row is None else row["o_idx"]
         if row is None or idx is None:
             return None
-        self._flush()
         if row["o_slot"]:
             return QueueEntry(idx, session_key, text, context_key, ts, queue_only, target=target)
         return QueueEntry(idx, session_key, text, context_key, ts)
@@ -200,7 +200,13 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         return out
 
     def peek(self, session_key: str, render: Render, queue_cap: int = 20) -> list[QueueEntry]:
-        return self._entries(session_key, self._call_all(_QUEUE, {"session": session_key, "cap": queue_cap}), render)
+        # DURABLE_READ: a client acknowledges what it peeked by id, and an id a crash took back is handed
+        # out again after recovery, so a peek shows durable entries only.
+        rows = self._call_all(
+            _QUEUE.replace("SELECT *", f"SELECT *, {self._durable_read()} AS durable", 1),
+            {"session": session_key, "cap": queue_cap},
+        )
+        return self._entries(session_key, rows, render)
 
     def drain(
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
@@ -230,46 +236,59 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         one call of sw_drain, which decodes and renders the context keys in SQL (the twins of notices.py
         there, so ``decode`` and ``render``'s keys are notices.py's), then the commit's flush wait when
         anything was taken. The notice texts are rendered here, from each slot's target and last_seen."""
-        rows = self._call_all(
+        params = {
+            "lock": self._writer,
+            "session": session_key,
+            "ids": ids,
+            "cap": queue_cap,
+            "now": now,
+            "channel": self.channel,
+            "origin": self.origin,
+        }
+
+        def taken(rows: list[dict[str, Any]]) -> list[int]:
+            return [r["o_idx"] for r in rows if r["o_kind"] == "entry"]
+
+        # After a lost flush: if none of the entries taken is still queued, the take is durable (its answer
+        # stands); if they are, it died with the server and runs again. Either way no entry a client is
+        # answered with is also left queued, and none is gone without reaching it.
+        rows = self._durable(
             _DRAIN,
-            {
-                "lock": self._writer,
-                "session": session_key,
-                "ids": ids,
-                "cap": queue_cap,
-                "now": now,
-                "channel": self.channel,
-                "origin": self.origin,
-            },
+            params,
+            f"taking entries off the queue of {session_key!r}",
+            many=True,
+            present=lambda conn, r: not self._live(conn, session_key, taken(r), queue_cap),
         )
         entries = self._entries(session_key, (r for r in rows if r["o_kind"] == "entry"), render)
         wakes = self._wakes(session_key, (r for r in rows if r["o_kind"] == "reopen"))
-        if entries:
-            self._flush()
         return entries, wakes
+
+    def _live(self, conn: Any, session_key: str, ids: Sequence[int], queue_cap: int) -> bool:
+        """Is any of these entry ids queued (read with DURABLE_READ: queued durably)?"""
+        got = conn.execute(
+            f"SELECT EXISTS ({_QUEUE} WHERE o_idx = ANY (%(ids)s::bigint[])), {self._durable_read()}",
+            {"session": session_key, "cap": queue_cap, "ids": list(ids)},
+        ).fetchone()
+        return bool(got[0])
 
     def reconcile(
         self, watcher: str, target: str, after: int, last: int, render: Render, now: int, queue_cap: int
     ) -> list[WakeRequest]:
         self._queue_cap = queue_cap
-        row = self._call_one(
-            _RECONCILE,
-            {
-                "lock": self._writer,
-                "watcher": watcher,
-                "target": target,
-                "after": after,
-                "last": last,
-                "ctx": render(target).context_key,
-                "now": now,
-                "cap": queue_cap,
-                "channel": self.channel,
-                "origin": self.origin,
-            },
-        )
+        params = {
+            "lock": self._writer,
+            "watcher": watcher,
+            "target": target,
+            "after": after,
+            "last": last,
+            "ctx": render(target).context_key,
+            "now": now,
+            "cap": queue_cap,
+            "channel": self.channel,
+            "origin": self.origin,
+        }
+        row = self._durable(_RECONCILE, params, f"acknowledging {watcher!r}'s read of {target!r}")
         assert row is not None  # OUT parameters: always one row
-        if row["o_changed"]:
-            self._flush()
         if not row["o_wake"]:
             return []
         self._committed_here([row["o_wake_seq"]])
@@ -291,15 +310,13 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         """One call of sw_sweep (it renders the context keys in SQL: notices.py's, as ``render`` gives),
         then the commit's flush wait when it queued anything."""
         self._queue_cap = queue_cap
-        rows = self._call_all(
-            _SWEEP,
-            {"lock": self._writer, "now": now, "cap": queue_cap, "channel": self.channel, "origin": self.origin},
-        )
+        params = {"lock": self._writer, "now": now, "cap": queue_cap, "channel": self.channel, "origin": self.origin}
+        # a sweep run twice queues what it queued once
+        rows = self._durable(_SWEEP, params, "the restart sweep", many=True, idempotent=True)
         if not rows:
             return 0, []
         waking = [r for r in rows if not r["o_quiet"]]
         self._committed_here(r["o_wake_seq"] for r in waking)
-        self._flush()
         return len(rows), [
             WakeRequest(r["o_watcher"], r["o_target"]) for r in waking if not is_subagent_key(r["o_watcher"])
         ]

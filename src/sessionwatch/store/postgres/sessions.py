@@ -34,6 +34,8 @@ class PostgresSessions(PostgresConnection, Sessions):
         def _one(self, query: str, params: Any = None) -> Any: ...
         def _all(self, query: str, params: Any = None) -> list[Any]: ...
         def _call_one(self, query: str, params: Mapping[str, Any]) -> dict[str, Any] | None: ...
+        def _once(self, work: Callable[[psycopg.Connection[Any]], T], what: str) -> T: ...
+        def _durable_read(self) -> str: ...
 
     def put_session(self, row: SessionRow) -> tuple[SessionRow, bool]:
         # One upsert; xmax = 0 tells an insert from an update of an existing row.
@@ -66,7 +68,7 @@ class PostgresSessions(PostgresConnection, Sessions):
         return None if row is None else session_from_row(row)
 
     def get_session_with_version(self, session_key: str, agent_id: str) -> tuple[SessionRow, int] | None:
-        row = self._one(session_with_version_query("%s"), (session_key, agent_id))
+        row = self._one(session_with_version_query("%s", self._durable_read()), (session_key, agent_id))
         return None if row is None else (session_from_row(row), row[-1])
 
     def list_sessions(
@@ -188,21 +190,26 @@ class PostgresSessions(PostgresConnection, Sessions):
         return row is not None and bool(row["found"])  # found: the session row existed
 
     def append_message(self, msg: MessageRow) -> MessageRow:
-        row = self._one(
-            "INSERT INTO messages (session_key, agent_id, role, text, provenance, source_session_key, channel,"
-            " imported, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
-            (
-                msg.session_key,
-                msg.agent_id,
-                msg.role,
-                msg.text,
-                msg.provenance,
-                msg.source_session_key,
-                msg.channel,
-                bool(msg.imported),
-                msg.created_at,
-            ),
+        # Not run twice after a lost connection: that could store the message twice (in doubt instead).
+        row = self._once(
+            lambda c: c.execute(
+                "INSERT INTO messages (session_key, agent_id, role, text, provenance, source_session_key, channel,"
+                " imported, created_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id",
+                (
+                    msg.session_key,
+                    msg.agent_id,
+                    msg.role,
+                    msg.text,
+                    msg.provenance,
+                    msg.source_session_key,
+                    msg.channel,
+                    bool(msg.imported),
+                    msg.created_at,
+                ),
+            ).fetchone(),
+            f"storing a message of {msg.session_key!r}",
         )
+        assert row is not None  # INSERT ... RETURNING: one row
         msg.id = row[0]
         return msg
 

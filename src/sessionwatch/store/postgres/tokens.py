@@ -10,17 +10,20 @@ from .connection import PostgresConnection
 
 class PostgresTokens(PostgresConnection, Tokens):
     def create_token(self, token: TokenRow) -> TokenRow:
-        self._one(
-            f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s) RETURNING token_id",
-            (
-                token.token_id,
-                token.token_hash,
-                token.name,
-                dumps(list(token.agents)),
-                token.admin,
-                token.created_at,
-                token.revoked_at,
-            ),
+        # The id is ours (random), so a run again after a lost connection finds the first run's row.
+        self._run(
+            lambda c: c.execute(
+                f"INSERT INTO tokens ({TOKEN_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (token_id) DO NOTHING",
+                (
+                    token.token_id,
+                    token.token_hash,
+                    token.name,
+                    dumps(list(token.agents)),
+                    token.admin,
+                    token.created_at,
+                    token.revoked_at,
+                ),
+            )
         )
         return token
 
