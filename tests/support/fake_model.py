@@ -1,0 +1,383 @@
+"""Fake model servers for the real hosts: Claude Code (Anthropic Messages, SSE) and Codex (OpenAI
+Responses, SSE), on loopback.
+
+Each server records every request body (what the model would have received: the system text, the
+messages or input items, the tools) and answers from a script: a list of replies, one per model request,
+each a text or a tool call. When the script runs out it answers a plain text, so a host never hangs on
+an unscripted request (compaction, titles, a retry).
+
+    with FakeModel("anthropic") as model:
+        model.script(Reply.tool("mcp__sessionwatch__session_status", {"sessionKey": k}), Reply.text("done"))
+        ... run the host with model.url ...
+        model.requests   # every request body, in order
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+Wire = Literal["anthropic", "openai"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: text, or a tool call (name, input) the host is to run."""
+
+    text: str = ""
+    tool: str | None = None
+    input: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def say(text: str) -> Reply:
+        return Reply(text=text)
+
+    @staticmethod
+    def call(tool: str, arguments: dict[str, Any] | None = None) -> Reply:
+        return Reply(tool=tool, input=dict(arguments or {}))
+
+
+class FakeModel:
+    """A scriptable model server speaking one host's wire format. Thread-safe; a context manager."""
+
+    def __init__(self, wire: Wire, default: str = "ok") -> None:
+        self.wire = wire
+        self.default = default
+        self.requests: list[dict[str, Any]] = []  # model requests only (not count_tokens)
+        self.paths: list[str] = []  # every request path, in order
+        self._script: list[Reply] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name=f"fake-{wire}", daemon=True)
+
+    @property
+    def url(self) -> str:
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __enter__(self) -> FakeModel:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def script(self, *replies: Reply) -> None:
+        """Replies for the next model requests, in order (appended to what is left)."""
+        with self._lock:
+            self._script.extend(replies)
+
+    def _next(self) -> Reply:
+        with self._lock:
+            return self._script.pop(0) if self._script else Reply.say(self.default)
+
+    def _record(self, path: str, body: dict[str, Any] | None) -> None:
+        with self._lock:
+            self.paths.append(path)
+            if body is not None:
+                self.requests.append(body)
+
+    # -- what the model saw --------------------------------------------------------------------------
+    def texts(self, request: dict[str, Any]) -> list[str]:
+        """Every text in one request's input (system, messages/input items), in order."""
+        out: list[str] = []
+
+        def walk(node: Any) -> None:
+            if isinstance(node, str):
+                out.append(node)
+            elif isinstance(node, list):
+                for item in node:
+                    walk(item)
+            elif isinstance(node, dict):
+                for k in ("text", "content", "output", "instructions"):
+                    if k in node:
+                        walk(node[k])
+
+        if self.wire == "anthropic":
+            walk(request.get("system"))
+            walk(request.get("messages"))
+        else:
+            walk(request.get("instructions"))
+            walk(request.get("input"))
+        return out
+
+    def seen(self, needle: str) -> list[int]:
+        """Indexes of the requests whose input contains ``needle``."""
+        with self._lock:
+            reqs = list(self.requests)
+        return [i for i, r in enumerate(reqs) if any(needle in t for t in self.texts(r))]
+
+    def tool_names(self, request: dict[str, Any]) -> list[str]:
+        names = []
+        for t in request.get("tools") or []:
+            if self.wire == "openai" and t.get("type") == "namespace":
+                names += [f"{t.get('name')}__{x.get('name')}" for x in t.get("tools") or []]
+            else:
+                names.append(str(t.get("name")))
+        return names
+
+    def tool_results(self, request: dict[str, Any]) -> list[str]:
+        """The texts of the tool results in one request (what the last tool calls answered)."""
+        out: list[str] = []
+        if self.wire == "anthropic":
+            for m in request.get("messages") or []:
+                for block in m.get("content") if isinstance(m.get("content"), list) else []:
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        content = block.get("content")
+                        if isinstance(content, str):
+                            out.append(content)
+                        else:
+                            out += [c.get("text", "") for c in content or [] if isinstance(c, dict)]
+        else:
+            for item in request.get("input") or []:
+                if isinstance(item, dict) and item.get("type") == "function_call_output":
+                    o = item.get("output")
+                    out.append(o if isinstance(o, str) else json.dumps(o))
+        return out
+
+    # -- the HTTP side ---------------------------------------------------------------------------------
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # quiet
+                pass
+
+            def _body(self) -> dict[str, Any] | None:
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n else b""
+                try:
+                    value = json.loads(raw) if raw else None
+                except ValueError:
+                    return None
+                return value if isinstance(value, dict) else None
+
+            def _json(self, status: int, value: Any) -> None:
+                data = json.dumps(value).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                model._record(self.path, None)
+                if self.path.rstrip("/").endswith("/models"):
+                    self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                else:
+                    self._json(404, {"error": {"message": "not here"}})
+
+            def do_HEAD(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                path = self.path.split("?", 1)[0]
+                body = self._body()
+                if path.endswith("/count_tokens"):
+                    model._record(path, None)
+                    self._json(200, {"input_tokens": 100})
+                    return
+                if path.endswith("/v1/messages") and body is not None:
+                    model._record(path, body)
+                    self._sse(_anthropic_events(model._next(), body))
+                    return
+                if path.endswith("/responses") and body is not None:
+                    model._record(path, body)
+                    self._sse(_openai_events(model._next()))
+                    return
+                model._record(path, None)
+                self._json(404, {"error": {"message": f"no route {path}"}})
+
+            def _sse(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+                chunks = b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Content-Length", str(len(chunks)))
+                self.end_headers()
+                self.wfile.write(chunks)
+
+        return Handler
+
+
+def _anthropic_events(reply: Reply, request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    mid = "msg_" + uuid.uuid4().hex[:20]
+    usage = {"input_tokens": 100, "output_tokens": 10}
+    events: list[tuple[str, dict[str, Any]]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": mid,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": request.get("model", "fake-model"),
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 100, "output_tokens": 1},
+                },
+            },
+        )
+    ]
+    index = 0
+    if reply.text or reply.tool is None:
+        text = reply.text or "ok"
+        events += [
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+        ]
+        index += 1
+    if reply.tool is not None:
+        tid = "toolu_" + uuid.uuid4().hex[:20]
+        block = {"type": "tool_use", "id": tid, "name": reply.tool, "input": {}}
+        events += [
+            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block}),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(reply.input)},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+        ]
+    stop = "tool_use" if reply.tool is not None else "end_turn"
+    events += [
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": usage},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return events
+
+
+def _openai_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
+    rid = "resp_" + uuid.uuid4().hex[:20]
+    seq = iter(range(1_000_000))
+    events: list[tuple[str, dict[str, Any]]] = [
+        (
+            "response.created",
+            {
+                "type": "response.created",
+                "sequence_number": next(seq),
+                "response": {"id": rid, "object": "response", "status": "in_progress", "output": []},
+            },
+        ),
+    ]
+    output: list[dict[str, Any]] = []
+    index = 0
+    if reply.text or reply.tool is None:
+        text = reply.text or "ok"
+        mid = "msg_" + uuid.uuid4().hex[:20]
+        item = {
+            "type": "message",
+            "id": mid,
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+        events += [
+            (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "content": []},
+                },
+            ),
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "content_index": 0,
+                    "item_id": mid,
+                    "delta": text,
+                },
+            ),
+            (
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "item": item,
+                },
+            ),
+        ]
+        output.append(item)
+        index += 1
+    if reply.tool is not None:
+        namespace, _, name = reply.tool.rpartition("__") if reply.tool.startswith("mcp__") else ("", "", reply.tool)
+        item = {
+            "type": "function_call",
+            "id": "fc_" + uuid.uuid4().hex[:20],
+            "call_id": "call_" + uuid.uuid4().hex[:20],
+            "name": name,
+            "arguments": json.dumps(reply.input),
+            "status": "completed",
+        }
+        if namespace:
+            item["namespace"] = namespace
+        events += [
+            (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "item": item,
+                },
+            ),
+            (
+                "response.output_item.done",
+                {
+                    "type": "response.output_item.done",
+                    "sequence_number": next(seq),
+                    "output_index": index,
+                    "item": item,
+                },
+            ),
+        ]
+        output.append(item)
+    usage = {
+        "input_tokens": 100,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 10,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 110,
+    }
+    events.append(
+        (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "sequence_number": next(seq),
+                "response": {"id": rid, "object": "response", "status": "completed", "output": output, "usage": usage},
+            },
+        )
+    )
+    return events
