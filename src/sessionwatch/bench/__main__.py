@@ -25,9 +25,10 @@ def _emit(op: str, n: int | None = None, seconds: float | None = None, **extra: 
 
 def _phase_main(phase: str, url: str, args: dict[str, Any]) -> None:
     from .hook_latency import hook_latency
+    from .mcp_start import mcp_start
     from .scenarios import PHASES
 
-    {**PHASES, "hook": hook_latency}[phase](url, args, _emit)
+    {**PHASES, "hook": hook_latency, "mcp": mcp_start}[phase](url, args, _emit)
 
 
 @contextmanager
@@ -67,7 +68,7 @@ def _run(phase: str, url: str, args: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m sessionwatch.bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="10x smaller smoke run")
-    p.add_argument("--only", help="comma list of: info,raw,append,changes,ack,sweep,prune,hook")
+    p.add_argument("--only", help="comma list of: info,raw,append,changes,ack,sweep,prune,hook,mcp")
     p.add_argument(
         "--store", help="postgresql://user@host:port/anydb to run against PostgreSQL (a fresh database per scenario)"
     )
@@ -156,6 +157,9 @@ def main(argv: list[str] | None = None) -> None:
     if want("hook"):
         with _store(a.store, tmp, "hook") as url:
             _run("hook", url, {"runs": 10 if a.quick else 40})
+    if want("mcp"):
+        with _store(a.store, tmp, "mcp") as url:
+            _run("mcp", url, {"runs": 5 if a.quick else 20})
     print(f"# done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
 

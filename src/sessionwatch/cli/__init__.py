@@ -18,6 +18,10 @@ def main() -> None:
 
     if run_hook(sys.argv[1:]):  # a host's hook run: no click, no command modules (see fast.py)
         return
+    from .mcp_start import run_fast
+
+    if run_fast(sys.argv[1:]):  # a host starting the MCP server: answered before click loads (mcp_start.py)
+        return
     from .app import cli
 
     cli(prog_name="sessionwatch")

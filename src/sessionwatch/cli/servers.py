@@ -136,7 +136,7 @@ def mcp_cmd(
       sessionwatch mcp --session agent:main:main --transport http --port 7879
       claude mcp add sessionwatch -- sessionwatch mcp --session agent:main:main
     """
-    from ..mcpserver import SessionBinding, build_server, run_http, run_stdio
+    from ..mcpserver import SessionBinding, build_server, run_http
     from ..serving.exposure import check_exposure, resolve_token
     from ..serving.options import limits_of
     from ..serving.origin import RequestPolicy
@@ -157,30 +157,39 @@ def mcp_cmd(
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--allowed-host") from None
         limits = limits_of(header_timeout, body_timeout, max_connections)
+    if transport == "stdio":  # the same start as the fast path: the handshake is answered while the SDK loads
+        from .mcp_start import serve
+
+        serve(
+            store=state.store,
+            gateway=state.gateway,
+            token=state.token,
+            session_key=session_key,
+            agent_id=agent_id,
+            notice_poll=notice_poll,
+        )
+        return
     binding = SessionBinding(state.backend(timers=True), session_key, agent_id)
     binding.ensure_session()
     server = build_server(binding, poll_interval=notice_poll)
-    if transport == "stdio":
-        run_stdio(server)
-    else:
-        from ..keys import agent_of
+    from ..keys import agent_of
 
-        # With --http-token, tokens of a local store's token table are accepted too (scoped ones only
-        # when they cover the bound session's agent); a remote gateway's table is not reachable here.
-        local = getattr(binding.backend, "target", None)
-        store = getattr(local, "store", None)
-        run_http(
-            server,
-            host=host,
-            port=port,
-            token=http_token,
-            path=path,
-            policy=policy,
-            limits=limits,
-            store=(lambda: store) if store is not None else None,
-            bound_agent=agent_of(session_key) or agent_id,
-            sock=sock,
-        )
+    # With --http-token, tokens of a local store's token table are accepted too (scoped ones only
+    # when they cover the bound session's agent); a remote gateway's table is not reachable here.
+    local = getattr(binding.backend, "target", None)
+    store = getattr(local, "store", None)
+    run_http(
+        server,
+        host=host,
+        port=port,
+        token=http_token,
+        path=path,
+        policy=policy,
+        limits=limits,
+        store=(lambda: store) if store is not None else None,
+        bound_agent=agent_of(session_key) or agent_id,
+        sock=sock,
+    )
 
 
 @command(cli, "node")

@@ -23,7 +23,6 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import quote
 
 import anyio
 from mcp import types
@@ -33,16 +32,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from .binding import SessionBinding
+from .texts import notices_uri
 
 log = logging.getLogger("sessionwatch.mcp")
 
 DEFAULT_POLL_INTERVAL = 1.0
 MIME = "application/json"
-
-
-def notices_uri(session_key: str) -> str:
-    """``sessionwatch://sessions/<key>/notices``; the key is percent-encoded except ':' and '@'."""
-    return f"sessionwatch://sessions/{quote(session_key, safe=':@')}/notices"
 
 
 class NoticeFeed:

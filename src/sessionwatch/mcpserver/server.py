@@ -16,57 +16,17 @@ from mcp import types
 from mcp.server import Server, ServerRequestContext
 
 from .. import __version__
-from ..engine.schemas import QUEUE_ENTRY, Schema, result_or_error
-from ..engine.tools import TOOLS, Tool
+from ..engine.tools import TOOLS
 from ..http.auth import PRINCIPAL
 from .binding import SessionBinding
 from .delivery import report_writes, run_call
 from .notices_feed import DEFAULT_POLL_INTERVAL, NoticeFeed
-
-INSTRUCTIONS = (
-    "sessionwatch tools, called as session {key}. When a result starts with 'System: ... changed (other "
-    "actor)', another actor touched a session you work with: call session_status with the sessionKey and "
-    "changesSince from that line before acting on it. A notice comes again only if its earlier answer "
-    "never reached you. The resource {uri} lists the notices still pending (reading it does not consume "
-    "them); subscribe to it to be told when one arrives."
-)
-
-# Every structured result of this face carries the notices that rode along with it (see binding.py).
-SYSTEM_EVENTS: Schema = {
-    "type": "array",
-    "items": QUEUE_ENTRY,
-    "description": "Notices for the bound session delivered with this result (often empty).",
-}
-
-
-def output_schema(tool: Tool) -> Schema:
-    """The tool's result (or the error object), plus ``systemEvents``: exactly what ``structuredContent`` holds.
-
-    Error results validate too: the MCP specification leaves open whether ``outputSchema`` applies to
-    ``isError`` results (the SDKs skip them), so the schema admits both rather than betting on a client.
-    """
-    return result_or_error(tool.result_schema, {"systemEvents": SYSTEM_EVENTS})
+from .texts import instructions, tools_json
 
 
 def tool_list() -> list[types.Tool]:
-    """The published tools: names, titles, descriptions, annotations and schemas as the engine defines them."""
-    return [
-        types.Tool(
-            name=t.name,
-            title=t.title,
-            description=t.description,
-            input_schema=t.input_schema,
-            output_schema=output_schema(t),
-            annotations=types.ToolAnnotations(
-                title=t.title,
-                read_only_hint=t.hints.read_only,
-                destructive_hint=t.hints.destructive,
-                idempotent_hint=t.hints.idempotent,
-                open_world_hint=t.hints.open_world,
-            ),
-        )
-        for t in TOOLS.values()
-    ]
+    """The published tools (``texts.tools_json``) as SDK types."""
+    return [types.Tool.model_validate(t) for t in tools_json()]
 
 
 def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> Server:
@@ -113,7 +73,7 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
     server: Server = Server(
         "sessionwatch",
         version=__version__,
-        instructions=INSTRUCTIONS.format(key=binding.session_key, uri=feed.uri),
+        instructions=instructions(binding.session_key),
         lifespan=lifespan,
         get_tool_input_schema=lambda name: TOOLS[name].input_schema if name in TOOLS else None,
         on_list_tools=list_tools,

@@ -1,0 +1,121 @@
+"""``sessionwatch mcp`` on stdio, the way a host starts it: without click when the command line is plain
+(the host is waiting for the handshake), and the same start-up from the click command otherwise.
+
+The fast path understands ``[--store URL | --gateway URL] [--token T] [--log-level L] [--json] mcp
+--session KEY [--agent ID] [--notice-poll S] [--transport stdio]`` and their environment variables; any
+other command line (``--help``, ``--transport http``, a typo, a malformed key) goes to click, with its
+usual help and errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from .fast import GLOBAL_VALUES, LEVELS, _take
+
+if TYPE_CHECKING:
+    from mcp.server import Server
+
+MCP_VALUES = {"--session": "session", "--agent": "agent", "--notice-poll": "notice_poll", "--transport": "transport"}
+
+
+def parse(args: list[str]) -> dict[str, str] | None:
+    """The options of a plain stdio ``mcp`` command line, or None."""
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(args) and args[i] != "mcp":
+        if args[i] == "--json":
+            i += 1
+            continue
+        nxt = _take(args, i, GLOBAL_VALUES, opts)
+        if nxt is None:
+            return None
+        i = nxt
+    if i >= len(args):
+        return None
+    i += 1
+    while i < len(args):
+        nxt = _take(args, i, MCP_VALUES, opts)
+        if nxt is None:
+            return None
+        i = nxt
+    if opts.get("transport", "stdio") != "stdio" or "session" not in opts:
+        return None
+    if opts.get("log_level", "warning") not in LEVELS:
+        return None
+    try:
+        if float(opts.get("notice_poll", "1")) < 0:
+            return None
+        from ..keys import check_agent_id, parse_key
+
+        parse_key(opts["session"], "--session")
+        if "agent" in opts:
+            check_agent_id(opts["agent"], "--agent")
+    except Exception:  # noqa: BLE001 - anything doubtful: click says it properly
+        return None
+    return opts
+
+
+def run_fast(args: list[str]) -> bool:
+    """Serve when ``args`` is a plain stdio ``mcp`` command line; False (nothing done) otherwise."""
+    opts = parse(args)
+    if opts is None:
+        return False
+    logging.basicConfig(
+        level=opts.get("log_level", "warning").upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    gateway = opts.get("gateway", os.environ.get("SESSIONWATCH_GATEWAY")) or None
+    store = opts.get("store", os.environ.get("SESSIONWATCH_STORE")) or None
+    token = opts.get("token", os.environ.get("SESSIONWATCH_TOKEN")) or None
+    from ..errors import SessionwatchError
+    from .exitcodes import ERROR, exit_code_for
+
+    try:
+        serve(
+            store=store,
+            gateway=gateway,
+            token=token,
+            session_key=opts["session"],
+            agent_id=opts.get("agent"),
+            notice_poll=float(opts.get("notice_poll", "1")),
+        )
+    except SessionwatchError as exc:  # as the click command line says it (stdout is the protocol)
+        print(f"error ({exc.code}): {exc}", file=sys.stderr)
+        sys.exit(exit_code_for(exc))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        logging.getLogger("sessionwatch.cli").debug("unexpected error", exc_info=True)
+        print(f"error (internal): {exc.__class__.__name__}: {exc}", file=sys.stderr)
+        sys.exit(ERROR)
+    return True
+
+
+def serve(
+    *,
+    store: str | None,
+    gateway: str | None,
+    token: str | None,
+    session_key: str,
+    agent_id: str | None,
+    notice_poll: float,
+) -> None:
+    """Serve on stdio, answering the handshake while the SDK loads and the store opens (a failed start
+    raises, as the store or the session did). ``SESSIONWATCH_MCP_QUICKSTART=0``: wait for the SDK."""
+    from ..mcpserver.quickstart import serve_stdio
+
+    def build() -> Server:
+        from ..mcpserver.binding import SessionBinding
+        from ..mcpserver.server import build_server
+        from .backend import Backend
+
+        binding = SessionBinding(
+            Backend.open(store=store, gateway=gateway, token=token, timers=True), session_key, agent_id
+        )
+        binding.ensure_session()
+        return build_server(binding, poll_interval=notice_poll)
+
+    serve_stdio(session_key, build, quick=os.environ.get("SESSIONWATCH_MCP_QUICKSTART", "1") != "0")

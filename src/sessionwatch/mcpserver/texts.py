@@ -1,0 +1,68 @@
+"""What the MCP face says about itself, with no MCP SDK import: the server's instructions, the URI of the
+bound session's notices resource and the published tools as JSON. The quick start (``quickstart.py``)
+answers the handshake with them before the SDK has loaded; the SDK server (``server.py``) publishes the
+same."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from ..engine.schemas import QUEUE_ENTRY, Schema, result_or_error
+from ..engine.tools import TOOLS, Tool
+
+INSTRUCTIONS = (
+    "sessionwatch tools, called as session {key}. When a result starts with 'System: ... changed (other "
+    "actor)', another actor touched a session you work with: call session_status with the sessionKey and "
+    "changesSince from that line before acting on it. A notice comes again only if its earlier answer "
+    "never reached you. The resource {uri} lists the notices still pending (reading it does not consume "
+    "them); subscribe to it to be told when one arrives."
+)
+
+
+def notices_uri(session_key: str) -> str:
+    """``sessionwatch://sessions/<key>/notices``; the key is percent-encoded except ':' and '@'."""
+    return f"sessionwatch://sessions/{quote(session_key, safe=':@')}/notices"
+
+
+def instructions(session_key: str) -> str:
+    return INSTRUCTIONS.format(key=session_key, uri=notices_uri(session_key))
+
+
+# Every structured result of this face carries the notices that rode along with it (see binding.py).
+SYSTEM_EVENTS: Schema = {
+    "type": "array",
+    "items": QUEUE_ENTRY,
+    "description": "Notices for the bound session delivered with this result (often empty).",
+}
+
+
+def output_schema(tool: Tool) -> Schema:
+    """The tool's result (or the error object), plus ``systemEvents``: exactly what ``structuredContent`` holds.
+
+    Error results validate too: the MCP specification leaves open whether ``outputSchema`` applies to
+    ``isError`` results (the SDKs skip them), so the schema admits both rather than betting on a client.
+    """
+    return result_or_error(tool.result_schema, {"systemEvents": SYSTEM_EVENTS})
+
+
+def tools_json() -> list[dict[str, Any]]:
+    """The published tools as ``tools/list`` carries them: names, titles, descriptions, annotations and
+    schemas as the engine defines them."""
+    return [
+        {
+            "name": t.name,
+            "title": t.title,
+            "description": t.description,
+            "inputSchema": t.input_schema,
+            "outputSchema": output_schema(t),
+            "annotations": {
+                "title": t.title,
+                "readOnlyHint": t.hints.read_only,
+                "destructiveHint": t.hints.destructive,
+                "idempotentHint": t.hints.idempotent,
+                "openWorldHint": t.hints.open_world,
+            },
+        }
+        for t in TOOLS.values()
+    ]
