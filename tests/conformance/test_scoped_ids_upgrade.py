@@ -38,29 +38,34 @@ SESSIONS = [  # (key, agent, session id, kind, spawned by, active run)
     ("global", "a", "sg", "main", None, None),
 ]
 
-# (sequence, dedupe key, session, agent, kind, actor type, run id) as an old version wrote them, and what
-# the upgrade makes of the key: (new key, sent by a client?).
-OLD_EVENTS: list[tuple[tuple[Any, ...], tuple[str | None, bool]]] = [
-    ((1, f"created:a:{A_KID}:sk", A_KID, "a", "created", "agent", None), (f"created:a:{A_KID}:sk", False)),
-    ((2, "child-spawned:run-1", A_KID, "a", "child_spawned", "agent", "run-1"), (f"child-spawned:{A_KID} run-1", False)),
-    ((3, "chat-1", A_KID, "a", "human_direct_message", "human", None), ("chat-1", True)),
-    ((4, "run-terminal:run-1", A_KID, "a", "run_failed", "system", "run-1"), (f"run-terminal:{A_KID} run-1", False)),
-    ((5, "compacted:op-1", A_KID, "a", "compacted", "system", None), (f"compacted:{A_KID} op-1", False)),
+# (sequence, dedupe key, session, agent, kind, actor type, run id) as an old version wrote them, then what
+# the upgrade makes of the key: the new key, and whether a client sent it.
+HDM = "human_direct_message"
+OLD_EVENTS: list[tuple[Any, ...]] = [
+    (1, f"created:a:{A_KID}:sk", A_KID, "a", "created", "agent", None, f"created:a:{A_KID}:sk", False),
+    (2, "child-spawned:run-1", A_KID, "a", "child_spawned", "agent", "run-1", f"child-spawned:{A_KID} run-1", False),
+    (3, "chat-1", A_KID, "a", HDM, "human", None, "chat-1", True),
+    (4, "run-terminal:run-1", A_KID, "a", "run_failed", "system", "run-1", f"run-terminal:{A_KID} run-1", False),
+    (5, "compacted:op-1", A_KID, "a", "compacted", "system", None, f"compacted:{A_KID} op-1", False),
+    (6, f"upstream:{A_KID}:claude:9:abc", A_KID, "a", HDM, "human", None, f"upstream:{A_KID}:claude:9:abc", False),
+    (7, f"adopted:{A_KID}", A_KID, "a", "adopted", "human", None, f"adopted:{A_KID}", False),
+    (8, None, A_KID, "a", "goal_changed", "system", None, None, False),
     (
-        (6, f"upstream:{A_KID}:claude:9:abc", A_KID, "a", "human_direct_message", "human", None),
-        (f"upstream:{A_KID}:claude:9:abc", False),
+        9,
+        f"upstream-missing:{B_MAIN}:x:5",
+        B_MAIN,
+        "b",
+        "upstream_missing",
+        "system",
+        None,
+        f"upstream-missing:{B_MAIN}:x:5",
+        False,
     ),
-    ((7, f"adopted:{A_KID}", A_KID, "a", "adopted", "human", None), (f"adopted:{A_KID}", False)),
-    ((8, None, A_KID, "a", "goal_changed", "system", None), (None, False)),
-    (
-        (9, f"upstream-missing:{B_MAIN}:codex:5", B_MAIN, "b", "upstream_missing", "system", None),
-        (f"upstream-missing:{B_MAIN}:codex:5", False),
-    ),
-    ((10, "child-spawned:run-2", B_KID, "b", "child_spawned", "agent", "run-2"), (f"child-spawned:{B_KID} run-2", False)),
-    ((11, "run-terminal:r 1:x", B_KID, "b", "run_completed", "system", "r 1:x"), (f"run-terminal:{B_KID} r 1:x", False)),
-    ((12, "compacted:op 2", "global", "a", "compacted", "system", None), ("compacted:global op 2", False)),
-    ((13, "chat-2", B_KID, "b", "human_direct_message", "human", None), ("chat-2", True)),
-    ((14, "run-terminal:run-1-b", B_KID, "b", "run_completed", "system", "run-1-b"), (f"run-terminal:{B_KID} run-1-b", False)),
+    (10, "child-spawned:run-2", B_KID, "b", "child_spawned", "agent", "run-2", f"child-spawned:{B_KID} run-2", False),
+    (11, "run-terminal:r 1:x", B_KID, "b", "run_completed", "system", "r 1:x", f"run-terminal:{B_KID} r 1:x", False),
+    (12, "compacted:op 2", "global", "a", "compacted", "system", None, "compacted:global op 2", False),
+    (13, "chat-2", B_KID, "b", HDM, "human", None, "chat-2", True),
+    (14, "run-terminal:run-9", B_KID, "b", "run_completed", "system", "run-9", f"run-terminal:{B_KID} run-9", False),
 ]
 KEPT = "sequence, session_key, session_id, agent_id, kind, actor_type, actor_id, run_id, occurred_at, summary, body"
 
@@ -81,11 +86,11 @@ def _fill(execute: Any, placeholder: str, overriding: str) -> None:
             f" updated_at) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, 0, 0)",
             (key, agent, sid, kind, parent, run),
         )
-    for old, _ in OLD_EVENTS:
+    for old in OLD_EVENTS:
         execute(
             "INSERT INTO events (sequence, dedupe_key, session_key, session_id, agent_id, kind, actor_type, run_id,"
             f" occurred_at, summary, body) {overriding} VALUES ({', '.join([p] * 11)})",
-            _event_row(*old),
+            _event_row(*old[:7]),
         )
     for key, agent, *_ in SESSIONS:
         execute(
@@ -141,7 +146,7 @@ def _check(url: str, rows: Any) -> None:
     Gateway.open(url, clock=ManualClock(), timers=False).close()  # opening migrates
     # every row is there, unchanged but for its key, and each key is where the rules put it
     want = []
-    for old, (key, client) in OLD_EVENTS:
+    for *old, key, client in OLD_EVENTS:
         r = _event_row(*old)
         want.append((r[0], r[2], r[3], r[4], r[5], r[6], None, r[7], r[8], r[9], r[10], key, client))
     assert [(*r[:12], bool(r[12])) for r in rows()] == want

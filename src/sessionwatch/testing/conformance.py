@@ -1,9 +1,9 @@
 """The store conformance suite as one base class: subclass it, say how to make your store, run pytest.
 
 The tests go through the public ``Gateway`` API only, so they hold every backend to the same
-user-visible behaviour: the signal log, watchers and the notice queue, delivery and reconciliation,
-sweep and prune, wakes, ids scoped to their agent, bad input, tokens, data settings, listing pages, flat costs and a hypothesis
-state machine against a reference model.
+user-visible behaviour: the signal log, ids scoped to their agent, watchers and the notice queue,
+delivery and reconciliation, sweep and prune, wakes, bad input, tokens, data settings, listing pages,
+flat costs and a hypothesis state machine against a reference model.
 """
 
 from __future__ import annotations

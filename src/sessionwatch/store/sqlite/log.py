@@ -102,7 +102,8 @@ _WAKE_WATCHERS = "SELECT watcher FROM cursors WHERE target = ? AND material = ? 
 
 class SQLiteLog(SQLiteConnection, SignalLog):
     # twin: store/postgres_functions.sql::sw_record (bound by sessionwatch/testing/stateful.py,
-    #   sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once and sessionwatch/testing/agent_scope.py)
+    #   sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once and
+    #   sessionwatch/testing/agent_scope.py)
     def record(
         self, ev: EventInput, render: Render, now: int, queue_cap: int, want_wakes: bool
     ) -> RecordOutcome | None:
