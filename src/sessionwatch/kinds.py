@@ -72,6 +72,27 @@ def adopted_summary(catalog_id: str) -> str:
     return f"adopted from {catalog_id}"
 
 
+# -- the dedupe keys sessionwatch builds ------------------------------------------------------------------
+# Ids belong to their agent: the stores keep a dedupe key unique per (agent, origin, key), where the
+# origin is a client (inbound's dedupeKey, EventInput.client_dedupe) or sessionwatch itself (the keys
+# below and those of the upstream monitor: adopted:, upstream:, upstream-missing:). So a key of one agent
+# never meets another agent's, and a client can send any text, one of these included, without claiming
+# it. Run and operation ids also belong to their session: the key names the session, then (after a
+# space, which no session key contains) the id.
+
+
+def child_spawned_key(session_key: str, run_id: str) -> str:
+    return f"child-spawned:{session_key} {run_id}"
+
+
+def run_terminal_key(session_key: str, run_id: str) -> str:
+    return f"run-terminal:{session_key} {run_id}"
+
+
+def compacted_key(session_key: str, operation_id: str) -> str:
+    return f"compacted:{session_key} {operation_id}"
+
+
 CHILD_SPAWNED_SUMMARY = "child session spawned"
 COMPACTED_SUMMARY = "session compacted"
 CREATED_SUMMARY = "session created"

@@ -596,6 +596,7 @@ class Gateway:
                     session_id=row.session_id,
                     run_id=run,
                     dedupe_key=dedupe,
+                    client_dedupe=True,
                     watchers=(row.spawned_by,) if row.spawned_by else (),
                     only_if_watched=not row.spawned_by,
                 )
@@ -676,7 +677,7 @@ class Gateway:
                 now,
                 session_id=row.session_id,
                 run_id=run,
-                dedupe_key=f"run-terminal:{run}",
+                dedupe_key=kinds.run_terminal_key(row.session_key, run),
                 payload=None if status == "ok" else {"outcome": status},
                 watchers=(row.spawned_by,) if row.spawned_by else (),
             )
@@ -699,7 +700,7 @@ class Gateway:
                 kinds.COMPACTED_SUMMARY,
                 self.clock(),
                 session_id=row.session_id,
-                dedupe_key=f"compacted:{op}",
+                dedupe_key=kinds.compacted_key(row.session_key, op),
             )
         )
         return {

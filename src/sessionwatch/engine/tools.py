@@ -192,17 +192,12 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
                 actor_id=caller.key,
                 session_id=row.session_id,
                 run_id=run_id,
-                dedupe_key=f"child-spawned:{run_id}",
+                dedupe_key=kinds.child_spawned_key(child.raw, run_id),
                 watchers=(caller.key,),
             )
         )
-        # this child's own earlier run (ended since) is a no-op, not a restart of that run
-        repeat = (
-            spawned is not None
-            and not spawned.inserted
-            and spawned.event is not None
-            and spawned.event.session_key == child.raw
-        )
+        # this child's own earlier run (ended since) is a no-op, not a restart of that run (the key names the child)
+        repeat = spawned is not None and not spawned.inserted and spawned.event is not None
         if not repeat:
             gw.store.update_session(child.raw, agent, now, active_run_id=run_id)
             if task is not None:

@@ -13,7 +13,7 @@
 -- (tests/conformance/test_schema.py compares them). A function may use what the migrations created,
 -- never the other way round (migrations run first, and on a new database before any function exists).
 --
--- revision: 3
+-- revision: 4
 -- Bump the revision with every change: a gateway never replaces the functions of a higher revision
 -- (an older gateway restarted during a rolling upgrade leaves the newer functions in place).
 --
@@ -35,6 +35,7 @@
 -- one is also bound by the model check sessionwatch/testing/stateful.py. Change both, or neither.
 
 -- Retired functions (none yet): DROP FUNCTION IF EXISTS sw_example(bigint, text);
+
 
 -- Wake notifications: {"o": origin, "w": [watchers], "t": [targets], "s": [wake_seqs]} (parallel arrays),
 -- split in halves until each payload fits the server's 8000-byte limit (one item is under 4300 bytes:
@@ -399,18 +400,24 @@ BEGIN
          ORDER BY u.n;
 END $$;
 
+-- sw_record of revision 3 (before p_client_dedupe):
+DROP FUNCTION IF EXISTS sw_record(bigint, text, text, text, text, text, text, text, text, bigint, text, text, text[],
+                                  boolean, integer, text, bigint, integer, text, text, bigint, text);
 -- Record one event (store.base.Store.record): insert with dedupe, bump the head, seed or move cursors,
 -- queue notices with set-based fan-out, NOTIFY the waking watchers. p_mode: 0 log-only, 1 seeding,
 -- 2 notify-eligible. No row when p_only_if_watched and nothing watches the session, or when
 -- p_link_updated_at is given and the session's upstream link no longer has (updated_at, upstream_ref_json)
--- = (p_link_updated_at, p_link_ref); o_inserted = false with the existing event for a duplicate dedupe key.
+-- = (p_link_updated_at, p_link_ref); o_inserted = false with the existing event for a duplicate dedupe key:
+-- one of the same agent and origin (p_client_dedupe: a client sent the key; migration 0009). p_client_dedupe
+-- comes last with a default, so a gateway of revision 3 (a rolling upgrade) still finds the function.
 -- twin: store/sqlite/log.py::SQLiteLog.record
--- bound by: sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once, sessionwatch/testing/stateful.py
+-- bound by: sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once,
+--   sessionwatch/testing/agent_scope.py, sessionwatch/testing/stateful.py
 CREATE OR REPLACE FUNCTION sw_record(p_lock bigint, p_dedupe text, p_key text, p_session_id text, p_agent text, p_kind text,
                           p_actor_type text, p_actor_id text, p_run_id text, p_occurred_at bigint, p_summary text,
                           p_body text, p_watchers text[], p_only_if_watched boolean, p_mode integer, p_ctx text,
                           p_now bigint, p_cap integer, p_channel text, p_origin text,
-                          p_link_updated_at bigint, p_link_ref text)
+                          p_link_updated_at bigint, p_link_ref text, p_client_dedupe boolean DEFAULT false)
 RETURNS TABLE (o_inserted boolean, o_sequence bigint, o_session_key text, o_agent_id text, o_kind text,
                o_actor_type text, o_occurred_at bigint, o_summary text, o_actor_id text, o_session_id text,
                o_run_id text, o_dedupe_key text, o_body text, o_wakes text[], o_wake_seqs bigint[])
@@ -436,17 +443,18 @@ BEGIN
     END IF;
     -- A duplicate dedupe key burns a sequence value, exactly as SQLite's AUTOINCREMENT does, so both
     -- backends number the same history the same way.
-    INSERT INTO events (dedupe_key, session_key, session_id, agent_id, kind, actor_type, actor_id, run_id,
-                        occurred_at, summary, body)
-    VALUES (p_dedupe, p_key, p_session_id, p_agent, p_kind, p_actor_type, p_actor_id, p_run_id, p_occurred_at,
-            p_summary, p_body)
-    ON CONFLICT (dedupe_key) DO NOTHING
+    INSERT INTO events (dedupe_key, client_dedupe, session_key, session_id, agent_id, kind, actor_type, actor_id,
+                        run_id, occurred_at, summary, body)
+    VALUES (p_dedupe, p_client_dedupe, p_key, p_session_id, p_agent, p_kind, p_actor_type, p_actor_id, p_run_id,
+            p_occurred_at, p_summary, p_body)
+    ON CONFLICT (agent_id, dedupe_key, client_dedupe) DO NOTHING
     RETURNING sequence INTO v_seq;
     IF v_seq IS NULL THEN
         RETURN QUERY SELECT false, e.sequence, e.session_key::text, e.agent_id::text, e.kind, e.actor_type,
                             e.occurred_at, e.summary, e.actor_id::text, e.session_id, e.run_id,
                             e.dedupe_key::text, e.body, NULL::text[], NULL::bigint[]
-                       FROM events e WHERE e.dedupe_key = p_dedupe;
+                       FROM events e
+                      WHERE e.agent_id = p_agent AND e.dedupe_key = p_dedupe AND e.client_dedupe = p_client_dedupe;
         IF NOT FOUND THEN
             o_inserted := false;
             RETURN NEXT;

@@ -31,6 +31,9 @@ class EventInput:
     # Upstream monitor pre-condition: record only if the session's link still has this
     # (updated_at, upstream_ref_json), checked inside the recording transaction.
     expected_link: tuple[int, str] | None = None
+    # The dedupe key came from a client (inbound's dedupeKey): it is unique among the agent's client keys,
+    # apart from the keys sessionwatch builds (kinds.py), so a client can never claim one of those.
+    client_dedupe: bool = False
 
 
 @dataclass(slots=True)

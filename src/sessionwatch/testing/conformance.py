@@ -1,9 +1,9 @@
 """The store conformance suite as one base class: subclass it, say how to make your store, run pytest.
 
 The tests go through the public ``Gateway`` API only, so they hold every backend to the same
-user-visible behaviour: the signal log, watchers and the notice queue, delivery and reconciliation,
-sweep and prune, wakes, bad input, tokens, data settings, listing pages, flat costs and a hypothesis
-state machine against a reference model.
+user-visible behaviour: the signal log, ids scoped to their agent, watchers and the notice queue,
+delivery and reconciliation, sweep and prune, wakes, bad input, tokens, data settings, listing pages,
+flat costs and a hypothesis state machine against a reference model.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 
+from .agent_scope import AgentScopeTests
 from .bad_input import BadInputTests
 from .data_settings import DataSettingsTests
 from .delivery import DeliveryTests
@@ -36,6 +37,7 @@ from .watchers import WatcherTests
 
 class StoreConformance(
     SignalLogTests,
+    AgentScopeTests,
     WatcherTests,
     QueueTests,
     DeliveryTests,

@@ -115,7 +115,7 @@ class SignalLogTests(SuiteBase):
         other = gw.record_compaction("agent:a:x", "op-2")
         assert other["recorded"] is True
         assert [e["kind"] for e in log(gw)] == ["compacted", "compacted"]
-        assert [e["dedupeKey"] for e in log(gw)] == ["compacted:op-1", "compacted:op-2"]
+        assert [e["dedupeKey"] for e in log(gw)] == ["compacted:agent:a:x op-1", "compacted:agent:a:x op-2"]
         assert gw.state_version("agent:a:x") == other["event"]["sequence"]
 
     # -- occurredAt ------------------------------------------------------------------------------------------
@@ -217,9 +217,9 @@ class SignalLogTests(SuiteBase):
             (CHILD, "run_failed", "system", None, "run-4", {"outcome": "cancelled"}, "child run cancelled"),
         ]
         dedupe = {e["kind"]: e.get("dedupeKey") for e in log(gw, CHILD)}
-        assert dedupe["child_spawned"] == "child-spawned:run-4"
-        assert dedupe["run_failed"] == "run-terminal:run-4"
-        assert dedupe["compacted"] == "compacted:c1"
+        assert dedupe["child_spawned"] == f"child-spawned:{CHILD} run-4"
+        assert dedupe["run_failed"] == f"run-terminal:{CHILD} run-4"
+        assert dedupe["compacted"] == f"compacted:{CHILD} c1"
         sid = gw.get_session(CHILD)["sessionId"]
         assert log(gw, CHILD)[0]["dedupeKey"] == f"created:{AGENT}:{CHILD}:{sid}"
 

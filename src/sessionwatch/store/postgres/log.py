@@ -55,6 +55,7 @@ _RECORD = named_call(
     "origin",
     "link_updated_at::bigint",
     "link_ref",
+    "client_dedupe",
 )
 
 
@@ -137,17 +138,25 @@ class PostgresLog(PostgresConnection, SignalLog):
             "origin": self.origin,
             "link_updated_at": link_updated_at,
             "link_ref": link_ref,
+            "client_dedupe": ev.client_dedupe,
         }
 
         def present(conn: Any, found: dict[str, Any] | None) -> bool | None:
-            """Is the event the lost connection committed there (the very row: a sequence a crash took back
-            may be handed out again)? Read with DURABLE_READ, so "there" means durable."""
+            """Is the event the lost connection answered with there (the very row: a sequence a crash took
+            back may be handed out again)? With a dedupe key, the row of that sequence holding the key (of
+            this agent and origin): the answer may be a duplicate, recorded first by another call. Read
+            with DURABLE_READ, so "there" means durable."""
             if found is None or found["o_sequence"] is None:
                 return None
+            if ev.dedupe_key is not None:
+                which = "agent_id = %s AND dedupe_key = %s AND client_dedupe = %s"
+                args: tuple[Any, ...] = (ev.agent_id, ev.dedupe_key, ev.client_dedupe)
+            else:
+                which = "session_key = %s AND agent_id = %s AND kind = %s AND body = %s"
+                args = (key, ev.agent_id, ev.kind, params["body"])
             got = conn.execute(
-                f"SELECT EXISTS (SELECT 1 FROM events WHERE sequence = %s AND session_key = %s AND agent_id = %s"
-                f" AND kind = %s AND body = %s), {self._durable_read()}",
-                (found["o_sequence"], key, ev.agent_id, ev.kind, params["body"]),
+                f"SELECT EXISTS (SELECT 1 FROM events WHERE sequence = %s AND {which}), {self._durable_read()}",
+                (found["o_sequence"], *args),
             ).fetchone()
             return bool(got[0])
 

@@ -20,10 +20,11 @@ log = logging.getLogger("sessionwatch.store.sqlite")
 PRUNE_BATCH = 1_000  # events deleted per prune transaction: about 30 ms at 5M rows, under the 50 ms budget
 CURSOR_SLICE = 5_000  # cursor rows the stale-cursor cleanup examines per prune
 
+# A dedupe key is unique per agent and origin (a client's or sessionwatch's own: kinds.py, migration 0008).
 _INSERT_EVENT = (
-    "INSERT INTO events (dedupe_key, session_key, session_id, agent_id, kind, actor_type, actor_id, run_id,"
-    " occurred_at, summary, body) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-    " ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence"
+    "INSERT INTO events (dedupe_key, client_dedupe, session_key, session_id, agent_id, kind, actor_type, actor_id,"
+    " run_id, occurred_at, summary, body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (agent_id, dedupe_key, client_dedupe) DO NOTHING RETURNING sequence"
 )
 _UPSERT_HEAD = (
     "INSERT INTO heads (session_key, agent_id, last_sequence, updated_at) VALUES (?,?,?,?)"
@@ -100,8 +101,9 @@ _WAKE_WATCHERS = "SELECT watcher FROM cursors WHERE target = ? AND material = ? 
 
 
 class SQLiteLog(SQLiteConnection, SignalLog):
-    # twin: store/postgres_functions.sql::sw_record (bound by sessionwatch/testing/stateful.py and
-    #   sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once)
+    # twin: store/postgres_functions.sql::sw_record (bound by sessionwatch/testing/stateful.py,
+    #   sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once and
+    #   sessionwatch/testing/agent_scope.py)
     def record(
         self, ev: EventInput, render: Render, now: int, queue_cap: int, want_wakes: bool
     ) -> RecordOutcome | None:
@@ -131,6 +133,7 @@ class SQLiteLog(SQLiteConnection, SignalLog):
                     _INSERT_EVENT,
                     (
                         ev.dedupe_key,
+                        int(ev.client_dedupe),
                         key,
                         ev.session_id,
                         ev.agent_id,
@@ -145,7 +148,8 @@ class SQLiteLog(SQLiteConnection, SignalLog):
                 ).fetchone()
                 if row is None:
                     existing = conn.execute(
-                        f"SELECT {EVENT_COLS} FROM events WHERE dedupe_key = ?", (ev.dedupe_key,)
+                        f"SELECT {EVENT_COLS} FROM events WHERE agent_id = ? AND dedupe_key = ? AND client_dedupe = ?",
+                        (ev.agent_id, ev.dedupe_key, int(ev.client_dedupe)),
                     ).fetchone()
                     conn.execute("COMMIT")
                     return RecordOutcome(None if existing is None else event_from_row(existing), False)
