@@ -61,6 +61,12 @@ def caller_headers(caller: str, agent_id: str | None) -> dict[str, str]:
     return headers
 
 
+def _nudge_timeout(base: float, wait_ms: object) -> float:
+    """A nudge answers after looking for up to ``wait_ms``: the HTTP timeout outlasts that."""
+    wait = wait_ms / 1000 if isinstance(wait_ms, int) and not isinstance(wait_ms, bool) and wait_ms > 0 else 0.0
+    return base + min(wait, 10.0)
+
+
 def _tool_timeout(base: float, args: Mapping[str, Any]) -> float:
     """A ``sessions_send`` that waits for a reply needs the HTTP timeout to outlast its wait."""
     wait = args.get("timeoutSeconds")
@@ -404,6 +410,11 @@ class GatewayClient(_ClientBase):
     def upstream_tick(self) -> dict[str, Any]:
         return self._request("POST", "/v1/upstream/tick", body={})
 
+    def nudge(self, session_key: object, agent_id: object = None, *, wait_ms: object = 0) -> dict[str, Any]:
+        body = {"agentId": agent_id, "waitMs": wait_ms}
+        timeout = _nudge_timeout(self.timeout, wait_ms)
+        return self._session("POST", session_key, "/nudge", body=body, timeout=timeout)
+
     def upstream_results(self) -> dict[str, Any]:
         return self._request("GET", "/v1/upstream/results")
 
@@ -697,6 +708,11 @@ class AsyncGatewayClient(_ClientBase):
 
     async def upstream_tick(self) -> dict[str, Any]:
         return await self._request("POST", "/v1/upstream/tick", body={})
+
+    async def nudge(self, session_key: object, agent_id: object = None, *, wait_ms: object = 0) -> dict[str, Any]:
+        body = {"agentId": agent_id, "waitMs": wait_ms}
+        timeout = _nudge_timeout(self.timeout, wait_ms)
+        return await self._session("POST", session_key, "/nudge", body=body, timeout=timeout)
 
     async def upstream_results(self) -> dict[str, Any]:
         return await self._request("GET", "/v1/upstream/results")

@@ -397,3 +397,45 @@ def test_against_a_running_gateway(world: World, tmp_path: Path) -> None:
         assert len(world.wait_for_messages(1)) == 1
     finally:
         stop(server)
+
+
+def test_against_a_running_gateway_a_prompt_row_written_after_the_hook_is_still_recorded(
+    world: World, tmp_path: Path
+) -> None:
+    """Claude Code writes the prompt's row only after its UserPromptSubmit hooks return. The gateway's
+    nudge looks again for it (it used to scan once, too early, and the prompt waited for a monitor tick;
+    this gateway runs none, so only the nudge can record it)."""
+    from tests.support.ports import listening_socket, spawn_serving, url_of
+    from tests.support.procs import stop
+    from tests.support.waiting import wait_http
+
+    sock = listening_socket()
+    url = url_of(sock)
+    server = spawn_serving(
+        [*SESSIONWATCH, "serve", "--store", world.store_url, "--no-monitor"],
+        sock,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=world.env,
+    )
+    try:
+        wait_http(f"{url}/v1/health", server, timeout=30)
+        writer = world.person_types("ship it on Friday instead", delay=0.5)
+        worker = claude_input(
+            "UserPromptSubmit", world.worker.session_id, str(world.worker.path), prompt="ship it on Friday instead"
+        )
+        started = time.monotonic()
+        res = subprocess.run(
+            [*SESSIONWATCH, "--gateway", url, "hook", "claude-code", "--session", world.worker_key, "--log-file", "-"],
+            input=json.dumps(worker).encode(),
+            capture_output=True,
+            env=world.env,
+            timeout=60,
+        )
+        assert (res.returncode, res.stdout) == (0, b""), res.stderr
+        writer.join()
+        events = world.wait_for_messages(1, timeout=30)
+        print(f"recorded {time.monotonic() - started:.2f} s after the hook started")
+        assert [e["actorType"] for e in events] == ["human"]
+    finally:
+        stop(server)

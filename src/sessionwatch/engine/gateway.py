@@ -1007,6 +1007,13 @@ class Gateway:
     def upstream_tick(self) -> dict[str, Any]:
         return self.upstream.tick()
 
+    def nudge(self, session_key: object, agent_id: object = None, *, wait_ms: object = 0) -> dict[str, Any]:
+        """Scan the session's adopted thread now (a hook saw a prompt submitted there), looking again for
+        up to ``wait_ms`` (0–10000) while the host has not written the prompt's row yet."""
+        key, agent = self.resolve(session_key, agent_id)
+        wait = validation.integer(wait_ms, "waitMs", minimum=0, maximum=10_000)
+        return self.upstream.nudge(key, agent, retry_ms=wait)
+
     def upstream_results(self) -> dict[str, Any]:
         return self.upstream.last_results()
 

@@ -130,7 +130,8 @@ class _Remote:
         return [link] if link and link.get("threadId") == thread_id else []
 
     def nudge(self, key: str, agent: str | None, retry_ms: int) -> dict[str, Any]:
-        return self.client.upstream_tick()  # every watched link once (admin token); dedupe keeps it exact
+        # The gateway looks again for up to retry_ms: the host writes the prompt's row after the hook.
+        return self.client.nudge(key, agent, wait_ms=retry_ms)
 
     def close(self) -> None:
         self.client.close()

@@ -107,6 +107,10 @@ def _state_version(c: Call) -> Any:
     return {"sessionKey": key, "agentId": agent, "stateVersion": c.gw.state_version(key, agent)}
 
 
+def _nudge(c: Call) -> Any:
+    return c.gw.nudge(c.path["key"], c.body.get("agentId"), wait_ms=c.body.get("waitMs", 0))
+
+
 def _link(c: Call) -> Any:
     c.gw.resolve(c.path["key"], c.query.get("agentId"))  # a malformed key is a 400, not an upstream failure
     return {"link": c.gw.link(c.path["key"], c.query.get("agentId"))}
@@ -229,6 +233,18 @@ ROUTES: list[Endpoint] = [
         _state_version,
         query=AGENT_QUERY,
         result=schemas.R_STATE_VERSION,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/nudge",
+        "nudge_link",
+        "Scan the session's adopted thread now, looking again for up to waitMs while its newest row is "
+        "not written yet (what a hook calls when a prompt was submitted there).",
+        _nudge,
+        tag="upstream",
+        body=schemas.NUDGE,
+        result=schemas.ANY_OBJECT,
+        thread=True,
     ),
     Endpoint(
         "GET",

@@ -69,6 +69,7 @@ STR, INT, BOOL, ANY_OBJECT = engine_schemas.STR, engine_schemas.INT, engine_sche
 
 # -- request bodies ------------------------------------------------------------------------------
 AGENT_ONLY = body({"agentId": OPT_AGENT})
+NUDGE = body({"agentId": OPT_AGENT, "waitMs": {"type": "integer", "minimum": 0, "maximum": 10_000}})
 PUT_SESSION = body(
     {
         "agentId": OPT_AGENT,
