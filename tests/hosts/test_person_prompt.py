@@ -1,0 +1,123 @@
+"""A person types into a watched Claude Code worker (the real TUI, in a pty): the prompt is recorded as a
+``human_direct_message`` within 3 s, with a local store and through a running gateway, and the manager is
+told once. A ``claude -p`` prompt in the same thread is a program's, never a person's.
+
+The worker's thread is adopted after its first prompt, so what the monitor counts starts there; the
+gateway runs its monitor at the default interval (60 s), so only the hook's nudge can be this fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionwatch import Gateway
+from tests.support.commands import SESSIONWATCH
+from tests.support.fake_model import FakeModel, Reply
+from tests.support.hosts import ClaudeHome, host_home
+from tests.support.tui import Tui, prepare_claude
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.hosts, pytest.mark.slow]
+
+MANAGER, WORKER = "agent:main:main", "agent:main:worker"
+RECORDED_WITHIN_S = 3.0
+
+
+def _env(h: ClaudeHome) -> dict[str, str]:
+    env = {**os.environ, "HOME": str(h.home), "XDG_STATE_HOME": str(h.root / "state")}
+    for name in ("SESSIONWATCH_SESSION", "SESSIONWATCH_STORE", "SESSIONWATCH_GATEWAY", "SESSIONWATCH_TOKEN"):
+        env.pop(name, None)
+    return env
+
+
+def _sessionwatch(h: ClaudeHome, *args: str) -> str:
+    out = subprocess.run(
+        [*SESSIONWATCH, *args], cwd=h.project, env=_env(h), capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+class _Gateway:
+    def __init__(self, h: ClaudeHome, store: str) -> None:
+        from tests.support.ports import listening_socket, spawn_serving, url_of
+        from tests.support.waiting import wait_http
+
+        sock = listening_socket()
+        self.url = url_of(sock)
+        self.log = open(h.root / "gateway.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = spawn_serving(
+            [*SESSIONWATCH, "serve", "--store", store], sock, stdout=self.log, stderr=subprocess.STDOUT, env=_env(h)
+        )
+        wait_http(f"{self.url}/v1/health", self.proc, timeout=60)
+
+    def stop(self) -> None:
+        from tests.support.procs import stop
+
+        stop(self.proc)
+        self.log.close()
+
+
+@pytest.fixture(params=["local", "gateway"])
+def world(request: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    with FakeModel("anthropic", default="noted") as model, host_home("claude-code", tmp_path, model.url) as h:
+        assert isinstance(h, ClaudeHome)
+        prepare_claude(h)
+        store = f"sqlite:///{tmp_path / 'sw.db'}"
+        gw = Gateway.open(store, timers=False)
+        gw.upstream.configure(claude_root=h.home / ".claude")
+        gw.put_session(MANAGER)
+        gateway = _Gateway(h, store) if request.param == "gateway" else None
+        where = ["--gateway", gateway.url] if gateway else ["--store", store]
+        _sessionwatch(h, *where, "install", "claude-code", "--session", WORKER)
+        try:
+            yield {"h": h, "gw": gw, "model": model, "mode": request.param}
+        finally:
+            if gateway is not None:
+                gateway.stop()
+            gw.close()
+
+
+def _humans(gw: Gateway) -> list[dict[str, Any]]:
+    page = gw.changes_since(WORKER, 0).to_json()
+    return [e for e in page["events"] if e["kind"] == "human_direct_message"]
+
+
+def test_a_person_typing_into_a_watched_worker_is_recorded_within_3_s(world: dict[str, Any]) -> None:
+    h, gw, model = world["h"], world["gw"], world["model"]
+    tid = str(uuid.uuid4())
+    with Tui(h, "--session-id", tid) as tui:
+        tui.wait_for(r"shift\+tab to cycle")  # the prompt line is up (no dialog in the way)
+        tui.type("set up the project")
+        wait_until(lambda: model.seen("set up the project"), timeout=60, what="the first prompt at the model")
+        transcript = next((h.home / ".claude" / "projects").rglob(f"{tid}.jsonl"))
+        adopted = gw.continue_thread("claude", tid, session_key=WORKER)
+        assert adopted["linked"], adopted
+        assert gw.watch(MANAGER, WORKER)
+
+        typed_at = time.monotonic()
+        tui.type("stop, ship it on Friday instead")
+        events = wait_until(lambda: _humans(gw), timeout=30, interval=0.05, what="the person's prompt recorded")
+        took = time.monotonic() - typed_at
+        print(f"{world['mode']}: recorded {took:.2f} s after the person pressed Enter")
+        assert took <= RECORDED_WITHIN_S, f"recorded after {took:.2f} s"
+        assert [e["actorType"] for e in events] == ["human"]
+        rows = [json.loads(line) for line in transcript.read_text().splitlines()]
+        assert any(r.get("promptSource") == "typed" for r in rows)  # what the TUI writes for a person
+
+    pending = gw.peek_system_events(MANAGER)
+    assert len(pending) == 1 and WORKER in pending[0]["text"]  # the manager is told once
+    # a program's prompt in the same thread (claude -p --resume) is not a person's
+    run = h.prompt("a scheduled check", "--resume", tid)
+    assert run.returncode == 0, run.stderr[-1000:]
+    gw.upstream_tick()
+    assert len(_humans(gw)) == 1
