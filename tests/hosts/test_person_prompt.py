@@ -21,7 +21,7 @@ import pytest
 
 from sessionwatch import Gateway
 from tests.support.commands import SESSIONWATCH
-from tests.support.fake_model import FakeModel, Reply
+from tests.support.fake_model import FakeModel
 from tests.support.hosts import ClaudeHome, host_home
 from tests.support.tui import Tui, prepare_claude
 from tests.support.waiting import wait_until
@@ -54,7 +54,7 @@ class _Gateway:
 
         sock = listening_socket()
         self.url = url_of(sock)
-        self.log = open(h.root / "gateway.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.log = open(h.root / "gateway.log", "wb")
         self.proc = spawn_serving(
             [*SESSIONWATCH, "serve", "--store", store], sock, stdout=self.log, stderr=subprocess.STDOUT, env=_env(h)
         )
