@@ -1010,9 +1010,9 @@ class Gateway:
     def nudge(self, session_key: object, agent_id: object = None, *, wait_ms: object = 0) -> dict[str, Any]:
         """Scan the session's adopted thread now (a hook saw a prompt submitted there), looking again for
         up to ``wait_ms`` (0–10000) while the host has not written the prompt's row yet."""
-        key, agent = self.resolve(session_key, agent_id)
+        row = self.session(session_key, agent_id)  # an unknown session is NotFound, as on every session route
         wait = validation.integer(wait_ms, "waitMs", minimum=0, maximum=10_000)
-        return self.upstream.nudge(key, agent, retry_ms=wait)
+        return self.upstream.nudge(row.session_key, row.agent_id, retry_ms=wait)
 
     def upstream_results(self) -> dict[str, Any]:
         return self.upstream.last_results()
