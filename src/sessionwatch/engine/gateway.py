@@ -289,10 +289,17 @@ class Gateway:
         return self._safe(lambda: self.store.has_pending_notice(watcher, self.settings.queue_cap), False)
 
     def resolve(
-        self, key: object, agent_id: object = None, *, caller_agent: str | None = None, what: str = "sessionKey"
+        self,
+        key: object,
+        agent_id: object = None,
+        *,
+        caller_agent: str | None = None,
+        what: str = "sessionKey",
+        stored: bool = False,
     ) -> tuple[str, str]:
-        """Validate a key and name its agent: the key's own, or for bare ``global`` the given/caller agent."""
-        k = parse_key(key, what)
+        """Validate a key and name its agent: the key's own, or for bare ``global`` the given/caller agent.
+        ``stored``: only an existing session is looked up (see ``keys.parse_key``)."""
+        k = parse_key(key, what, stored=stored)
         if agent_id is not None:
             agent_id = check_agent_id(agent_id)
         if k.agent_id is not None:
@@ -307,7 +314,8 @@ class Gateway:
     def session(
         self, key: object, agent_id: object = None, *, caller_agent: str | None = None, what: str = "sessionKey"
     ) -> SessionRow:
-        skey, agent = self.resolve(key, agent_id, caller_agent=caller_agent, what=what)
+        # an existing session only: one stored before a key's characters were restricted is still found
+        skey, agent = self.resolve(key, agent_id, caller_agent=caller_agent, what=what, stored=True)
         row = self._host_read(lambda: self.store.get_session(skey, agent), "reading the session")
         if row is None:
             raise NotFound(f"session {skey!r} (agent {agent}) does not exist")
@@ -518,7 +526,7 @@ class Gateway:
         return self.get_session(row.session_key, row.agent_id)
 
     def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
-        skey, agent = self.resolve(key, agent_id)
+        skey, agent = self.resolve(key, agent_id, stored=True)  # deleting creates nothing
         deleted = self.store.delete_session(skey, agent, context_key_for(skey), self.settings.queue_cap)
         return {"deleted": deleted}
 
@@ -757,9 +765,10 @@ class Gateway:
         t, agent = self.resolve(target, agent_id, what="target")
         return self._register(w.raw, t, agent, "explicit")
 
-    def unwatch(self, watcher: object, target: object) -> bool:
+    def unwatch(self, watcher: object, target: object, *, stored: bool = False) -> bool:
+        """``stored``: the caller checked that the target exists (see ``keys.parse_key``)."""
         w = parse_key(watcher, "watcher").raw
-        t = parse_key(target, "target").raw
+        t = parse_key(target, "target", stored=stored).raw
         return self.store.unwatch(w, t, context_key_for(t), self.clock(), self.settings.queue_cap)
 
     def cursors(self, *, watcher: object = None, target: object = None) -> list[dict[str, Any]]:
@@ -881,13 +890,13 @@ class Gateway:
 
     # -- reconciliation --------------------------------------------------------------------------
     def state_version(self, key: object, agent_id: object = None) -> int:
-        skey, agent = self.resolve(key, agent_id)
+        skey, agent = self.resolve(key, agent_id, stored=True)  # a read: finds a key stored before (parse_key)
         return int(self._host_read(lambda: self.store.state_version(skey, agent), "reading the stateVersion"))
 
     def changes_since(
         self, key: object, after: object, *, agent_id: object = None, limit: int | None = None
     ) -> ChangesPage:
-        skey, agent = self.resolve(key, agent_id)
+        skey, agent = self.resolve(key, agent_id, stored=True)  # a read, as state_version
         after = validation.sequence(after, "changesSince")
         page = self.settings.changes_page_size
         lim = page if limit is None else max(1, min(page, int(limit)))

@@ -22,6 +22,7 @@ from .delivery import DeliveryTests
 from .edge_input import EdgeInputTests
 from .flat_costs import FlatCostTests
 from .helpers import MAIN, spawn
+from .hostile_text import HostileTextTests
 from .list_pages import ListPageTests
 from .queue import QueueTests
 from .reconciliation import ReconciliationTests
@@ -44,6 +45,7 @@ class StoreConformance(
     WakeTests,
     BadInputTests,
     EdgeInputTests,
+    HostileTextTests,
     TokenTests,
     DataSettingsTests,
     ListPageTests,
