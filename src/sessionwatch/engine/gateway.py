@@ -803,7 +803,7 @@ class Gateway:
         return {"queued": entry is not None, "entry": entry_json(entry) if entry else None}
 
     def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
-        skey, _ = self.resolve(key, agent_id)
+        skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
         return [
             entry_json(e)
             for e in self._host_read(
@@ -813,7 +813,7 @@ class Gateway:
 
     def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
         """A watcher's turn consumes its queue: returns the entries and acknowledges session-state ones."""
-        skey, _ = self.resolve(key, agent_id)
+        skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
         try:
             entries, wakes = self.store.drain(
                 skey, target_from_context_key, self._render, self.clock(), self.settings.queue_cap
@@ -829,7 +829,7 @@ class Gateway:
         """Acknowledge entries a client received (ids from a peek): removes exactly those still queued and
         acknowledges the session-state ones as a drain does. Returns ``{acknowledged: n}``; ids that are
         gone already (acknowledged, replaced, evicted) are skipped, so a repeated ack changes nothing."""
-        skey, _ = self.resolve(key, agent_id)
+        skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
         wanted = validation.id_list(ids, "ids")
         if not wanted:
             return {"acknowledged": 0}
