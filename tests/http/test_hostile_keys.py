@@ -16,7 +16,7 @@ from sessionwatch.client import GatewayClient
 from sessionwatch.errors import InvalidArgument
 from sessionwatch.headers import encode_header_value
 
-HIDING = ["\u202e", "\u2066", "\u200b", "\u009b", "\u2028"]
+HIDING = ["\u202e", "\u2066", "\u200b", "\u009b"]
 
 
 def seg(key: str) -> str:
@@ -45,6 +45,7 @@ def test_every_http_door_refuses_such_a_key_and_creates_nothing(http: httpx.Clie
         http.post("/v1/tools/sessions_list", json={}, headers={"X-Session-Key": encode_header_value(bad)}),
         http.post("/v1/watch", json={"watcher": main, "target": bad}),
         http.post("/v1/catalogs/claude/threads/t/continue", json={"sessionKey": bad}),
+        http.post("/v1/catalogs/claude/threads/t/continue", json={"agentId": f"{agent}{ch}"}),
     ]
     for res in attempts:
         assert res.status_code == 400, (res.request.method, res.request.url, res.text)

@@ -16,7 +16,8 @@ from sessionwatch.store.records import SessionRow
 from .helpers import CHILD, MAIN, err, notice, ok, send, spawn, status, texts
 from .suite import SuiteBase
 
-# What a new key may not hold: each can hide or reorder the words around a key where a model reads it.
+# What a new key may not hold now: each can hide or reorder the words around a key where a model reads it
+# (whitespace, the line and paragraph separators and C0 controls were refused before).
 HIDING = {
     "RIGHT-TO-LEFT OVERRIDE": "\u202e",
     "LEFT-TO-RIGHT EMBEDDING": "\u202a",
@@ -25,10 +26,7 @@ HIDING = {
     "POP DIRECTIONAL ISOLATE": "\u2069",
     "ZERO WIDTH SPACE": "\u200b",
     "C1 CONTROL SEQUENCE INTRODUCER": "\u009b",
-    "C1 NEXT LINE": "\u0085",
-    "LINE SEPARATOR": "\u2028",
-    "PARAGRAPH SEPARATOR": "\u2029",
-    "C0 ESCAPE": "\x1b",
+    "C1 PRIVATE USE ONE": "\u0091",
 }
 
 # Non-ASCII keys v1 accepts, which must keep working byte for byte.
@@ -94,6 +92,8 @@ class HostileTextTests(SuiteBase):
     def test_every_other_key_v1_accepts_keeps_working_byte_for_byte(self, gw: Gateway, key: str) -> None:
         gw.put_session(MAIN)
         assert gw.put_session(key)["sessionKey"] == key
+        with pytest.raises(InvalidArgument):  # the line runs exactly between these two
+            gw.put_session(key + "\u202e")
         assert gw.watch(MAIN, key)
         assert gw.inbound(key, "a person typed this", channel="web")["recorded"] is True
         assert texts(gw, MAIN) == [notice(key, 0)]  # the v1 bytes, the key unescaped
