@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sessionwatch.tools")
 
 MAX_SEND_TIMEOUT_S = 600
-BODY_LINE = "  | "  # how each further line of a message body starts in a tool's text (docs/mcp.md "Message bodies")
+BODY_LINE = "  | "  # how each further line of a message body starts in a tool's text (docs/security.md)
 
 
 def frame_message(role: str, body: str) -> str:
