@@ -9,6 +9,7 @@ it spends at most 2 s on a gateway that accepts and never answers, and later run
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -297,13 +298,54 @@ def test_a_hung_gateway_costs_one_run_at_most_2_s_and_later_runs_skip_it_until_i
         stop(server)
 
 
-def test_an_unreachable_gateway_is_remembered_too(host: Host, tmp_path: Path) -> None:
+def test_concurrent_runs_on_a_hung_gateway_each_keep_the_budget_and_share_one_mark(host: Host, tmp_path: Path) -> None:
+    hung = HungGateway()
+    args = ["--gateway", hung.url, "hook", "claude-code", "--session", MANAGER, "--no-nudge"]
+
+    def batch() -> list[tuple[int, bytes, float]]:
+        def one() -> tuple[int, bytes, float]:
+            begun = time.monotonic()
+            res = subprocess.run(
+                [*SESSIONWATCH, *args],
+                input=json.dumps(prompt()).encode(),
+                capture_output=True,
+                env=host.env,
+                timeout=120,
+            )
+            return res.returncode, res.stdout, time.monotonic() - begun
+
+        out: list[tuple[int, bytes, float]] = []
+        threads = [threading.Thread(target=lambda: out.append(one())) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return out
+
+    first = batch()  # all miss at once, each within its own budget, each writing the mark
+    assert [(code, out) for code, out, _ in first] == [(0, b"")] * 6
+    assert max(took for _, _, took in first) < 6.0  # 2 s each, six processes starting on a busy machine
+    marks = list((tmp_path / "state" / "sessionwatch" / "hooks").iterdir())
+    assert len(marks) == 1 and marks[0].suffix == ".json", marks  # one mark, no half-written leftovers
+    assert json.loads(marks[0].read_text())["reason"]
+    tried = hung.accepted
+    second = batch()
+    assert [(code, out) for code, out, _ in second] == [(0, b"")] * 6
+    assert hung.accepted == tried  # none of them connected
+
+
+def test_an_unreachable_gateway_or_database_is_remembered_too(host: Host, tmp_path: Path) -> None:
     # a port nothing listens on: refused at once, remembered as well, so no run keeps knocking
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed before use: nothing listens there
-    args = ["--gateway", f"http://127.0.0.1:{port}", "hook", "codex", "--session", MANAGER, "--log-file", str(host.log)]
-    assert host.run(*args) == (0, "")
-    assert "did not answer" in host.logged()
-    assert host.run(*args) == (0, "")
-    assert "remembered as down" in host.logged()
+    servers = [["--gateway", f"http://127.0.0.1:{port}"]]
+    if importlib.util.find_spec("psycopg") is not None:
+        servers.append(["--store", f"postgresql://postgres@127.0.0.1:{port}/sessionwatch"])
+    for where in servers:
+        args = [*where, "hook", "codex", "--session", MANAGER, "--log-file", str(host.log)]
+        assert host.run(*args) == (0, "")
+        assert host.logged().count("did not answer") >= 1
+        before = host.logged().count("remembered as down")
+        assert host.run(*args) == (0, "")
+        assert host.logged().count("remembered as down") == before + 1
