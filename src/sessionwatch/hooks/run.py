@@ -294,9 +294,7 @@ def _read_input(stdin: IO[bytes] | None) -> dict[str, Any] | None:
     try:
         data = json.loads(raw or b"{}")
     except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
-        log.warning(
-            "the hook input is not JSON: %s", "nested too deep" if isinstance(exc, RecursionError) else exc
-        )
+        log.warning("the hook input is not JSON: %s", "nested too deep" if isinstance(exc, RecursionError) else exc)
         return None
     if not isinstance(data, dict):
         log.warning("the hook input is not a JSON object")

@@ -13,7 +13,7 @@ import pytest
 from sessionwatch import Gateway, InvalidArgument
 from sessionwatch.store.records import SessionRow
 
-from .helpers import CHILD, MAIN, err, notice, ok, send, spawn, status, texts
+from .helpers import CHILD, MAIN, err, notice, ok, send, status, texts
 from .suite import SuiteBase
 
 # What a new key may not hold now: each can hide or reorder the words around a key where a model reads it
