@@ -765,11 +765,12 @@ class Gateway:
         t, agent = self.resolve(target, agent_id, what="target")
         return self._register(w.raw, t, agent, "explicit")
 
-    def unwatch(self, watcher: object, target: object, *, stored: bool = False) -> bool:
-        """``stored``: the caller checked that the target exists (see ``keys.parse_key``)."""
-        w = parse_key(watcher, "watcher").raw
-        t = parse_key(target, "target", stored=stored).raw
-        return self.store.unwatch(w, t, context_key_for(t), self.clock(), self.settings.queue_cap)
+    def unwatch(self, watcher: object, target: object) -> bool:
+        return self._unwatch(parse_key(watcher, "watcher").raw, parse_key(target, "target").raw)
+
+    def _unwatch(self, watcher: str, target: str) -> bool:
+        """Unwatch validated keys (the tool's target exists, so it may be a key stored before; parse_key)."""
+        return self.store.unwatch(watcher, target, context_key_for(target), self.clock(), self.settings.queue_cap)
 
     def cursors(self, *, watcher: object = None, target: object = None) -> list[dict[str, Any]]:
         w = parse_key(watcher, "watcher").raw if watcher is not None else None

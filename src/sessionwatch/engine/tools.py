@@ -433,7 +433,7 @@ def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> UnwatchRes
     if not caller.qualified:
         return {"unwatched": False, "text": "A bare 'global' session holds no watches."}
     _caller_must_exist(gw, caller)
-    done = gw.unwatch(caller.key, target, stored=True)  # _target found it
+    done = gw._unwatch(caller.key, target)  # both checked: the caller parsed, the target found
     return {
         "unwatched": done,
         "text": f"Stopped watching {shown(target)}."
