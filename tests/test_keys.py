@@ -13,6 +13,8 @@ from sessionwatch.keys import (
     is_subagent_key,
     main_key,
     parse_key,
+    shown,
+    shown_text,
 )
 
 
@@ -147,3 +149,63 @@ def test_agent_ids_are_checked(value: object) -> None:
 def test_valid_agent_id() -> None:
     assert check_agent_id("ops-1") == "ops-1"
     assert check_agent_id("x" * 200) == "x" * 200
+
+
+# -- characters that hide or reorder words (issue 19, item 5) -------------------------------------------
+HIDING = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200b"]
+C1 = [chr(c) for c in range(0x80, 0xA0) if not chr(c).isspace()]  # U+0085 is whitespace, refused as such
+
+
+@pytest.mark.parametrize("ch", HIDING + C1)
+def test_bidi_controls_zero_width_space_and_c1_controls_are_refused(ch: str) -> None:
+    for value in (f"agent:a:x{ch}y", f"agent:a{ch}:main", f"{ch}agent:a:main"):
+        with pytest.raises(InvalidArgument) as info:
+            parse_key(value, "sessionKey")
+        assert info.value.code == "invalid_argument"
+        assert f"U+{ord(ch):04X}" in info.value.message and "reorder" in info.value.message
+        assert ch not in info.value.message  # shown escaped in the error too
+    with pytest.raises(InvalidArgument):
+        check_agent_id(f"ops{ch}")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "agent:a:café",
+        "agent:日本:チャット",
+        "agent:a:🚀",
+        "agent:a:👩\u200d💻",  # ZWJ sequence
+        "agent:a:🇫🇷",
+        "agent:a:\ufeffx",
+        "agent:\ufeffa:main",
+        "agent:a:שלום",
+        "agent:a:x\u200cy",  # zero-width non-joiner: part of Persian and Indic spelling
+    ],
+)
+def test_other_non_ascii_keys_v1_accepts_stay_valid_and_are_shown_as_they_are(raw: str) -> None:
+    key = parse_key(raw)
+    assert key.raw == raw
+    assert shown(raw) is raw  # not even a copy: byte for byte
+    with pytest.raises(InvalidArgument):  # the line runs exactly between the two
+        parse_key(raw + "\u2069")
+
+
+def test_a_stored_key_with_such_characters_is_found_and_shown_escaped() -> None:
+    legacy = "agent:a:evil\u202etxt.exe\u200b\x9b"
+    assert parse_key(legacy, stored=True).raw == legacy
+    with pytest.raises(InvalidArgument):
+        parse_key(legacy)
+    assert shown(legacy) == "agent:a:evil\\u202etxt.exe\\u200b\\u009b"
+    assert shown("agent:a:x\u0085\u2028\ty") == "agent:a:x\\u0085\\u2028\\u0009y"
+    with pytest.raises(InvalidArgument, match="whitespace or control"):
+        parse_key("agent:a:x\ny", stored=True)  # v1 never stored those
+
+
+def test_shown_text_keeps_json_decoding_to_the_same_values() -> None:
+    import json
+
+    block = json.dumps({"k": "a\u202eb\u2028c\\\u200bd", "n": 1}, ensure_ascii=False)
+    safe = shown_text(block)
+    assert not any(c in safe for c in "\u202e\u2028\u200b")
+    assert json.loads(safe) == json.loads(block)
+    assert shown_text('{"k": "café 🚀"}') == '{"k": "café 🚀"}'

@@ -29,7 +29,21 @@ class SessionKey:
         return self.rest is not None and self.rest.lower().startswith("subagent:")
 
 
-def _check_text(value: object, what: str) -> str:
+# Characters that can hide or reorder the words around a key wherever a model or a person reads it: the
+# C1 controls, the bidirectional embeddings, overrides and isolates, and the zero-width space. Keys made
+# before these were refused may hold them: such a key is still found where its session must exist
+# (``stored=True``) and is always shown escaped (``shown``). Everything else v1 accepts (accents, CJK,
+# emoji with their joiners, a leading U+FEFF) stays a valid key, byte for byte.
+_HIDING = frozenset([*range(0x80, 0xA0), 0x200B, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
+def _refused(ch: str) -> bool:
+    """A character no key may hold: whitespace (with the line and paragraph separators), C0, DEL, and _HIDING."""
+    o = ord(ch)
+    return o < 32 or o == 127 or ch.isspace() or o in _HIDING
+
+
+def _check_text(value: object, what: str, *, stored: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
     if not value:
@@ -39,12 +53,38 @@ def _check_text(value: object, what: str) -> str:
     for ch in value:
         if ch.isspace() or ord(ch) < 32 or ord(ch) == 127:
             raise InvalidArgument(f"{what} {value!r} contains whitespace or control characters")
+        if ord(ch) in _HIDING and not stored:
+            raise InvalidArgument(
+                f"{what} {value!r} contains U+{ord(ch):04X}, a control or invisible character that can hide "
+                "or reorder the text around it: keys may not hold C1 controls, bidirectional controls "
+                "(U+202A-U+202E, U+2066-U+2069) or U+200B"
+            )
     return value
 
 
-def parse_key(value: object, what: str = "sessionKey") -> SessionKey:
-    """Parse and validate a session key; raise InvalidArgument with a clear reason."""
-    raw = _check_text(value, what)
+def shown(key: str) -> str:
+    """A key as it is written into text a model or a person reads: every character no new key may hold
+    becomes a JSON-style escape (``\\u202e``), so a stored key can neither hide nor reorder the words
+    around it. A key that is valid today comes back unchanged, byte for byte."""
+    if not any(_refused(ch) for ch in key):
+        return key
+    return "".join(f"\\u{ord(ch):04x}" if _refused(ch) else ch for ch in key)
+
+
+def shown_text(text: str) -> str:
+    """``shown`` for a whole text (a JSON block, a sentence): the same escapes; inside a JSON string
+    ``\\u202e`` means the very character it replaces, so the JSON still decodes to the same values."""
+    if not any(ord(ch) in _HIDING or ch in "\u2028\u2029" for ch in text):
+        return text
+    return "".join(f"\\u{ord(ch):04x}" if ord(ch) in _HIDING or ch in "\u2028\u2029" else ch for ch in text)
+
+
+def parse_key(value: object, what: str = "sessionKey", *, stored: bool = False) -> SessionKey:
+    """Parse and validate a session key; raise InvalidArgument with a clear reason.
+
+    ``stored``: the key names a session that must already exist (a read, a delete), so a key stored
+    before the characters in ``_HIDING`` were refused is still accepted; it can never create one."""
+    raw = _check_text(value, what, stored=stored)
     if raw == GLOBAL_KEY:
         return SessionKey(raw, None, None)
     parts = raw.split(":")

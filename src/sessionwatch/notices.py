@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from .keys import shown
+
 CONTEXT_PREFIX = "session-state:"
 
 
@@ -22,11 +24,13 @@ class NoticeTemplate:
 
 
 def notice_template(target: str) -> NoticeTemplate:
+    # byte-exact v1 for every valid key; a key stored with characters no key may hold now is escaped
+    name = shown(target)
     return NoticeTemplate(
         target=target,
         prefix=(
-            f'Session "{target}" changed (other actor). Reconcile before acting: '
-            f'session_status sessionKey "{target}" changesSince '
+            f'Session "{name}" changed (other actor). Reconcile before acting: '
+            f'session_status sessionKey "{name}" changesSince '
         ),
         suffix=".",
         context_key=context_key_for(target),

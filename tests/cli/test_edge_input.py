@@ -273,3 +273,38 @@ def test_since_beyond_64_bits_is_a_usage_error(sw: Runner) -> None:
     assert r.code == 2 and r.json()["error"]["code"] == "invalid_argument", r
     assert sw("status", "agent:main:main", "--since", str(2**63 - 1)).code == 0
     assert sw("log", "--since", str(2**63)).code == 2
+
+
+@pytest.mark.parametrize("ch", ["\u202e", "\u2067", "\u200b", "\u0080"])
+def test_a_key_that_can_hide_or_reorder_words_is_refused_by_the_cli_and_creates_nothing(
+    sw: Runner, store: str, ch: str
+) -> None:
+    assert sw("put", "agent:a:main").code == 0
+    bad = f"agent:a:evil{ch}txt"
+    for args in (["put", bad], ["inbound", bad, "hi"], ["watch", "agent:a:main", bad], ["put", f"agent:a{ch}:main"]):
+        res = sw(*args, "--json")
+        assert res.code == 2, res  # a usage error, as every invalid_argument
+        assert res.json()["error"]["code"] == "invalid_argument", res
+        assert ch not in res.out
+    listed = sw("sessions", "--json").json()
+    assert [s["sessionKey"] for s in listed["sessions"]] == ["agent:a:main"]
+
+
+def test_a_key_stored_with_such_characters_is_listed_escaped(sw: Runner, store: str) -> None:
+    import uuid
+
+    from sessionwatch.store import open_store
+    from sessionwatch.store.records import SessionRow
+
+    assert sw("put", "agent:a:main").code == 0
+    legacy = "agent:a:report\u202egnp.exe"
+    s = open_store(store)  # written as a store from before the rule would have
+    try:
+        s.put_session(SessionRow(legacy, "a", uuid.uuid4().hex, "other", 1, 1))
+    finally:
+        s.close()
+    res = sw("sessions")
+    assert res.code == 0, res
+    assert "agent:a:report\\u202egnp.exe" in res.out and "\u202e" not in res.out
+    as_json = sw("sessions", "--json")
+    assert legacy in [s["sessionKey"] for s in as_json.json()["sessions"]]  # the data itself is exact

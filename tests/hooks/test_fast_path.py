@@ -1,19 +1,18 @@
-"""The hook's fast path (no click) takes exactly the hook invocations and leaves the rest to click."""
+"""The hook's fast path (no click) takes every hook invocation, whatever its options, and leaves the other
+commands to click."""
 
 from __future__ import annotations
 
 import subprocess
 
-from sessionwatch.cli.fast import parse
+from sessionwatch.cli.fast import Invocation, parse
 from tests.support.commands import SESSIONWATCH
 
 
 def test_it_reads_the_options_click_defines() -> None:
-    assert parse(["--store", "sqlite:///x.db", "hook", "claude-code", "--session", "agent:main:main"]) == {
-        "store": "sqlite:///x.db",
-        "host": "claude-code",
-        "session": "agent:main:main",
-    }
+    assert parse(["--store", "sqlite:///x.db", "hook", "claude-code", "--session", "agent:main:main"]) == Invocation(
+        {"store": "sqlite:///x.db", "host": "claude-code", "session": "agent:main:main"}, []
+    )
     assert parse(
         [
             "--gateway=http://127.0.0.1:7878",
@@ -26,25 +25,56 @@ def test_it_reads_the_options_click_defines() -> None:
             "--log-file",
             "-",
         ]
-    ) == {"gateway": "http://127.0.0.1:7878", "host": "codex", "no_nudge": "1", "nudge_wait": "0", "log_file": "-"}
+    ) == Invocation(
+        {
+            "gateway": "http://127.0.0.1:7878",
+            "json": "1",
+            "host": "codex",
+            "no_nudge": "1",
+            "nudge_wait": "0",
+            "log_file": "-",
+        },
+        [],
+    )
 
 
-def test_anything_else_goes_to_click() -> None:
-    for args in (
-        ["hook", "claude-code", "--help"],
-        ["hook", "--help"],
-        ["hook", "gemini"],
-        ["hook", "codex", "--bogus"],
-        ["--log-level", "loud", "hook", "codex"],
-        ["sessions"],
-        ["hook", "codex", "--nudge-wait", "99999"],
-        ["hook", "codex", "--session"],
-    ):
+def test_what_it_does_not_understand_is_left_out_with_a_reason_never_an_error() -> None:
+    cases = {
+        ("hook", "codex", "--bogus", "--session", "agent:a:main"): ("unknown option '--bogus'", "session"),
+        ("hook", "gemini"): ("unknown host 'gemini'", None),
+        ("hook",): ("no host given", None),
+        ("--log-level", "loud", "hook", "codex"): ("--log-level 'loud'", None),
+        ("hook", "codex", "--nudge-wait", "99999"): ("--nudge-wait '99999'", None),
+        ("hook", "codex", "--session"): ("--session has no value", None),
+        ("--frobnicate", "hook", "codex"): ("unknown option '--frobnicate'", None),
+        ("hook", "codex", "stray"): ("unexpected argument 'stray'", None),
+    }
+    for args, (problem, kept) in cases.items():
+        inv = parse(list(args))
+        assert inv is not None, args
+        assert any(problem in p for p in inv.problems), (args, inv)
+        if kept:
+            assert kept in inv.opts, (args, inv)
+
+
+def test_other_commands_and_the_groups_own_help_go_to_click() -> None:
+    for args in (["sessions"], ["--help"], ["--version"], ["status", "hook"], []):
         assert parse(args) is None, args
+    assert parse(["hook", "claude-code", "--help"]) == Invocation({}, [], help=True)
 
 
-def test_click_still_answers_help_and_usage_errors() -> None:
+def test_help_goes_to_stderr_and_a_bad_option_still_exits_0() -> None:
     res = subprocess.run([*SESSIONWATCH, "hook", "claude-code", "--help"], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0 and "Usage: sessionwatch hook" in res.stdout
-    res = subprocess.run([*SESSIONWATCH, "hook", "claude-code", "--bogus"], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 2 and "--bogus" in res.stderr
+    assert (res.returncode, res.stdout) == (0, "")
+    assert "Usage: sessionwatch hook" in res.stderr
+    res = subprocess.run(
+        [*SESSIONWATCH, "hook", "claude-code", "--bogus", "--log-file", "-"],
+        input="{}",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (res.returncode, res.stdout) == (0, "")
+    assert "unknown option '--bogus'" in res.stderr
+    res = subprocess.run([*SESSIONWATCH, "sessions", "--bogus"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "--bogus" in res.stderr  # every other command keeps click's usage errors

@@ -258,9 +258,9 @@ def test_a_store_or_gateway_that_is_down_answers_nothing_at_once(world: World, t
     payload = claude_input("UserPromptSubmit", world.manager_thread, world.manager_transcript, prompt="hi")
     begun = time.monotonic()
     if how == "store":
-        blocker = tmp_path / "not-a-dir"
-        blocker.write_text("x")
-        code, out, err = world.hook("claude-code", payload, "--session", MANAGER, store=f"sqlite:///{blocker}/sw.db")
+        broken = tmp_path / "broken.db"
+        broken.write_text("this is not a SQLite database, it cannot be opened" * 100)
+        code, out, err = world.hook("claude-code", payload, "--session", MANAGER, store=f"sqlite:///{broken}")
     else:
         cmd = [
             *SESSIONWATCH,

@@ -1,81 +1,140 @@
-"""A fast path for ``sessionwatch [global options] hook HOST [options]``: the host runs it before every
-prompt, so it skips click (and the command modules) and goes straight to ``hooks.run``.
+"""``sessionwatch [global options] hook HOST [options]``: the host runs it before every prompt and after
+every tool call, so it skips click (and the command modules) and goes straight to ``hooks.run``.
 
-It understands exactly the options the click commands define (``app.cli`` and ``hooks.hook_cmd``) and
-their environment variables; anything else (``--help``, a typo, another command) returns False and
-the regular click command line handles it, with its usual help and usage errors.
+A host treats any exit but 0 as a failure (Claude Code erases the person's prompt on exit 2), so a hook
+invocation never reaches click's usage errors: whatever its arguments, it exits 0. An option it does not
+know, a missing or bad value, an unknown host or a stray word is logged (``hooks.log``) and left out;
+the run goes on with the rest (nothing at all to do without a known host). ``--help`` prints the
+command's help to stderr, never to stdout, which the host would read as its answer. Anything that is not
+a hook invocation (another command, ``sessionwatch --help``) is click's, as before.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from typing import NamedTuple
 
 GLOBAL_VALUES = {"--store": "store", "--gateway": "gateway", "--token": "token", "--log-level": "log_level"}
+GLOBAL_FLAGS = {"--json": "json"}
 HOOK_VALUES = {"--session": "session", "--agent": "agent", "--nudge-wait": "nudge_wait", "--log-file": "log_file"}
 HOOK_FLAGS = {"--no-nudge": "no_nudge", "--foreground-nudge": "foreground_nudge", "--json": "json"}
+HELP = ("--help", "-h")
 LEVELS = ("debug", "info", "warning", "error")
 HOSTS = ("claude-code", "codex")
+MAX_NUDGE_WAIT_MS = 10_000
 
 
-def _take(args: list[str], i: int, names: dict[str, str], out: dict[str, str]) -> int | None:
-    """Read the value option at args[i] (``--x v`` or ``--x=v``); the index after it, or None."""
-    name, eq, value = args[i].partition("=")
-    if name not in names:
-        return None
-    if not eq:
-        if i + 1 >= len(args):
-            return None
-        value = args[i + 1]
-        i += 1
-    out[names[name]] = value
-    return i + 1
+class Invocation(NamedTuple):
+    opts: dict[str, str]  # what was understood; a value that was not valid is left out
+    problems: list[str]  # what was left out and why (logged once the log is open)
+    help: bool = False
 
 
-def parse(args: list[str]) -> dict[str, str] | None:
-    """The options of a hook invocation, or None when it is not one this fast path is sure about."""
-    opts: dict[str, str] = {}
+def split(args: list[str]) -> tuple[list[str], list[str]] | None:
+    """(global options, what follows ``hook``) when ``args`` run the hook command, else None.
+
+    Before ``hook`` only options may come (a known value option takes the next word); the first word
+    that is not an option names the command."""
     i = 0
-    while i < len(args) and args[i] != "hook":
-        if args[i] == "--json":
-            i += 1
-            continue
-        nxt = _take(args, i, GLOBAL_VALUES, opts)
-        if nxt is None:
-            return None
-        i = nxt
-    if i + 1 >= len(args) or args[i + 1] not in HOSTS:
-        return None
-    opts["host"] = args[i + 1]
-    i += 2
     while i < len(args):
-        if args[i] in HOOK_FLAGS:
-            opts[HOOK_FLAGS[args[i]]] = "1"
+        arg = args[i]
+        if arg == "hook":
+            return args[:i], args[i + 1 :]
+        if arg in HELP or arg == "--version" or arg == "--" or not arg.startswith("-"):
+            return None  # the group's own help or version, or another command
+        name, eq, _ = arg.partition("=")
+        i += 2 if name in GLOBAL_VALUES and not eq else 1
+    return None
+
+
+def _value(args: list[str], i: int) -> tuple[str, str | None, int]:
+    """(option name, its value or None when missing, index after it) for ``--x v`` or ``--x=v``."""
+    name, eq, value = args[i].partition("=")
+    if eq:
+        return name, value, i + 1
+    if i + 1 < len(args) and not args[i + 1].startswith("--"):
+        return name, args[i + 1], i + 2
+    return name, None, i + 1
+
+
+def _options(
+    args: list[str], values: dict[str, str], flags: dict[str, str], opts: dict[str, str], problems: list[str]
+) -> None:
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name = arg.partition("=")[0]
+        if name in values:
+            name, value, i = _value(args, i)
+            if value is None:
+                problems.append(f"{name} has no value; left out")
+            else:
+                opts[values[name]] = value
+        elif arg in flags:
+            opts[flags[arg]] = "1"
             i += 1
-            continue
-        nxt = _take(args, i, HOOK_VALUES, opts)
-        if nxt is None:
-            return None
-        i = nxt
+        else:
+            what = "unknown option" if arg.startswith("-") else "unexpected argument"
+            problems.append(f"{what} {arg!r}; ignored")
+            i += 1
+
+
+def parse(args: list[str]) -> Invocation | None:
+    """The hook invocation ``args`` stand for (never an error), or None when they run another command."""
+    parts = split(args)
+    if parts is None:
+        return None
+    before, after = parts
+    opts: dict[str, str] = {}
+    problems: list[str] = []
+    if any(a in HELP for a in after):
+        return Invocation(opts, problems, help=True)
+    _options(before, GLOBAL_VALUES, GLOBAL_FLAGS, opts, problems)
+    if after and not after[0].startswith("-"):
+        host, after = after[0], after[1:]
+        if host in HOSTS:
+            opts["host"] = host
+        else:
+            problems.append(f"unknown host {host!r} (expected {' or '.join(HOSTS)}): nothing to do")
+    else:
+        problems.append(f"no host given (expected {' or '.join(HOSTS)}): nothing to do")
+    _options(after, HOOK_VALUES, HOOK_FLAGS, opts, problems)
     if opts.get("log_level", "warning") not in LEVELS:
-        return None
-    wait = opts.get("nudge_wait", "2000")
-    if not wait.isdigit() or int(wait) > 10_000:
-        return None
-    return opts
+        problems.append(f"--log-level {opts.pop('log_level')!r} is not one of {', '.join(LEVELS)}; left out")
+    wait = opts.get("nudge_wait", "0")
+    if not (wait.isascii() and wait.isdigit() and int(wait) <= MAX_NUDGE_WAIT_MS):
+        problems.append(f"--nudge-wait {opts.pop('nudge_wait')!r} is not 0 to {MAX_NUDGE_WAIT_MS} ms; left out")
+    return Invocation(opts, problems)
 
 
-def run_hook(args: list[str]) -> bool:
-    """Run the hook when ``args`` is a hook invocation; False (nothing done) otherwise."""
-    opts = parse(args)
-    if opts is None:
-        return False
-    from ..hooks.run import main, setup_logging
+def _help() -> None:
+    """The hook's help, on stderr: a host reads stdout as the hook's answer."""
+    import contextlib
 
+    from .app import cli
+
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            cli.main(args=["hook", "--help"], prog_name="sessionwatch")
+        except SystemExit:
+            pass
+
+
+def _run(inv: Invocation) -> None:
+    if inv.help:
+        _help()
+        return
+    from ..hooks.run import log, main, setup_logging
+
+    opts = inv.opts
     level = opts.get("log_level", "warning")
     setup_logging(opts.get("log_file"), "info" if level == "warning" else level)
+    for problem in inv.problems:
+        log.warning("hook command line: %s", problem)
     gateway = opts.get("gateway", os.environ.get("SESSIONWATCH_GATEWAY")) or None
     main(
-        opts["host"],
+        opts.get("host"),
         session=opts.get("session"),
         agent=opts.get("agent"),
         store=opts.get("store", os.environ.get("SESSIONWATCH_STORE")) or None,
@@ -85,4 +144,39 @@ def run_hook(args: list[str]) -> bool:
         nudge_retry_ms=int(opts.get("nudge_wait", "2000")),
         foreground_nudge="foreground_nudge" in opts,
     )
+
+
+def _settle() -> None:
+    """Flush stdout and stderr now; a stream the host already closed is pointed at the null device, so
+    the interpreter's own flush at exit cannot turn the exit code into 120."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 - the host is gone: nothing more to say to it
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, stream.fileno())
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def run_hook(args: list[str]) -> bool:
+    """Run the hook when ``args`` are a hook invocation (and return True: the process then exits 0
+    whatever happened); False (nothing done) otherwise."""
+    inv = parse(args)
+    if inv is None:
+        return False
+    try:
+        _run(inv)
+    except BaseException as exc:  # noqa: BLE001 - a hook never fails its host, not even on Ctrl-C or exit()
+        try:
+            import logging
+
+            logging.getLogger("sessionwatch.hook").error(
+                "the hook stopped early, nothing delivered: %s: %s", exc.__class__.__name__, exc
+            )
+        except BaseException:  # noqa: BLE001
+            pass
+    _settle()
     return True

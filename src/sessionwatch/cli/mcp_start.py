@@ -14,12 +14,26 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from .fast import GLOBAL_VALUES, LEVELS, _take
-
 if TYPE_CHECKING:
     from mcp.server import Server
 
+GLOBAL_VALUES = {"--store": "store", "--gateway": "gateway", "--token": "token", "--log-level": "log_level"}
 MCP_VALUES = {"--session": "session", "--agent": "agent", "--notice-poll": "notice_poll", "--transport": "transport"}
+LEVELS = ("debug", "info", "warning", "error")
+
+
+def _take(args: list[str], i: int, names: dict[str, str], out: dict[str, str]) -> int | None:
+    """Read the value option at args[i] (``--x v`` or ``--x=v``); the index after it, or None."""
+    name, eq, value = args[i].partition("=")
+    if name not in names:
+        return None
+    if not eq:
+        if i + 1 >= len(args):
+            return None
+        value = args[i + 1]
+        i += 1
+    out[names[name]] = value
+    return i + 1
 
 
 def parse(args: list[str]) -> dict[str, str] | None:

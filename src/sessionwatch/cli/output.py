@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..keys import shown_text
 from ..notices import format_timestamp
 
 
@@ -53,16 +54,17 @@ def ts(ms: Any) -> str:
 
 
 def cell(value: Any) -> Text:
-    """Cell text is data, never rich markup (a key or summary may contain '[...]')."""
+    """Cell text is data, never rich markup (a key or summary may contain '[...]'), and a key stored with
+    characters that hide or reorder text shows them escaped (``keys.shown_text``)."""
     if value is None:
         return Text("")
     if isinstance(value, (dict, list)):
-        return Text(dumps(value))
-    return Text(str(value))
+        return Text(shown_text(dumps(value)))
+    return Text(shown_text(str(value)))
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Table:
-    t = Table(title=Text(title) if title else None, title_justify="left", show_lines=False)
+    t = Table(title=Text(shown_text(title)) if title else None, title_justify="left", show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in rows:
@@ -81,7 +83,7 @@ def record_table(title: str | None, items: Sequence[dict[str, Any]], columns: Se
 
 
 def kv_table(title: str | None, data: dict[str, Any]) -> Table:
-    t = Table(title=Text(title) if title else None, title_justify="left", show_header=False)
+    t = Table(title=Text(shown_text(title)) if title else None, title_justify="left", show_header=False)
     t.add_column("field")
     t.add_column("value", overflow="fold")
     for k, v in data.items():

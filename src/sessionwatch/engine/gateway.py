@@ -289,10 +289,17 @@ class Gateway:
         return self._safe(lambda: self.store.has_pending_notice(watcher, self.settings.queue_cap), False)
 
     def resolve(
-        self, key: object, agent_id: object = None, *, caller_agent: str | None = None, what: str = "sessionKey"
+        self,
+        key: object,
+        agent_id: object = None,
+        *,
+        caller_agent: str | None = None,
+        what: str = "sessionKey",
+        stored: bool = False,
     ) -> tuple[str, str]:
-        """Validate a key and name its agent: the key's own, or for bare ``global`` the given/caller agent."""
-        k = parse_key(key, what)
+        """Validate a key and name its agent: the key's own, or for bare ``global`` the given/caller agent.
+        ``stored``: only an existing session is looked up (see ``keys.parse_key``)."""
+        k = parse_key(key, what, stored=stored)
         if agent_id is not None:
             agent_id = check_agent_id(agent_id)
         if k.agent_id is not None:
@@ -307,7 +314,8 @@ class Gateway:
     def session(
         self, key: object, agent_id: object = None, *, caller_agent: str | None = None, what: str = "sessionKey"
     ) -> SessionRow:
-        skey, agent = self.resolve(key, agent_id, caller_agent=caller_agent, what=what)
+        # an existing session only: one stored before a key's characters were restricted is still found
+        skey, agent = self.resolve(key, agent_id, caller_agent=caller_agent, what=what, stored=True)
         row = self._host_read(lambda: self.store.get_session(skey, agent), "reading the session")
         if row is None:
             raise NotFound(f"session {skey!r} (agent {agent}) does not exist")
@@ -518,7 +526,7 @@ class Gateway:
         return self.get_session(row.session_key, row.agent_id)
 
     def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
-        skey, agent = self.resolve(key, agent_id)
+        skey, agent = self.resolve(key, agent_id, stored=True)  # deleting creates nothing
         deleted = self.store.delete_session(skey, agent, context_key_for(skey), self.settings.queue_cap)
         return {"deleted": deleted}
 
@@ -759,9 +767,11 @@ class Gateway:
         return self._register(w.raw, t, agent, "explicit")
 
     def unwatch(self, watcher: object, target: object) -> bool:
-        w = parse_key(watcher, "watcher").raw
-        t = parse_key(target, "target").raw
-        return self.store.unwatch(w, t, context_key_for(t), self.clock(), self.settings.queue_cap)
+        return self._unwatch(parse_key(watcher, "watcher").raw, parse_key(target, "target").raw)
+
+    def _unwatch(self, watcher: str, target: str) -> bool:
+        """Unwatch validated keys (the tool's target exists, so it may be a key stored before; parse_key)."""
+        return self.store.unwatch(watcher, target, context_key_for(target), self.clock(), self.settings.queue_cap)
 
     def cursors(self, *, watcher: object = None, target: object = None) -> list[dict[str, Any]]:
         w = parse_key(watcher, "watcher").raw if watcher is not None else None
@@ -795,7 +805,7 @@ class Gateway:
         return {"queued": entry is not None, "entry": entry_json(entry) if entry else None}
 
     def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
-        skey, _ = self.resolve(key, agent_id)
+        skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
         return [
             entry_json(e)
             for e in self._host_read(
@@ -805,7 +815,7 @@ class Gateway:
 
     def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntryJSON]:
         """A watcher's turn consumes its queue: returns the entries and acknowledges session-state ones."""
-        skey, _ = self.resolve(key, agent_id)
+        skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
         try:
             entries, wakes = self.store.drain(
                 skey, target_from_context_key, self._render, self.clock(), self.settings.queue_cap
@@ -821,7 +831,7 @@ class Gateway:
         """Acknowledge entries a client received (ids from a peek): removes exactly those still queued and
         acknowledges the session-state ones as a drain does. Returns ``{acknowledged: n}``; ids that are
         gone already (acknowledged, replaced, evicted) are skipped, so a repeated ack changes nothing."""
-        skey, _ = self.resolve(key, agent_id)
+        skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
         wanted = validation.id_list(ids, "ids")
         if not wanted:
             return {"acknowledged": 0}
@@ -882,13 +892,13 @@ class Gateway:
 
     # -- reconciliation --------------------------------------------------------------------------
     def state_version(self, key: object, agent_id: object = None) -> int:
-        skey, agent = self.resolve(key, agent_id)
+        skey, agent = self.resolve(key, agent_id, stored=True)  # a read: finds a key stored before (parse_key)
         return int(self._host_read(lambda: self.store.state_version(skey, agent), "reading the stateVersion"))
 
     def changes_since(
         self, key: object, after: object, *, agent_id: object = None, limit: int | None = None
     ) -> ChangesPage:
-        skey, agent = self.resolve(key, agent_id)
+        skey, agent = self.resolve(key, agent_id, stored=True)  # a read, as state_version
         after = validation.sequence(after, "changesSince")
         page = self.settings.changes_page_size
         lim = page if limit is None else max(1, min(page, int(limit)))

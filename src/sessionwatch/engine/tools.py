@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import kinds, validation
 from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
-from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key
+from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key, shown, shown_text
 from ..listing import MAX_CURSOR_LENGTH
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EMPTY_PAGE, EventInput, MessageRow, SessionRow
@@ -25,6 +25,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("sessionwatch.tools")
 
 MAX_SEND_TIMEOUT_S = 600
+BODY_LINE = "  | "  # how each further line of a message body starts in a tool's text (docs/security.md)
+
+
+def frame_message(role: str, body: str) -> str:
+    """A transcript message as lines of a tool's text: ``[role] `` and the body's first line, then every
+    further line of the body after ``BODY_LINE``. The body is split wherever any reader may see a line
+    break (``str.splitlines``: also CR, U+2028, U+2029, NEL, VT, FF), so no line of a body starts a line
+    of the text: a body line ``System: ...`` can never pass for one of the queue's ``System:`` lines."""
+    first, *rest = body.splitlines() or [""]
+    return "\n".join([f"[{role}] {first}", *(BODY_LINE + line for line in rest)])
 
 
 @dataclass(frozen=True)
@@ -96,18 +106,18 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
     return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
 
 
-def _scoped(gw: Gateway, key: object, caller: Caller) -> tuple[str, str]:
+def _scoped(gw: Gateway, key: object, caller: Caller, *, stored: bool = False) -> tuple[str, str]:
     """Every session a tool reads or writes besides the caller is resolved here, so a scoped token's
     limit holds for all of them. The scope is checked before existence, so a refused token learns
-    nothing about other agents' sessions."""
-    skey, agent = gw.resolve(key, caller_agent=caller.agent_id)
+    nothing about other agents' sessions. ``stored``: the session must exist (see ``keys.parse_key``)."""
+    skey, agent = gw.resolve(key, caller_agent=caller.agent_id, stored=stored)
     check_scope(caller.scope, agent, f"session {skey!r}")
     return skey, agent
 
 
 def _target(gw: Gateway, key: object, caller: Caller) -> SessionRow:
-    """The session a tool names, through ``_scoped``."""
-    return gw.session(*_scoped(gw, key, caller))
+    """The existing session a tool names, through ``_scoped``."""
+    return gw.session(*_scoped(gw, key, caller, stored=True))
 
 
 def _degraded(notes: list[str], what: str, fn: Callable[[], Any], default: Any) -> Any:
@@ -224,7 +234,7 @@ def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
                 "sessionId": row.session_id,
                 "runId": run_id,
                 "stateVersion": version,
-                "text": f"Spawned {child.raw} (run {run_id}); stateVersion {version}.",
+                "text": f"Spawned {shown(child.raw)} (run {run_id}); stateVersion {version}.",
             },
             notes,
         ),
@@ -268,12 +278,13 @@ def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SendResult:
             out["status"] = "ok"
             out["reply"] = reply.text
     watched = "" if "watched" not in out else (" Watching it now." if out["watched"] else " Not watched.")
+    name = shown(target.session_key)
     if out["status"] == "ok":
-        out["text"] = f"Reply from {target.session_key}:\n{out['reply']}"
+        out["text"] = f"Reply from {name}:\n{frame_message('assistant', out['reply'])}"
     elif out["status"] == "timeout":
-        out["text"] = f"Delivered to {target.session_key}; no reply within {timeout:g} s.{watched}"
+        out["text"] = f"Delivered to {name}; no reply within {timeout:g} s.{watched}"
     else:
-        out["text"] = f"Delivered to {target.session_key} (message {msg.id}).{watched}"
+        out["text"] = f"Delivered to {name} (message {msg.id}).{watched}"
     return cast(SendResult, out)
 
 
@@ -282,7 +293,7 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     key = args.get("sessionKey", caller.key)
     if key is None:
         key = caller.key
-    skey, agent = _scoped(gw, key, caller)
+    skey, agent = _scoped(gw, key, caller, stored=True)
     notes: list[str] = []
     try:  # the session and its stateVersion in one read
         row, version = gw.session_with_version(skey, agent)
@@ -304,12 +315,12 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     if row.goal:
         out["goal"] = row.goal
     lines = [
-        f"Session {row.session_key} (agent {row.agent_id}, {row.kind})",
+        f"Session {shown(row.session_key)} (agent {shown(row.agent_id)}, {row.kind})",
         f"sessionId: {row.session_id}",
         f"stateVersion: {version}",
     ]
     if row.spawned_by:
-        lines.append(f"spawnedBy: {row.spawned_by}")
+        lines.append(f"spawnedBy: {shown(row.spawned_by)}")
     if row.active_run_id:
         lines.append(f"activeRun: {row.active_run_id}")
     if row.goal:
@@ -326,7 +337,7 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
         if page.events:  # a watcher's read acknowledges what it returned (SPEC §2 "reconciling")
             gw.reconcile(caller.key, row.session_key, since, int(page.events[-1]["sequence"]))
         block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
-        lines += ["", "Session state changes:", "```json", block, "```"]
+        lines += ["", "Session state changes:", "```json", shown_text(block), "```"]
     out["text"] = "\n".join(lines)
     return cast(StatusResult, _flag(out, notes))
 
@@ -369,9 +380,9 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
             item["stateVersion"] = version
         sessions.append(item)
         lines.append(
-            f"- {r.session_key} [{r.kind}]"
+            f"- {shown(r.session_key)} [{r.kind}]"
             + (f" stateVersion {version}" if version else "")
-            + (f" spawnedBy {r.spawned_by}" if r.spawned_by else "")
+            + (f" spawnedBy {shown(r.spawned_by)}" if r.spawned_by else "")
         )
     out: dict[str, Any] = {"sessions": sessions, "text": "\n".join(lines) if lines else "No sessions."}
     if page.next_cursor is not None:
@@ -396,14 +407,14 @@ def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> HistoryRes
         ),
         [],
     )
-    lines = [f"[{m.role}] {m.text}" for m in msgs]
+    lines = [frame_message(m.role, m.text) for m in msgs]
     return cast(
         HistoryResult,
         _flag(
             {
                 "sessionKey": row.session_key,
                 "messages": [m.to_json() for m in msgs],
-                "text": "\n".join(lines) if lines else f"No messages in {row.session_key}.",
+                "text": "\n".join(lines) if lines else f"No messages in {shown(row.session_key)}.",
             },
             notes,
         ),
@@ -417,10 +428,12 @@ def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> UnwatchRes
     if not caller.qualified:
         return {"unwatched": False, "text": "A bare 'global' session holds no watches."}
     _caller_must_exist(gw, caller)
-    done = gw.unwatch(caller.key, target)
+    done = gw._unwatch(caller.key, target)  # both checked: the caller parsed, the target found
     return {
         "unwatched": done,
-        "text": f"Stopped watching {target}." if done else f"{caller.key} was not watching {target}; muted.",
+        "text": f"Stopped watching {shown(target)}."
+        if done
+        else f"{shown(caller.key)} was not watching {shown(target)}; muted.",
     }
 
 

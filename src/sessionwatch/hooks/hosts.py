@@ -9,15 +9,14 @@ code is an error to the host (exit 2 even blocks the prompt), so the hook always
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from typing import NamedTuple
 
 SESSION_START = "SessionStart"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 POST_TOOL_USE = "PostToolUse"
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(NamedTuple):  # not a dataclass: its import is a noticeable part of a hook run
     name: str  # as on the command line: claude-code, codex
     catalog: str  # the upstream catalog its transcripts are listed in
     events: tuple[str, ...]  # the events we answer (all three accept additionalContext)

@@ -1,9 +1,12 @@
 """``sessionwatch hook claude-code|codex``: one hook run, from the host's JSON on stdin to its answer.
 
 It sits on the person's prompt path, so it never fails and never waits long: any problem (bad input, a
-store or gateway that is down, an unknown session) answers "nothing to add" at once with exit 0 and is
-logged (to ``hooks.log`` in the state directory unless ``--log-file`` says otherwise). Imports are kept
-to what one run needs; the engine or the HTTP client is loaded only when it is used.
+store or gateway that is down, an unknown session) answers "nothing to add" with exit 0 and is logged
+(to ``hooks.log`` in the state directory unless ``--log-file`` says otherwise). It reads at most
+``MAX_INPUT_BYTES`` of stdin (the rest is read and dropped in small chunks, never held), never creates a
+store, and spends at most ``down.BUDGET_S`` per run on a gateway or PostgreSQL server that does not
+answer, which later runs then skip for ``down.REMEMBER_S`` (see down.py). Imports are kept to what one
+run needs; the engine or the HTTP client is loaded only when it is used.
 
 Which session the host session stands for: ``--session``, else ``$SESSIONWATCH_SESSION``, else the
 adoption link whose thread is the hook's ``session_id`` (or whose file is its ``transcript_path``).
@@ -18,23 +21,27 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from ..types import QueueEntry
 from .delivery import AnswerState, state_dir
+from .down import BUDGET_S, REMEMBER_S, Budget, DownMark, Missed, bounded, public
 from .hosts import HOSTS, USER_PROMPT_SUBMIT, Host
 
+if TYPE_CHECKING:
+    from ..types import QueueEntry
+
 log = logging.getLogger("sessionwatch.hook")
+T = TypeVar("T")
 
 SESSION_ENV = "SESSIONWATCH_SESSION"
 AGENT_ENV = "SESSIONWATCH_AGENT"
-GATEWAY_TIMEOUT_S = 2.0  # a gateway that does not answer within this is treated as down
 NUDGE_RETRY_MS = 2000  # how long the nudge keeps looking for the prompt's row
+MAX_INPUT_BYTES = 1 << 20  # the hosts' JSON is a few KiB; more is not a hook input we can use
+_DISCARD_CHUNK = 1 << 16
 
 
-@dataclass
-class Options:
+class Options(NamedTuple):  # not a dataclass: importing dataclasses is a noticeable part of a hook run
     host: Host
     session: str | None = None
     agent: str | None = None
@@ -44,6 +51,19 @@ class Options:
     nudge: bool = True
     nudge_retry_ms: int = NUDGE_RETRY_MS
     foreground_nudge: bool = False  # run the nudge before returning (no fork): for hosts without fork
+
+
+LOG_MAX_BYTES = 1 << 20
+
+
+def _rotate(path: str) -> None:
+    """Keep the log at about 2 MiB (the file and one older copy). Checked once per run, as it opens:
+    logging.handlers' RotatingFileHandler would cost a hook run the import of socket and pickle."""
+    try:
+        if os.path.getsize(path) > LOG_MAX_BYTES:
+            os.replace(path, path + ".1")
+    except OSError:
+        pass
 
 
 def setup_logging(log_file: str | None, level: str) -> None:
@@ -56,27 +76,62 @@ def setup_logging(log_file: str | None, level: str) -> None:
         if log_file == "-":
             handler: logging.Handler = logging.StreamHandler(sys.stderr)
         else:
-            from logging.handlers import RotatingFileHandler
-
             path = log_file or str(state_dir() / "hooks.log")
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            # one line per delivery: capped at about 2 MiB (the file and one older copy)
-            handler = RotatingFileHandler(path, maxBytes=1 << 20, backupCount=1, encoding="utf-8")
-    except OSError:
+            _rotate(path)
+            handler = logging.FileHandler(path, encoding="utf-8")
+    except Exception:  # noqa: BLE001 - no home folder, a file where the folder should be: run without a log
         handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"))
     log.addHandler(handler)
 
 
 # -- backends ----------------------------------------------------------------------------------------
+class NoStore(Exception):
+    """The store a run names does not exist: a hook never creates one, so there is nothing to read."""
+
+
+def _postgres_exists(url: str, budget: Budget) -> None:
+    """Raise NoStore unless the database holds a sessionwatch store, Missed when its server does not
+    answer within the budget (remembered, as for a gateway). Opening the store would otherwise create
+    its tables in an empty database, and wait up to 10 s for a server that is down."""
+    mark = DownMark(url)
+    down = mark.reason()
+    if down is not None:
+        raise Missed(f"PostgreSQL at {public(url)} {down}")
+    import psycopg
+
+    from ..store.postgres.connection import split_url
+
+    conninfo, _ = split_url(url)
+
+    def probe(timeout: float) -> bool:
+        # libpq counts whole seconds (and at least 2); the budget's alarm holds the run to what is left
+        with psycopg.connect(conninfo, connect_timeout=max(2, int(timeout)), autocommit=True) as conn:
+            row = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
+        return row is not None and row[0] is not None
+
+    try:
+        found = bounded(budget, probe)
+    except (Missed, psycopg.OperationalError) as exc:
+        why = f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"
+        mark.mark(why)
+        log.warning("PostgreSQL at %s did not answer: %s; hook runs skip it for %g s", public(url), why, REMEMBER_S)
+        raise Missed(f"PostgreSQL at {public(url)} did not answer") from None
+    if not found:
+        raise NoStore(f"{public(url)} holds no sessionwatch store")
+
+
 class _Local:
     """The engine on a local store, opened without a sweep, a prune or timers (a hook is a short client)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, budget: Budget) -> None:
         from ..engine.gateway import Gateway
         from ..settings import settings_from_env
-        from ..store import open_store
+        from ..store import POSTGRES_SCHEMES, open_store
 
+        if url.startswith(POSTGRES_SCHEMES):
+            _postgres_exists(url, budget)
         self.where = url
         self.gw = Gateway(open_store(url), settings=settings_from_env(), sweep=False, timers=False, prune_on_open=False)
         self.remote = False
@@ -100,20 +155,48 @@ class _Local:
 
 
 class _Remote:
-    """A running gateway over HTTP (``--gateway``)."""
+    """A running gateway over HTTP (``--gateway``): every call within the run's budget; the first miss
+    is remembered (``DownMark``) and ends the run's calls to it."""
 
-    def __init__(self, url: str, token: str | None) -> None:
+    def __init__(self, url: str, token: str | None, budget: Budget) -> None:
+        self.where = url
+        self.budget = budget
+        self.mark = DownMark(url)
+        down = self.mark.reason()
+        if down is not None:  # skipped before the HTTP client is even imported
+            raise Missed(f"the gateway at {public(url)} is {down}")
         from ..client import GatewayClient
 
-        self.where = url
-        self.client = GatewayClient(url, token=token, timeout=GATEWAY_TIMEOUT_S)
+        self.client = GatewayClient(url, token=token, timeout=budget.left())
         self.remote = True
+        self.missed: str | None = None
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        if self.missed is not None:
+            raise Missed(self.missed)
+
+        def timed(left: float) -> T:
+            self.client.timeout = left  # each phase of the request gets at most what is left
+            return fn()
+
+        try:
+            return bounded(self.budget, timed)
+        except Missed as exc:
+            why = str(exc)
+        except Exception as exc:
+            if not _transport_failure(exc):
+                raise  # the gateway answered (an error is an answer): nothing to remember
+            why = f"{exc.__class__.__name__}: {exc}"
+        self.missed = f"the gateway at {public(self.where)} did not answer: {why}"
+        self.mark.mark(why)
+        log.warning("%s; hook runs skip it for the next %g s", self.missed, REMEMBER_S)
+        raise Missed(self.missed)
 
     def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
-        return list(self.client.peek_system_events(key, agent_id=agent))
+        return list(self._call(lambda: self.client.peek_system_events(key, agent_id=agent)))
 
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
-        self.client.ack_system_events(key, ids, agent_id=agent)
+        self._call(lambda: self.client.ack_system_events(key, ids, agent_id=agent))
 
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
         return []  # a gateway lists no links by thread: give --session (or $SESSIONWATCH_SESSION) there
@@ -123,50 +206,99 @@ class _Remote:
         if who is None or thread_id is None:
             return []
         try:
-            link = self.client.link(who[0], who[1])
-        except Exception as exc:  # noqa: BLE001 - no link is an answer here, not an error
+            link = self._call(lambda: self.client.link(who[0], who[1]))
+        except Exception as exc:  # noqa: BLE001 - no link (or no gateway: logged by _call) means no nudge
             log.debug("no link for %s: %s", who[0], exc)
             return []
         return [link] if link and link.get("threadId") == thread_id else []
 
     def nudge(self, key: str, agent: str | None, retry_ms: int) -> dict[str, Any]:
-        # The gateway looks again for up to retry_ms: the host writes the prompt's row after the hook.
+        # Detached, after the answer: not the run's budget. The gateway looks again for up to retry_ms
+        # (the host writes the prompt's row after the hook returned), so the timeout outlasts that.
+        if self.missed is not None:
+            raise Missed(self.missed)
+        self.client.timeout = BUDGET_S
         return self.client.nudge(key, agent, wait_ms=retry_ms)
 
     def close(self) -> None:
         self.client.close()
 
 
+def _transport_failure(exc: BaseException) -> bool:
+    """The gateway did not answer (refused, unreachable, timed out, cut off), as opposed to answering
+    with an error. The client raises StoreUnreachable from the HTTP library's transport error."""
+    import httpx  # loaded already: the client uses it
+
+    return isinstance(exc.__context__, httpx.TransportError) or isinstance(exc, httpx.TransportError)
+
+
 def _store_url(opts: Options) -> str | None:
-    """The local store URL, or None when the default SQLite file does not exist (nothing to read; a hook
-    never creates a store)."""
-    if opts.store:
-        return opts.store
-    env = os.environ.get("SESSIONWATCH_STORE")
-    if env:
-        return env
-    from ..store import default_sqlite_path
+    """The local store URL, or None when its SQLite file does not exist or is empty (nothing to read; a
+    hook never creates a store)."""
+    from ..store import POSTGRES_SCHEMES, default_sqlite_path
 
-    path = default_sqlite_path()
-    return f"sqlite:///{path}" if path.exists() else None
+    url = opts.store or os.environ.get("SESSIONWATCH_STORE") or f"sqlite:///{default_sqlite_path()}"
+    if url.startswith(POSTGRES_SCHEMES):
+        return url  # whether it holds a store is asked of the server (_postgres_exists)
+    from ..store.sqlite.connection import sqlite_path
+
+    path = sqlite_path(url)
+    try:
+        exists = path != ":memory:" and os.path.getsize(os.path.expanduser(path)) > 0
+    except OSError:
+        exists = False
+    if not exists:
+        log.info("no store at %s: a hook never creates one, so there is nothing to add", path)
+        return None
+    return url
 
 
-def open_backend(opts: Options) -> _Local | _Remote | None:
+def open_backend(opts: Options, budget: Budget | None = None) -> _Local | _Remote | None:
+    """The run's store or gateway; None when there is no store to read. Raises Missed when the server
+    does not answer (or is remembered as down)."""
+    budget = budget or Budget()
     if opts.gateway:
-        return _Remote(opts.gateway, opts.token)
+        return _Remote(opts.gateway, opts.token, budget)
     url = _store_url(opts)
     if url is None:
-        log.debug("no store: the default store file does not exist yet")
         return None
-    return _Local(url)
+    try:
+        return _Local(url, budget)
+    except NoStore as exc:
+        log.info("%s: a hook never creates a store, so there is nothing to add", exc)
+        return None
 
 
 # -- one run -------------------------------------------------------------------------------------------
-def _read_input(stdin: IO[bytes]) -> dict[str, Any] | None:
+def _drop_input(stdin: IO[bytes]) -> int:
+    """Read the rest of stdin and drop it, a chunk at a time (the host may block until it is read)."""
+    dropped = 0
+    while chunk := stdin.read(_DISCARD_CHUNK):
+        dropped += len(chunk)
+    return dropped
+
+
+def _read_input(stdin: IO[bytes] | None) -> dict[str, Any] | None:
+    if stdin is None:
+        log.warning("the hook has no stdin: nothing to read")
+        return None
     try:
-        data = json.loads(stdin.read() or b"{}")
-    except (ValueError, OSError) as exc:
-        log.warning("the hook input is not JSON: %s", exc)
+        raw = stdin.read(MAX_INPUT_BYTES + 1)
+        if len(raw) > MAX_INPUT_BYTES:
+            size = len(raw) + _drop_input(stdin)
+            log.warning(
+                "the hook input is %d bytes, over the %d-byte limit: ignored (what is pending stays queued)",
+                size,
+                MAX_INPUT_BYTES,
+            )
+            return None
+    except (OSError, ValueError) as exc:
+        log.warning("the hook input could not be read: %s", exc)
+        return None
+    try:
+        data = json.loads(raw or b"{}")
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
+        log.warning("the hook input is not JSON: %s", "nested too deep" if isinstance(exc, RecursionError) else exc)
         return None
     if not isinstance(data, dict):
         log.warning("the hook input is not a JSON object")
@@ -191,13 +323,15 @@ def resolve_session(opts: Options, links: list[dict[str, Any]]) -> tuple[str, st
     return None
 
 
-def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
+def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
     """One hook run. Always returns 0: the person's prompt must go through whatever happens here."""
     started = time.monotonic()
     data = _read_input(stdin)
     if data is None:
         return 0
     event = data.get("hook_event_name")
+    if not isinstance(event, str):
+        event = None
     if event not in opts.host.events:
         log.debug("event %r: nothing to do", event)
         return 0
@@ -205,6 +339,9 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
     nudge_links: list[dict[str, Any]] = []
     try:
         backend = open_backend(opts)
+    except Missed as exc:  # skipped or missed: the notices wait in the queue for a later run
+        log.warning("%s hook: no answer, %s", event, exc)
+        return 0
     except Exception as exc:  # noqa: BLE001 - the store or gateway is down: answer nothing, now
         log.warning(
             "%s hook: no answer, the store or gateway is unavailable: %s: %s", event, exc.__class__.__name__, exc
@@ -220,12 +357,14 @@ def run(opts: Options, stdin: IO[bytes], stdout: IO[str]) -> int:
             except Exception as exc:  # noqa: BLE001 - the hook still answers, without the link
                 log.warning("looking up the link of thread %s failed: %s", thread_id, exc)
         who = resolve_session(opts, links)
-        if event == USER_PROMPT_SUBMIT and opts.nudge:
-            nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
         if who is None:
             log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event, thread_id)
         else:
             deliver(backend, who[0], who[1], opts.host, event, stdout)
+        if event == USER_PROMPT_SUBMIT and opts.nudge:  # after the answer: a slow link lookup cannot delay it
+            nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
+    except Missed as exc:
+        log.warning("%s hook: no answer, %s (the notices wait for a later run)", event, exc)
     except Exception as exc:  # noqa: BLE001 - a hook never fails the host's prompt
         log.warning("%s hook: no answer: %s: %s", event, exc.__class__.__name__, exc)
     finally:
@@ -330,6 +469,14 @@ def _nudge(opts: Options, links: list[dict[str, Any]], retry_ms: int) -> None:
         backend.close()
 
 
-def main(host: str, **kwargs: Any) -> int:
+def main(host: str | None, **kwargs: Any) -> int:
+    stdin = getattr(sys.stdin, "buffer", None)
+    if host not in HOSTS:  # told in the log already: take the input off the host's hands, answer nothing
+        try:
+            if stdin is not None:
+                _drop_input(stdin)
+        except (OSError, ValueError):
+            pass
+        return 0
     opts = Options(HOSTS[host], **kwargs)
-    return run(opts, sys.stdin.buffer, sys.stdout)
+    return run(opts, stdin, sys.stdout)

@@ -103,7 +103,7 @@ def _ack(c: Call) -> Any:
 
 
 def _state_version(c: Call) -> Any:
-    key, agent = c.gw.resolve(c.path["key"], c.query.get("agentId"))
+    key, agent = c.gw.resolve(c.path["key"], c.query.get("agentId"), stored=True)  # a read (keys.parse_key)
     return {"sessionKey": key, "agentId": agent, "stateVersion": c.gw.state_version(key, agent)}
 
 

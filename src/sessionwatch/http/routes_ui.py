@@ -158,7 +158,7 @@ def _timeline(gw: Gateway, key: str, agent: str) -> dict[str, Any]:
 
 def _inspect(c: Call) -> Any:
     gw = c.gw
-    key, agent = gw.resolve(c.path["key"], c.query.get("agentId"))
+    key, agent = gw.resolve(c.path["key"], c.query.get("agentId"), stored=True)  # a read (keys.parse_key)
     session = gw.get_session(key, agent)
     after = c.query.get("after", 0)
     changes = gw.changes_since(key, after, agent_id=agent).to_json()

@@ -23,6 +23,7 @@ from .delivery import DeliveryTests
 from .edge_input import EdgeInputTests
 from .flat_costs import FlatCostTests
 from .helpers import MAIN, spawn
+from .hostile_text import HostileTextTests
 from .list_pages import ListPageTests
 from .queue import QueueTests
 from .reconciliation import ReconciliationTests
@@ -46,6 +47,7 @@ class StoreConformance(
     WakeTests,
     BadInputTests,
     EdgeInputTests,
+    HostileTextTests,
     TokenTests,
     DataSettingsTests,
     ListPageTests,

@@ -213,7 +213,7 @@ class ReconciliationTests(SuiteBase):
         finally:
             timer.join()
         assert out["status"] == "ok" and out["reply"] == "pong" and out["watched"] is True
-        assert out["text"] == "Reply from agent:a:peer:\npong"
+        assert out["text"] == "Reply from agent:a:peer:\n[assistant] pong"
         late = send(gw, MAIN, "agent:a:peer", "ping again", timeoutSeconds=0.05)
         assert late["status"] == "timeout" and "reply" not in late and "watched" not in late
         quick = send(gw, MAIN, "agent:a:peer", "fire and forget", timeoutSeconds=0)
