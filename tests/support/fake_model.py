@@ -19,6 +19,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any, Literal
 
 Wire = Literal["anthropic", "openai"]
@@ -26,19 +27,21 @@ Wire = Literal["anthropic", "openai"]
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: text, or a tool call (name, input) the host is to run."""
+    """One scripted answer: text, or a tool call (name, input) the host is to run. ``before`` runs when
+    the request arrives, before the answer goes out: what "meanwhile, someone else acted" looks like."""
 
     text: str = ""
     tool: str | None = None
     input: dict[str, Any] = field(default_factory=dict)
+    before: Callable[[], None] | None = None
 
     @staticmethod
-    def say(text: str) -> Reply:
-        return Reply(text=text)
+    def say(text: str, *, before: Callable[[], None] | None = None) -> Reply:
+        return Reply(text=text, before=before)
 
     @staticmethod
-    def call(tool: str, arguments: dict[str, Any] | None = None) -> Reply:
-        return Reply(tool=tool, input=dict(arguments or {}))
+    def call(tool: str, arguments: dict[str, Any] | None = None, *, before: Callable[[], None] | None = None) -> Reply:
+        return Reply(tool=tool, input=dict(arguments or {}), before=before)
 
 
 class FakeModel:
@@ -75,7 +78,10 @@ class FakeModel:
 
     def _next(self) -> Reply:
         with self._lock:
-            return self._script.pop(0) if self._script else Reply.say(self.default)
+            reply = self._script.pop(0) if self._script else Reply.say(self.default)
+        if reply.before is not None:
+            reply.before()
+        return reply
 
     def _record(self, path: str, body: dict[str, Any] | None) -> None:
         with self._lock:

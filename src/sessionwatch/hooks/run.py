@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from .delivery import AnswerState, state_dir
 from .down import BUDGET_S, REMEMBER_S, Budget, DownMark, Missed, bounded, public
-from .hosts import HOSTS, USER_PROMPT_SUBMIT, Host
+from .hosts import HOSTS, STOP, USER_PROMPT_SUBMIT, Host
 
 if TYPE_CHECKING:
     from ..types import QueueEntry
@@ -334,6 +334,14 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
         event = None
     if event not in opts.host.events:
         log.debug("event %r: nothing to do", event)
+        return 0
+    if _text(data.get("agent_id")):
+        # From inside a subagent: the host sends the parent's session_id, but what we print would reach
+        # only the subagent's context. The parent's notices wait for the parent's own next hook.
+        log.debug("%s hook from subagent %s: nothing for it", event, data.get("agent_id"))
+        return 0
+    if event == STOP and data.get("stop_hook_active") is True:
+        log.debug("Stop hook after a block: the turn ends (never blocked twice in a row)")
         return 0
     thread_id, path = _text(data.get("session_id")), _text(data.get("transcript_path"))
     nudge_links: list[dict[str, Any]] = []
