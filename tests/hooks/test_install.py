@@ -123,7 +123,11 @@ def test_claude_code_project_install_merges_is_idempotent_and_uninstall_restores
         "alwaysLoad": True,  # the tools are in the first request, not deferred behind ToolSearch
     }
     assert str(tmp_path) not in settings.read_text() + mcp.read_text()
-    assert set(files_under(project)) == set(before)  # no backup files in the project
+    # Claude Code ignores the committed file's permission rules until the workspace trust dialog was
+    # accepted: this person's own file gets them too (no backup files in the project)
+    assert set(files_under(project)) == {*before, ".claude/settings.local.json"}
+    local = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert local == {"permissions": {"allow": ["mcp__sessionwatch"]}, "enabledMcpjsonServers": ["sessionwatch"]}
 
     # the written hook command really runs as a hook: it answers at once, exit 0
     payload = {
@@ -157,7 +161,8 @@ def test_claude_code_project_install_merges_is_idempotent_and_uninstall_restores
 
     out = sw(tmp_path, "uninstall", "claude-code", "--dir", str(project), "--json")
     assert out.returncode == 0, out.stderr
-    assert {c["action"] for c in json.loads(out.stdout)["changes"]} == {"restored"}
+    actions = {Path(c["path"]).name: c["action"] for c in json.loads(out.stdout)["changes"]}
+    assert actions == {"settings.json": "restored", ".mcp.json": "restored", "settings.local.json": "removed"}
     assert files_under(project) == before  # byte for byte, and nothing left behind
     assert "Nothing changed." in sw(tmp_path, "uninstall", "claude-code", "--dir", str(project)).stdout
 
@@ -200,6 +205,7 @@ def test_a_file_changed_after_install_loses_only_our_entries(tmp_path: Path) -> 
     assert res.returncode == 0, res.stderr
     assert json.loads(settings.read_text()) == {**USER_SETTINGS, "model": "opus"}  # their edit stays
     assert not (project / ".mcp.json").exists()  # install created it and nothing else is in it
+    assert set(files_under(project)) == {".claude/settings.json"}  # no backup, no file of ours left
 
 
 def test_local_scope_writes_this_persons_files_with_this_installations_path(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from .install import (
     TomlFormat,
     _servers_of,
     claude_dir,
+    claude_state_file,
     codex_user_config,
     fix_command,
     is_our_hook,
@@ -518,36 +519,59 @@ def _check_mcp(t: Target, found: Found, probe: bool) -> list[Check]:
     return out
 
 
+def _workspace_trusted(t: Target) -> bool:
+    """Did the person accept Claude Code's workspace trust dialog for the project (or a folder above)?"""
+    data, _ = _read(claude_state_file(), JsonFormat)
+    projects = data.get("projects") if isinstance(data, dict) else None
+    if not isinstance(projects, dict):
+        return False
+    for folder in (t.dir, *t.dir.parents):
+        entry = projects.get(str(folder))
+        if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
+            return True
+    return False
+
+
 def _claude_permission(t: Target) -> list[Check]:
-    """The rule that permits calling the tools, and (for ``.mcp.json``) the approval of the server."""
-    files = [
-        claude_dir() / "settings.json",
-        t.dir / ".claude" / "settings.json",
-        t.dir / ".claude" / "settings.local.json",
-    ]
-    allowed, denied, enabled, disabled = False, False, False, False
-    for path in files:
+    """The rule that permits calling the tools, and (for ``.mcp.json``) the approval of the server. The
+    committed ``settings.json`` counts only in a trusted workspace (Claude Code ignores its permission
+    rules otherwise, and says so on stderr)."""
+    personal = [claude_dir() / "settings.json", t.dir / ".claude" / "settings.local.json"]
+    committed = t.dir / ".claude" / "settings.json"
+    rules = (PERMISSION, f"{PERMISSION}__*")
+    allowed, committed_only, denied, enabled, disabled = False, False, False, False, False
+    for path in [*personal, committed]:
         data, _ = _read(path, JsonFormat)
         if not isinstance(data, dict):
             continue
         perms: dict[str, Any] = data["permissions"] if isinstance(data.get("permissions"), dict) else {}
         allow, deny = perms.get("allow") or [], perms.get("deny") or []
-        allowed |= any(r in (PERMISSION, f"{PERMISSION}__*") for r in allow)
-        denied |= any(r in (PERMISSION, f"{PERMISSION}__*") for r in deny)
-        enabled |= (
-            SERVER_NAME in (data.get("enabledMcpjsonServers") or []) or data.get("enableAllProjectMcpServers") is True
-        )
+        has = any(r in rules for r in allow)
+        if path == committed and has and not allowed:
+            committed_only = True
+        else:
+            allowed |= has
+        denied |= any(r in rules for r in deny)
+        approve = data.get("enabledMcpjsonServers") or []
+        enabled |= SERVER_NAME in approve or data.get("enableAllProjectMcpServers") is True
         disabled |= SERVER_NAME in (data.get("disabledMcpjsonServers") or [])
+    if committed_only and _workspace_trusted(t):
+        allowed = True
     out: list[Check] = []
     fix = fix_command(t)
     if denied:
         out.append(
             Check("permitted", False, f"a deny rule refuses {PERMISSION}", f"remove {PERMISSION} from permissions.deny")
         )
-    elif not allowed:
-        out.append(Check("permitted", False, f"every call is refused: no permissions.allow rule for {PERMISSION}", fix))
-    else:
+    elif allowed:
         out.append(Check("permitted", True, f"permissions.allow has {PERMISSION}"))
+    elif committed_only:
+        detail = (
+            f"the {PERMISSION} rule of .claude/settings.json is ignored until the workspace trust dialog is accepted"
+        )
+        out.append(Check("permitted", False, detail, f"{fix} (writes it into settings.local.json too)"))
+    else:
+        out.append(Check("permitted", False, f"every call is refused: no permissions.allow rule for {PERMISSION}", fix))
     if t.scope == "project":
         if disabled:
             out.append(

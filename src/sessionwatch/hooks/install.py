@@ -282,7 +282,7 @@ def _change(t: Target, path: Path, fmt: Format, add: Edit, strip: Edit) -> Chang
     return Change(str(path), "created" if raw is None else "updated", what)
 
 
-def _revert(t: Target, path: Path, fmt: Format, strip: Edit) -> Change:
+def _revert(t: Target, path: Path, fmt: Format, strip: Edit, folders: list[str]) -> Change:
     """Uninstall from one file: its old bytes while it is as install left it and no other install
     shares it, else only our entries out (``strip``)."""
     raw = snapshots.read_bytes(path)
@@ -297,7 +297,7 @@ def _revert(t: Target, path: Path, fmt: Format, strip: Edit) -> Change:
         snapshots.drop(path)
         if snap.before is None:
             path.unlink()
-            snapshots.remove_empty(snap.dirs)
+            folders += snap.dirs
             return Change(str(path), "removed", ["the file install created"])
         snapshots.write_atomic(path, snap.before)
         return Change(str(path), "restored", ["the content before install, byte for byte"])
@@ -309,7 +309,7 @@ def _revert(t: Target, path: Path, fmt: Format, strip: Edit) -> Change:
     if what and fmt.empty(data) and created and not others:
         path.unlink()
         if snap is not None:
-            snapshots.remove_empty(snap.dirs)
+            folders += snap.dirs
         action, now = "removed", None
     elif what:
         now = fmt.dump(data, raw)
@@ -420,33 +420,63 @@ def _drop_from_list(data: dict[str, Any], keys: tuple[str, ...], item: str) -> b
     return True
 
 
-def _claude_settings(t: Target) -> tuple[Edit, Edit]:
-    """The settings file: our hooks; with an MCP server, the rule that permits calling its tools, and
-    (project scope) the approval of the ``.mcp.json`` server, without which the TUI's "New MCP server
-    found" dialog defaults to running without it."""
-    path = t.hooks_path
+def _claude_settings(t: Target, path: Path, hooks: bool) -> tuple[Edit, Edit]:
+    """A settings file: our hooks (``hooks``); with an MCP server, the rule that permits calling its
+    tools and, for the project's ``.mcp.json`` server, its approval (without which the TUI's "New MCP
+    server found" dialog defaults to running without it). These two are shared entries: one install
+    takes them out only when no other install needs them and they were not there before."""
     shared: list[tuple[tuple[str, ...], str, str]] = [(("permissions", "allow"), PERMISSION, "permission")]
     if t.scope == "project":
         shared.append((("enabledMcpjsonServers",), SERVER_NAME, "approval"))
 
     def add(data: Any, snap: snapshots.Snapshot | None) -> list[str]:
-        what = _add_hooks(t, data, path)
-        if t.server() is not None:
-            for keys, item, label in shared:
-                if _add_to_list(data, keys, item, path):
-                    what.append(f"{label} {item}")
-                    if snap is not None and label not in snap.added:
-                        snap.added.append(label)
+        what = _add_hooks(t, data, path) if hooks else []
+        if t.server() is None or snap is None:
+            return what
+        needs: dict[str, list[str]] = snap.extra.setdefault("needs", {})
+        preexisting: list[str] = snap.extra.setdefault("preexisting", [])
+        for keys, item, label in shared:
+            needed = any(label in v for v in needs.values())
+            if _add_to_list(data, keys, item, path):
+                what.append(f"{label} {item}")
+            elif not needed and label not in preexisting:
+                preexisting.append(label)  # the person had it already: never ours to take out
+            mine = needs.setdefault(t.owner, [])
+            if label not in mine:
+                mine.append(label)
         return what
 
     def strip(data: Any, snap: snapshots.Snapshot | None) -> list[str]:
-        what = _strip_hooks(t, data)
-        for keys, item, label in shared:  # only what install added: the person may have had it before
-            if snap is not None and label in snap.added and _drop_from_list(data, keys, item):
+        what = _strip_hooks(t, data) if hooks else []
+        if snap is None:
+            return what
+        needs: dict[str, list[str]] = snap.extra.get("needs", {})
+        mine = needs.pop(t.owner, [])
+        for keys, item, label in shared:
+            if label not in mine or label in snap.extra.get("preexisting", []):
+                continue
+            if any(label in v for v in needs.values()):
+                continue  # another install still needs it
+            if _drop_from_list(data, keys, item):
                 what.append(f"{label} {item}")
         return what
 
     return add, strip
+
+
+def _claude_files(t: Target) -> list[tuple[Path, Format, tuple[Edit, Edit]]]:
+    """The files a Claude Code install edits, in order. A project install also puts the permission rule
+    and the approval into this person's ``settings.local.json``: Claude Code ignores the permission rules
+    of a committed ``settings.json`` until the person accepted the workspace trust dialog (in ``-p`` runs
+    it never asks), and honours the per-person file at once."""
+    files: list[tuple[Path, Format, tuple[Edit, Edit]]] = [
+        (t.hooks_path, JsonFormat, _claude_settings(t, t.hooks_path, True))
+    ]
+    if t.scope == "project":
+        local = t.dir / ".claude" / "settings.local.json"
+        files.append((local, JsonFormat, _claude_settings(t, local, False)))
+    files.append((t.mcp_path, JsonFormat, _claude_mcp(t)))
+    return files
 
 
 def _servers_of(t: Target, data: dict[str, Any], create: bool) -> dict[str, Any] | None:
@@ -619,11 +649,11 @@ def _trust(t: Target) -> Change:
     )
 
 
-def _untrust(t: Target) -> Change | None:
+def _untrust(t: Target, folders: list[str]) -> Change | None:
     config = codex_user_config()
     if config == t.mcp_path:  # --user: the MCP step reverted the same file, trust included
         return None
-    return _revert(t, config, TomlFormat, lambda doc, snap: _strip_trust(t, doc, snap))
+    return _revert(t, config, TomlFormat, lambda doc, snap: _strip_trust(t, doc, snap), folders)
 
 
 def codex_user_config() -> Path:
@@ -714,9 +744,8 @@ def target(
 def install(t: Target, *, trust: bool = True) -> list[Change]:
     check_options(t)
     if t.host == "claude-code":
-        changes = [_change(t, t.hooks_path, JsonFormat, *_claude_settings(t))]
-        if t.server() is not None:
-            changes.append(_change(t, t.mcp_path, JsonFormat, *_claude_mcp(t)))
+        files = _claude_files(t) if t.server() is not None else _claude_files(t)[:1]
+        changes = [_change(t, path, fmt, *edits) for path, fmt, edits in files]
     else:
         changes = [_change(t, t.hooks_path, JsonFormat, *_codex_hooks(t))]
         if t.server() is not None:
@@ -740,16 +769,17 @@ def install(t: Target, *, trust: bool = True) -> list[Change]:
 def uninstall(t: Target) -> list[Change]:
     if t.host == "codex" and t.scope == "local":
         check_options(t)
+    folders: list[str] = []  # created by install: removed at the end, when all their files are gone
     if t.host == "claude-code":
-        return [
-            _revert(t, t.hooks_path, JsonFormat, _claude_settings(t)[1]),
-            _revert(t, t.mcp_path, JsonFormat, _claude_mcp(t)[1]),
+        changes = [_revert(t, path, fmt, edits[1], folders) for path, fmt, edits in _claude_files(t)]
+    else:
+        changes = [
+            _revert(t, t.hooks_path, JsonFormat, _codex_hooks(t)[1], folders),
+            _revert(t, t.mcp_path, TomlFormat, _codex_mcp(t)[1], folders),
         ]
-    changes = [
-        _revert(t, t.hooks_path, JsonFormat, _codex_hooks(t)[1]),
-        _revert(t, t.mcp_path, TomlFormat, _codex_mcp(t)[1]),
-    ]
-    untrust = _untrust(t)
-    if untrust is not None:
-        changes.append(untrust)
+        untrust = _untrust(t, folders)
+        if untrust is not None:
+            changes.append(untrust)
+    for folder in sorted(set(folders), key=len, reverse=True):  # deepest first
+        snapshots.remove_empty([folder])
     return changes

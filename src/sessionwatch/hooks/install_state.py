@@ -39,8 +39,9 @@ class Snapshot:
     known: bool  # False when install found its own entries already there (the true "before" is lost)
     after: str | None = None  # digest of what install last left in the file
     dirs: list[str] = field(default_factory=list)  # folders install created for the file, deepest first
-    added: list[str] = field(default_factory=list)  # shared entries install added (e.g. a permission rule)
-    extra: dict[str, Any] = field(default_factory=dict)  # host specifics (Codex trust keys)
+    # which installs have entries here ("owners"), the shared entries each needs ("needs") and those that
+    # were there before any install ("preexisting"), the trust entries Codex wrote for each ("trust")
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def matches(self, current: bytes | None) -> bool:
         """The file is exactly as install left it."""
@@ -62,7 +63,6 @@ def load(path: Path) -> Snapshot | None:
             known=bool(data["known"]),
             after=data.get("after"),
             dirs=[str(d) for d in data.get("dirs", [])],
-            added=[str(a) for a in data.get("added", [])],
             extra=dict(data.get("extra", {})),
         )
     except (OSError, ValueError, KeyError, TypeError):
@@ -77,7 +77,6 @@ def begin(path: Path, current: bytes | None, ours_already: bool) -> Snapshot:
         return snap
     fresh = Snapshot(path, current, known=not ours_already)
     if snap is not None:  # the file changed since: what we added is still ours to take out
-        fresh.added = snap.added
         fresh.extra = snap.extra
     return fresh
 
@@ -92,7 +91,6 @@ def save(snap: Snapshot, now: bytes | None) -> None:
         "known": snap.known,
         "after": snap.after,
         "dirs": snap.dirs,
-        "added": snap.added,
         "extra": snap.extra,
     }
     tmp = record.with_suffix(f".{os.getpid()}.tmp")
