@@ -16,8 +16,9 @@ codex              ``<dir>/.codex/hooks.json``          ``<dir>/.codex/config.to
 (``$CLAUDE_CONFIG_DIR`` and ``$CODEX_HOME`` replace ``~/.claude`` and ``~/.codex``.) The project scope's
 files are meant to be committed, so they hold no path of this machine: the command is ``sessionwatch``,
 found on the host's ``PATH``. The per-person files (``--local``, ``--user``) name this installation's
-absolute path. Codex hook trust lives in the user's ``config.toml`` and is written by Codex itself (see
-``codex_trust``).
+absolute path. A Claude Code project install also puts the permission rule and the server's approval into
+``<dir>/.claude/settings.local.json`` (see ``_claude_files``). Codex hook trust lives in the user's
+``config.toml`` and is written by Codex itself (see ``codex_trust``).
 
 What is ours is recognised by its command: a hook handler running ``sessionwatch ... hook <host>``, an MCP
 server named ``sessionwatch`` running ``sessionwatch ... mcp``. Installing adds or updates exactly those
@@ -699,8 +700,6 @@ def check_options(t: Target) -> None:
             "key. Bind a project with --project or --local --session KEY; for --user, each host session "
             "finds its own (SESSIONWATCH_SESSION, or the adoption link of its thread)"
         )
-    if t.agent is not None and t.session is None:
-        raise InvalidArgument("--agent goes with --session (the agent of a bare 'global' session)")
     if t.committed:
         _refuse_machine_paths(t.global_args)
 
