@@ -1,7 +1,8 @@
-"""Host integration commands: hook (run by Claude Code / Codex CLI), install and uninstall."""
+"""Host integration commands: hook (run by Claude Code / Codex CLI), install, uninstall and doctor."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 import click
@@ -81,44 +82,81 @@ def hook_cmd(
     )
 
 
-def _show(changes: list, verb: str, host: str) -> Any:
+def _show(changes: list[Any], verb: str, verification: Any = None, warnings: list[str] | None = None) -> Any:
     def human(c: Any) -> None:
         for ch in changes:
             line = f"{ch.action:9} {ch.path}"
             if ch.what:
                 line += ": " + ", ".join(ch.what)
-            if ch.backup:
-                line += f" (previous file kept as {ch.backup})"
             c.print(line, markup=False)
             if ch.note:
                 c.print(f"          {ch.note}", markup=False)
-        if verb == "install" and host == "codex":
-            c.print(
-                "Codex runs a new hook once you trust it: open /hooks in Codex. See docs/hooks-codex.md.", markup=False
-            )
+        for w in warnings or []:
+            c.print(f"warning   {w}", markup=False)
         if all(ch.action in ("unchanged", "skipped") for ch in changes):
             c.print("Nothing changed.", markup=False)
+        if verification is not None:
+            _show_verification(c, verification)
 
     return human
 
 
-SCOPE_USER = click.option("--user", "user", flag_value=True, help="The user's own config (all projects).")
-SCOPE_PROJECT = click.option(
-    "--project", "user", flag_value=False, default=False, help="The project's config in --dir (default)."
-)
+def _show_verification(c: Any, v: Any) -> None:
+    if v.hook is None:
+        c.print("verify    no sessionwatch UserPromptSubmit hook is installed here", markup=False)
+    else:
+        h = v.hook
+        state = f"exit {h.returncode}" if h.returncode is not None else "no exit"
+        c.print(f"verify    UserPromptSubmit through `{v.hook_command}`: {state} in {h.ms:.0f} ms", markup=False)
+        if h.error:
+            c.print(f"          the host would not take it: {h.error}", markup=False)
+        elif h.context:
+            c.print("          the model would read:", markup=False)
+            for line in h.context.splitlines():
+                c.print(f"            {line}", markup=False)
+        else:
+            c.print("          the model would read nothing: no notice is pending for this session", markup=False)
+        for line in h.log[-5:]:
+            c.print(f"          log: {line}", markup=False)
+    if v.mcp is not None:
+        m = v.mcp
+        tools = f" ({', '.join(m.tools)})" if m.tools else ""
+        c.print(f"verify    MCP server: {'ok' if m.ok else 'FAILED'}: {m.detail}{tools}", markup=False)
+
+
+def _scope_option(fn: Any) -> Any:
+    for name, help_text in reversed(
+        (
+            ("project", "The project's shared files in --dir, meant to be committed (default)."),
+            ("local", "This person's files for the project in --dir (Claude Code only; not committed)."),
+            ("user", "The user's own config (every project)."),
+        )
+    ):
+        kw: dict[str, Any] = {"default": True} if name == "project" else {}
+        fn = click.option(f"--{name}", "scope", flag_value=name, help=help_text, **kw)(fn)
+    return fn
+
+
 DIR = click.option(
     "--dir",
     "directory",
     type=click.Path(file_okay=False),
     metavar="PATH",
-    help="Project folder for --project (default: the current folder).",
+    help="Project folder for --project and --local (default: the current folder).",
 )
+
+
+def _global_args(state: State) -> list[str]:
+    if state.gateway:
+        return ["--gateway", state.gateway]
+    if state.store:
+        return ["--store", state.store]
+    return []
 
 
 @command(cli, "install")
 @HOST
-@SCOPE_PROJECT
-@SCOPE_USER
+@_scope_option
 @DIR
 @click.option(
     "--session",
@@ -127,53 +165,155 @@ DIR = click.option(
     help="The session the host stands for: written into the hook and the MCP server (which needs it).",
 )
 @click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent of the session (only for bare 'global').")
+@click.option("--no-trust", is_flag=True, help="Codex: leave trusting the hooks to the person (prints the step).")
+@click.option(
+    "--verify", is_flag=True, help="Then fire a sample payload through the installed hook and start the MCP server."
+)
 @pass_state
 def install_cmd(
-    state: State, host: str, user: bool, directory: str | None, session_key: str | None, agent_id: str | None
+    state: State,
+    host: str,
+    scope: str,
+    directory: str | None,
+    session_key: str | None,
+    agent_id: str | None,
+    no_trust: bool,
+    verify: bool,
 ) -> None:
-    """Write sessionwatch's hooks and MCP server into Claude Code's or Codex's config.
+    """Write sessionwatch's hooks and MCP server into Claude Code's or Codex's config, usable at once.
 
-    Merges with what is there (other hooks and servers are kept), keeps the previous
-    file as <file>.sessionwatch-backup, and is idempotent. The global --store or
-    --gateway given here are written into the commands too (a token never is: the
-    host passes SESSIONWATCH_TOKEN from its environment).
+    Claude Code: the hooks, the MCP server with its tools loaded up front
+    (alwaysLoad), the permission rule that lets the model call them, and (--project)
+    the approval of the project's server. Codex: the hooks, the MCP server (Codex
+    waits for it and passes SESSIONWATCH_TOKEN), and the hooks' trust, written by
+    Codex itself through `codex app-server` when codex is on PATH (--no-trust: left
+    to you). Merges with what is there and is idempotent; what each file held
+    before is kept in the state folder, so uninstall restores it exactly.
+
+    --project files are meant to be committed and hold no path of this machine (the
+    command is `sessionwatch` from PATH); --local and --user files name this
+    installation's absolute path. The global --store or --gateway given here are
+    written into the commands too (a token never is: the host passes
+    SESSIONWATCH_TOKEN from its environment).
 
     \b
     Examples:
       sessionwatch install claude-code --session agent:main:main
-      sessionwatch install claude-code --user
-      sessionwatch --gateway http://127.0.0.1:7878 install codex --project --session agent:main:main
+      sessionwatch install claude-code --local --session agent:main:main --verify
+      sessionwatch install codex --session agent:main:main
+      sessionwatch --gateway http://127.0.0.1:7878 install codex --user
     """
-    from ..hooks.install import install
+    from ..hooks.doctor import check_backend, verify as run_verify
+    from ..hooks.install import install, target
     from .output import emit  # rich: only here, never on the hook's path
 
-    global_args: list[str] = []
-    if state.gateway:
-        global_args += ["--gateway", state.gateway]
-    elif state.store:
-        global_args += ["--store", state.store]
-    changes = install(
-        host, user=user, directory=directory, session=session_key, agent=agent_id, global_args=global_args
-    )
-    emit(state.json, {"host": host, "changes": [c.to_json() for c in changes]}, _show(changes, "install", host))
+    t = target(host, scope, directory, session_key, agent_id, _global_args(state))
+    changes = install(t, trust=not no_trust)
+    warnings: list[str] = []
+    if session_key is not None:
+        found = check_backend(t.global_args, session_key, agent_id)
+        if found.ok is not True:
+            warnings.append(found.detail)
+    if t.committed and shutil.which("sessionwatch") is None:
+        warnings.append("`sessionwatch` is not on this PATH: the host finds the command through its PATH")
+    verification = run_verify(t) if verify else None
+    data: dict[str, Any] = {
+        "host": host,
+        "scope": scope,
+        "changes": [c.to_json() for c in changes],
+        "warnings": warnings,
+    }
+    if verification is not None:
+        data["verify"] = verification.to_json()
+    emit(state.json, data, _show(changes, "install", verification, warnings))
+    failed = any(c.action == "failed" for c in changes) or (verification is not None and not verification.ok)
+    if failed:
+        raise click.exceptions.Exit(1)
 
 
 @command(cli, "uninstall")
 @HOST
-@SCOPE_PROJECT
-@SCOPE_USER
+@_scope_option
 @DIR
 @pass_state
-def uninstall_cmd(state: State, host: str, user: bool, directory: str | None) -> None:
-    """Remove exactly what 'install' wrote (sessionwatch's hooks and MCP server).
+def uninstall_cmd(state: State, host: str, scope: str, directory: str | None) -> None:
+    """Remove exactly what 'install' wrote, and give each file back as it was.
+
+    A file still exactly as install left it gets its old bytes back (or is removed,
+    with the folders install created for it); a file changed since loses only
+    sessionwatch's entries (and the Codex trust entries install had Codex write).
 
     \b
     Examples:
       sessionwatch uninstall claude-code
+      sessionwatch uninstall claude-code --local
       sessionwatch uninstall codex --user
     """
-    from ..hooks.install import uninstall
+    from ..hooks.install import target, uninstall
     from .output import emit
 
-    changes = uninstall(host, user=user, directory=directory)
-    emit(state.json, {"host": host, "changes": [c.to_json() for c in changes]}, _show(changes, "uninstall", host))
+    changes = uninstall(target(host, scope, directory))
+    emit(
+        state.json,
+        {"host": host, "scope": scope, "changes": [c.to_json() for c in changes]},
+        _show(changes, "uninstall"),
+    )
+
+
+@command(cli, "doctor")
+@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(["claude-code", "codex"]))
+@DIR
+@pass_state
+def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
+    """Is sessionwatch usable in Claude Code and Codex here? Per host and scope.
+
+    Checks that the hooks are there and answer a sample payload, that Codex
+    trusts them, that the MCP server starts and lists its tools in the host's
+    environment, that the host may call them (Claude Code's permission rule and
+    project-server approval; Codex waits for the server and passes the token),
+    that the store or gateway answers, and the host's version. Each failure names
+    the command that fixes it. Exit 1 when something is broken (or nothing is
+    installed); --json for scripts.
+
+    \b
+    Examples:
+      sessionwatch doctor
+      sessionwatch doctor codex --dir ~/src/acme --json
+    """
+    from ..hooks.doctor import diagnose, host_version, scopes_of
+    from ..hooks.install import target
+    from .output import emit
+
+    hosts = [host] if host else ["claude-code", "codex"]
+    reports: list[dict[str, Any]] = []
+    broken = False
+    installed = False
+    for name in hosts:
+        scopes = [diagnose(target(name, scope, directory)) for scope in scopes_of(name)]
+        installed |= any(s.installed for s in scopes)
+        broken |= not all(s.ok for s in scopes)
+        reports.append({"host": name, "version": host_version(name), "scopes": [s.to_json() for s in scopes]})
+    ok = installed and not broken
+
+    def human(c: Any) -> None:
+        for r in reports:
+            c.print(f"{r['host']}  ({r['version'] or 'not on PATH'})", markup=False)
+            for s in r["scopes"]:
+                label = s["scope"] + (f" {s['dir']}" if s["dir"] else "")
+                if not s["installed"]:
+                    c.print(f"  {label}: not installed", markup=False)
+                    continue
+                c.print(f"  {label}: {'ok' if s['ok'] else 'BROKEN'}", markup=False)
+                for ch in s["checks"]:
+                    mark = {True: "ok  ", False: "FAIL", None: "warn"}[ch["ok"]]
+                    c.print(f"    {mark} {ch['check']:10} {ch['detail']}", markup=False)
+                    if ch["fix"] and ch["ok"] is not True:
+                        c.print(f"         {'':10} fix: {ch['fix']}", markup=False)
+        if not installed:
+            c.print(
+                "sessionwatch is not installed here: sessionwatch install claude-code|codex --session KEY", markup=False
+            )
+
+    emit(state.json, {"ok": ok, "installed": installed, "hosts": reports}, human)
+    if not ok:
+        raise click.exceptions.Exit(1)
