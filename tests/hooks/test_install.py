@@ -314,9 +314,9 @@ def test_codex_project_install_edits_toml_and_hooks_json_and_uninstall_restores(
     assert ours_server["command"] == "sessionwatch" and ours_server["args"] == ["mcp", "--session", MANAGER]
     assert ours_server["required"] is True and "SESSIONWATCH_TOKEN" in ours_server["env_vars"]
     now = json.loads(hooks.read_text())
-    assert now["hooks"]["Stop"] == CODEX_HOOKS["hooks"]["Stop"]
+    assert CODEX_HOOKS["hooks"]["Stop"][0] in now["hooks"]["Stop"]  # theirs kept, ours beside it
     assert CODEX_HOOKS["hooks"]["UserPromptSubmit"][0] in now["hooks"]["UserPromptSubmit"]
-    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
+    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"):
         assert ours(now, event) == [f"sessionwatch hook codex --session {MANAGER}"]
     res = sw(tmp_path, "install", "codex", "--dir", str(project), "--session", MANAGER, "--no-trust")
     assert "Nothing changed." in res.stdout and "--no-trust" in res.stdout

@@ -33,7 +33,7 @@ RECORDED_WITHIN_S = 3.0
 
 
 def _env(h: ClaudeHome) -> dict[str, str]:
-    env = {**os.environ, "HOME": str(h.home), "XDG_STATE_HOME": str(h.root / "state")}
+    env = {**os.environ, **h.env(), "XDG_STATE_HOME": str(h.root / "state")}
     for name in ("SESSIONWATCH_SESSION", "SESSIONWATCH_STORE", "SESSIONWATCH_GATEWAY", "SESSIONWATCH_TOKEN"):
         env.pop(name, None)
     return env
@@ -77,8 +77,10 @@ def world(request: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
         gw.upstream.configure(claude_root=h.home / ".claude")
         gw.put_session(MANAGER)
         gateway = _Gateway(h, store) if request.param == "gateway" else None
+        # A store file is this person's: --local (a gateway URL may go into the committed files).
         where = ["--gateway", gateway.url] if gateway else ["--store", store]
-        _sessionwatch(h, *where, "install", "claude-code", "--session", WORKER)
+        scope = [] if gateway else ["--local"]
+        _sessionwatch(h, *where, "install", "claude-code", *scope, "--session", WORKER)
         try:
             yield {"h": h, "gw": gw, "model": model, "mode": request.param}
         finally:

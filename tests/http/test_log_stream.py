@@ -157,14 +157,14 @@ def test_cli_log_follow_against_a_gateway_survives_a_restart(gateway_factory, tm
         def lines() -> list[dict[str, Any]]:
             return [json.loads(x) for x in (tmp_path / "follow.jsonl").read_text().splitlines() if x.strip()]
 
-        wait_until(lambda: len(lines()) >= 5, timeout=20, interval=0.05, what="the history")
+        wait_until(lambda: len(lines()) >= 5, timeout=60, interval=0.05, what="the history")
         assert len(lines()) == 5  # the history first
         gp.stop(keep_socket=True)  # the stream ends; the follower waits the retry delay and reconnects
         gp.start()  # on the same socket
         with httpx.Client(base_url=gp.url, timeout=10) as http:
             for i in range(5):
                 http.post(f"/v1/sessions/{A}/inbound", json={"text": f"after {i}", "channel": "cli"})
-        wait_until(lambda: len(lines()) >= 10, timeout=20, interval=0.05, what="the events after the restart")
+        wait_until(lambda: len(lines()) >= 10, timeout=60, interval=0.05, what="the events after the restart")
         assert [e["sequence"] for e in lines()] == [e["sequence"] for e in _all_events(gp.url)]
     finally:
         proc.terminate()

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -141,8 +142,13 @@ class HostHome:
         self.extra_env: dict[str, str] = {}
 
     def env(self) -> dict[str, str]:
-        keep = {k: os.environ[k] for k in ("PATH", "LANG", "TMPDIR") if k in os.environ}
-        return {**keep, "HOME": str(self.home), **self._host_env(), **self.extra_env}
+        """The host's environment: a scratch HOME, and a PATH on which it finds this installation's
+        ``sessionwatch`` (what an install writes into files a team commits) and the host binary itself."""
+        keep = {k: os.environ[k] for k in ("LANG", "TMPDIR") if k in os.environ}
+        path = os.pathsep.join(
+            [str(Path(sys.executable).parent), str(self.binary.parent), os.environ.get("PATH", "/usr/bin:/bin")]
+        )
+        return {**keep, "PATH": path, "HOME": str(self.home), **self._host_env(), **self.extra_env}
 
     def _host_env(self) -> dict[str, str]:
         raise NotImplementedError
