@@ -53,6 +53,9 @@ class FakeModel:
         self.requests: list[dict[str, Any]] = []  # model requests only (not count_tokens)
         self.paths: list[str] = []  # every request path, in order
         self._script: list[Reply] = []
+        # Instead of the script: a function of the request (for hosts that run several agents at once,
+        # whose requests arrive in no fixed order).
+        self.respond: Callable[[dict[str, Any]], Reply] | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -76,7 +79,12 @@ class FakeModel:
         with self._lock:
             self._script.extend(replies)
 
-    def _next(self) -> Reply:
+    def _next(self, request: dict[str, Any]) -> Reply:
+        if self.respond is not None:
+            reply = self.respond(request)
+            if reply.before is not None:
+                reply.before()
+            return reply
         with self._lock:
             reply = self._script.pop(0) if self._script else Reply.say(self.default)
         if reply.before is not None:
@@ -195,11 +203,11 @@ class FakeModel:
                     return
                 if path.endswith("/v1/messages") and body is not None:
                     model._record(path, body)
-                    self._sse(_anthropic_events(model._next(), body))
+                    self._sse(_anthropic_events(model._next(body), body))
                     return
                 if path.endswith("/responses") and body is not None:
                     model._record(path, body)
-                    self._sse(_openai_events(model._next()))
+                    self._sse(_openai_events(model._next(body)))
                     return
                 model._record(path, None)
                 self._json(404, {"error": {"message": f"no route {path}"}})
@@ -337,7 +345,7 @@ def _openai_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         output.append(item)
         index += 1
     if reply.tool is not None:
-        namespace, _, name = reply.tool.rpartition("__") if reply.tool.startswith("mcp__") else ("", "", reply.tool)
+        namespace, _, name = reply.tool.rpartition("__")  # mcp__sessionwatch__x, multi_agent_v1__spawn_agent
         item = {
             "type": "function_call",
             "id": "fc_" + uuid.uuid4().hex[:20],
