@@ -72,6 +72,15 @@ class Authenticator:
             raise Unauthorized("the bearer token is unknown or revoked")
         return principal
 
+    def live(self, token_id: str) -> bool | None:
+        """Is the stored token still live? (blocking; None while the store is not open). The token gate
+        asks this for the tokens behind open requests and streams, to end those of a revoked one."""
+        store = self._store()
+        if store is None:
+            return None
+        row = store.get_token(token_id)
+        return row is not None and row.revoked_at is None
+
     async def _row(self, token_id: str) -> TokenRow | None:
         now = time.monotonic()
         hit = self._cache.get(token_id)
