@@ -12,14 +12,17 @@ wraps a logger: the first occurrence of a failure is logged as usual (with the t
 
 A failure is the message template (not its arguments: a session key differs per request) with the
 exception's class and text. One that stays quiet for a whole window and comes back is logged in full again.
+Repeats not yet reported when the process exits are summarized then (``flush_all``, also at exit).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,6 +51,7 @@ class RepeatedFailures:
         self._lock = threading.Lock()
         self._seen: dict[tuple[str, str, str], _Seen] = {}
         self._timer: threading.Timer | None = None
+        _INSTANCES.add(self)
 
     def exception(self, msg: str, *args: object, key: object = None) -> None:
         """Inside an ``except`` block: log at ERROR with the traceback the first time."""
@@ -113,12 +117,26 @@ class RepeatedFailures:
     def flush(self, *, force: bool = False) -> None:
         """Log the summaries that are due (every one with ``force``)."""
         with self._lock:
+            if self._timer is not None and self._timer is not threading.current_thread():
+                self._timer.cancel()  # flushed early (at exit, or as the server stops)
             self._timer = None
             summaries = self._take_summaries(self.clock(), force=force)
             if any(seen.repeats for seen in self._seen.values()):
                 self._arm()
         for lvl, text in summaries:
             self.logger.log(lvl, "%s", text)
+
+
+_INSTANCES: weakref.WeakSet[RepeatedFailures] = weakref.WeakSet()
+
+
+def flush_all() -> None:
+    """Summarize every repeat not yet reported (a server calls it as it stops; it also runs at exit)."""
+    for instance in list(_INSTANCES):
+        instance.flush(force=True)
+
+
+atexit.register(flush_all)
 
 
 def _text(cause: object) -> str:

@@ -13,6 +13,7 @@ import uvicorn
 from ..engine import Gateway, default_store_url
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable, StoreUnreachable
 from ..logformat import formatter
+from ..repeats import flush_all
 from ..serving.exposure import adopt_socket, check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
 from ..serving.limits import Limits, descriptor_budget, uvicorn_config
 from ..serving.origin import RequestPolicy
@@ -239,6 +240,7 @@ def serve(
     finally:
         for sock in sockets:
             sock.close()
+        flush_all()  # the repeats of a failure not yet reported get their count now
     if failure:
         if store is not None:
             store.close()

@@ -6,7 +6,8 @@ cannot shed (serving/limits.py), so one token with many open streams could lock 
 Here each scoped token gets its own share:
 
 * at most ``streams`` open streams and ``connections`` requests in progress (its streams included);
-  beyond either, that token alone gets ``429 rate_limited`` with ``Retry-After``;
+  beyond either, that token alone gets ``429 rate_limited`` with ``Retry-After``. On a small server each
+  is lowered to half of what scoped tokens may hold together, so one token never takes all of it;
 * all scoped tokens together keep at most ``connections - admin_reserve`` requests in progress (the
   reserve is at most half the cap), so an admin always finds room; a scoped request beyond that gets
   ``503 unavailable``.
@@ -39,7 +40,7 @@ from ..repeats import RepeatedFailures
 from .wire import JSON_TYPE, dumps
 
 log = logging.getLogger("sessionwatch.http.tokens")
-_failures = RepeatedFailures(log)
+failure_log = RepeatedFailures(log)
 
 STREAM_RETRY_S = 10  # a stream frees its slot only when it ends: no point asking again within a second
 REQUEST_RETRY_S = 1
@@ -83,6 +84,8 @@ class TokenGate:
     def __init__(self, limits: TokenLimits | None, connections: int, lookup: Lookup | None) -> None:
         self.limits = limits or TokenLimits()
         self.pool = max(1, connections - min(self.limits.admin_reserve, connections // 2))
+        self.max_connections = min(self.limits.connections, max(1, self.pool // 2))
+        self.max_streams = min(self.limits.streams, self.max_connections)
         self.lookup = lookup
         self._counts: dict[str, list[int]] = {}  # token id -> [requests in progress, streams open]
         self._scoped = 0  # requests in progress of every scoped token
@@ -103,13 +106,13 @@ class TokenGate:
         limited = not principal.admin
         if limited:
             counts = self._counts.get(token_id, [0, 0])
-            if stream and counts[1] >= self.limits.streams:
+            if stream and counts[1] >= self.max_streams:
                 raise RateLimited(
                     f"this token has {counts[1]} streams open, as many as one token may "
                     "(--max-token-streams); end one, or retry later",
                     STREAM_RETRY_S,
                 )
-            if counts[0] >= self.limits.connections:
+            if counts[0] >= self.max_connections:
                 raise RateLimited(
                     f"this token has {counts[0]} requests in progress, as many as one token may "
                     "(--max-token-connections); retry shortly",
@@ -213,10 +216,10 @@ class TokenGate:
                 try:
                     live = await anyio.to_thread.run_sync(lookup, token_id, limiter=self._limiter)
                 except SessionwatchError as exc:
-                    _failures.warning("re-reading a token for revocation failed: %s", exc.message, key=exc)
+                    failure_log.warning("re-reading a token for revocation failed: %s", exc.message, key=exc)
                     continue
                 except Exception as exc:  # noqa: BLE001 - the holds stay until a read succeeds
-                    _failures.warning(
+                    failure_log.warning(
                         "re-reading a token for revocation failed: %s: %s", exc.__class__.__name__, exc, key=exc
                     )
                     continue
