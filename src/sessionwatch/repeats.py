@@ -10,9 +10,10 @@ wraps a logger: the first occurrence of a failure is logged as usual (with the t
 * when a failure not seen before is logged through the same instance (the failure changed): the
   repeats of the others are summarized first, so the log keeps their order.
 
-A failure is the message template (not its arguments: a session key differs per request) with the
-exception's class and text. One that stays quiet for a whole window and comes back is logged in full again.
-Repeats not yet reported when the process exits are summarized then (``flush_all``, also at exit).
+A failure is the message template (not its arguments: a session key differs per request; ``per`` may
+name one that tells failures apart, such as the operation) with the exception's class and text. One
+that stays quiet for a whole window and comes back is logged in full again. Repeats not yet reported
+when the process exits are summarized then (``flush_all``, also at exit).
 """
 
 from __future__ import annotations
@@ -53,21 +54,23 @@ class RepeatedFailures:
         self._timer: threading.Timer | None = None
         _INSTANCES.add(self)
 
-    def exception(self, msg: str, *args: object, key: object = None) -> None:
-        """Inside an ``except`` block: log at ERROR with the traceback the first time."""
-        self._log(logging.ERROR, msg, args, key if key is not None else sys.exc_info()[1], True)
+    def exception(self, msg: str, *args: object, key: object = None, per: str = "") -> None:
+        """Inside an ``except`` block (or with the exception as ``key``): log at ERROR, with the traceback
+        the first time."""
+        self._log(logging.ERROR, msg, args, key if key is not None else sys.exc_info()[1], True, per)
 
-    def error(self, msg: str, *args: object, key: object = None) -> None:
-        self._log(logging.ERROR, msg, args, key if key is not None else sys.exc_info()[1], False)
+    def error(self, msg: str, *args: object, key: object = None, per: str = "") -> None:
+        self._log(logging.ERROR, msg, args, key if key is not None else sys.exc_info()[1], False, per)
 
-    def warning(self, msg: str, *args: object, key: object = None) -> None:
-        self._log(logging.WARNING, msg, args, key if key is not None else sys.exc_info()[1], False)
+    def warning(self, msg: str, *args: object, key: object = None, per: str = "") -> None:
+        self._log(logging.WARNING, msg, args, key if key is not None else sys.exc_info()[1], False, per)
 
     # -- the bookkeeping -----------------------------------------------------------------------------
-    def _log(self, level: int, msg: str, args: tuple[object, ...], cause: object, trace: bool) -> None:
+    def _log(self, level: int, msg: str, args: tuple[object, ...], cause: object, trace: bool, per: str) -> None:
         if not self.logger.isEnabledFor(level):
             return
-        ident = (msg, type(cause).__name__ if isinstance(cause, BaseException) else "", _text(cause))
+        kind = type(cause).__name__ if isinstance(cause, BaseException) else ""
+        ident = (f"{msg}\0{per}", kind, _text(cause))
         now = self.clock()
         summaries: list[tuple[int, str]] = []
         full = False

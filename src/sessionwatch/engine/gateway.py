@@ -269,7 +269,7 @@ class Gateway:
         except SessionwatchError:
             raise
         except Exception as exc:
-            failure_log.warning("%s failed: %s: %s", what, exc.__class__.__name__, exc)
+            failure_log.warning("%s failed: %s: %s", what, exc.__class__.__name__, exc, per=what)
             raise StoreUnavailable(f"{what} failed: {exc.__class__.__name__}: {exc}") from exc
 
     @property

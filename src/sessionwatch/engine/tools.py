@@ -117,7 +117,7 @@ def _degraded(notes: list[str], what: str, fn: Callable[[], Any], default: Any) 
     try:
         return fn()
     except (StoreUnavailable, OSError) as exc:
-        failure_log.warning("%s failed; the tool result says it is degraded: %s", what, exc)
+        failure_log.warning("%s failed; the tool result says it is degraded: %s", what, exc, per=what)
         notes.append(what)
         return default
 
@@ -564,5 +564,5 @@ def run_tool(
     except SessionwatchError as exc:
         return exc.to_json()
     except Exception as exc:  # noqa: BLE001 - a store failure must not escape as a crash of the caller
-        failure_log.exception("tool %s failed", name)
+        failure_log.exception("tool %s failed", name, per=str(name))
         return StoreUnavailable(f"{name} failed: {exc.__class__.__name__}: {exc}").to_json()

@@ -90,9 +90,9 @@ def failure_response(exc: BaseException, what: str) -> Response:
     if isinstance(exc, SessionwatchError):
         return error_response(exc)
     if isinstance(exc, (ImportError, AttributeError, NotImplementedError)):
-        failure_log.warning("%s is not available: %s", what, exc)
+        failure_log.warning("%s is not available: %s", what, exc, per=what)
         return error_response(StoreUnavailable(f"{what} is not available in this gateway: {exc}"))
-    failure_log.exception("%s failed", what)
+    failure_log.exception("%s failed", what, per=what)
     return error_response(StoreUnavailable(f"{what} failed: {exc.__class__.__name__}: {exc}"))
 
 

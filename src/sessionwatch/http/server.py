@@ -65,6 +65,8 @@ class _Server(uvicorn.Server):
     async def shutdown(self, sockets: Any = None) -> None:
         self.runtime.begin_shutdown()  # SSE streams end; in-flight requests finish normally
         await super().shutdown(sockets)
+        # Now, not at exit: uvicorn ends the process by raising the signal again, and no exit hook runs.
+        flush_all()  # the repeats of a failure not yet reported get their count
 
 
 class ListenFailed(SessionwatchError):
@@ -240,7 +242,6 @@ def serve(
     finally:
         for sock in sockets:
             sock.close()
-        flush_all()  # the repeats of a failure not yet reported get their count now
     if failure:
         if store is not None:
             store.close()

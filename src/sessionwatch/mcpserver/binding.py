@@ -157,7 +157,7 @@ class SessionBinding:
         except SessionwatchError as exc:  # a remote gateway raises what the engine would have returned
             payload = exc.to_json()
         except Exception as exc:  # noqa: BLE001 - any failure is the tool's error result (logged)
-            failure_log.exception("tool %s failed", name)
+            failure_log.exception("tool %s failed", name, per=name)
             payload = {"error": {"code": "unavailable", "message": f"{name} failed: {exc}"}}
         # Read after the call so notices that arose while it ran (a long sessions_send wait) come along too.
         return ToolOutcome(payload, self.pending(ticket), ticket)

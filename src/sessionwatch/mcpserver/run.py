@@ -8,12 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import uvicorn
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import SessionwatchError
+from ..repeats import flush_all
 from ..serving.exposure import check_exposure, is_loopback  # noqa: F401 - is_loopback re-exported
 from ..serving.limits import Limits, descriptor_budget, uvicorn_config
 from ..serving.origin import BrowserGuard, RequestPolicy
@@ -212,7 +214,6 @@ def run_http(
     listening socket: ``--fd``)."""
     import copy
 
-    import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 
     limits = limits or Limits()
@@ -234,6 +235,12 @@ def run_http(
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         port = int(sock.getsockname()[1])  # the inherited socket's port, not the --port default
     log.info("MCP streamable HTTP on http://%s:%d%s", host, port, path)
-    uvicorn.Server(
+    _Server(
         uvicorn_config(app, host=host, port=port, limits=limits, cap=cap, log_level=log_level, log_config=log_config)
     ).run(sockets=[sock] if sock is not None else None)
+
+
+class _Server(uvicorn.Server):
+    async def shutdown(self, sockets: Any = None) -> None:
+        await super().shutdown(sockets)
+        flush_all()  # uvicorn ends the process by raising the signal again: no exit hook would run
