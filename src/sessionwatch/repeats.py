@@ -98,7 +98,8 @@ class RepeatedFailures:
 
     def _summary(self, seen: _Seen, now: float) -> tuple[int, str]:
         span = now - seen.reported_at
-        text = f"{seen.last_message} (repeated {seen.repeats} more times in {span:.0f} s; logged once above)"
+        times = "time" if seen.repeats == 1 else "times"
+        text = f"{seen.last_message} (repeated {seen.repeats} more {times} in {span:.0f} s; logged once above)"
         seen.repeats, seen.reported_at = 0, now
         return seen.level, text
 
