@@ -158,8 +158,22 @@ def test_requests_in_progress_are_limited_per_token(gateway_factory) -> None:
     admin.close()
 
 
-def test_revoking_a_token_ends_its_streams_on_every_gateway(gateway_factory, tmp_path: Path) -> None:
-    store_url = f"sqlite:///{tmp_path}/shared.db"
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """One store for two gateways: a SQLite file, or a PostgreSQL database (the scale-out set-up)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/shared.db"
+        return
+    from tests.support import pg
+
+    if not pg.available():
+        pytest.skip("PostgreSQL is not reachable")
+    with pg.fresh_database() as url:
+        yield url
+
+
+def test_revoking_a_token_ends_its_streams_on_every_gateway(gateway_factory, shared_store: str) -> None:
+    store_url = shared_store
     first = gateway_factory(store_url, token=ADMIN).start()  # the default poll: 2 s
     second = gateway_factory(store_url, token=ADMIN, extra_args=["--revocation-poll", "0.5"]).start()
     token, token_id = _token(store_url, "a")
