@@ -139,11 +139,18 @@ def test_requests_in_progress_are_limited_per_token(gateway_factory) -> None:
         t.start()
     own = {"Authorization": f"Bearer {greedy}"}
 
-    def fourth_refused() -> httpx.Response | None:
-        res = httpx.get(f"{gp.url}/v1/sessions/agent:a:main", headers=own, timeout=10)
-        return res if res.status_code == 429 else None
+    def all_three_waiting() -> bool:  # each appends its message before it waits: then it holds its slot
+        history = admin.post(
+            "/v1/tools/sessions_history",
+            json={"sessionKey": "agent:a:kid"},
+            headers={"X-Session-Key": "agent:a:main"},
+        ).json()
+        return sum(1 for m in history["messages"] if m["text"] == "well?") == 3
 
-    refused = wait_until(fourth_refused, timeout=20, what="the token's fourth request refused")
+    wait_until(all_three_waiting, timeout=20, what="three sessions_send calls waiting for the reply")
+    assert answers == []
+    refused = httpx.get(f"{gp.url}/v1/sessions/agent:a:main", headers=own, timeout=10)
+    assert refused.status_code == 429, refused.text
     assert refused.json()["error"]["code"] == "rate_limited" and refused.headers["retry-after"] == "1"
     # another token and the admin are not affected
     assert (
