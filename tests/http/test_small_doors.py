@@ -166,6 +166,9 @@ def test_the_mcp_transport_takes_json_in_any_case(sqlite_url: str) -> None:
 # -- a scoped token's figures are about its own agents ------------------------------------------------------
 
 
+needs_prlimit = pytest.mark.skipif(not hasattr(resource, "prlimit"), reason="resource.prlimit is Linux-only")
+
+
 def _limit_writes(pid: int, limit: int | None) -> None:
     """Make every file write of ``pid`` beyond ``limit`` bytes fail for real (EFBIG), or lift that again.
 
@@ -174,6 +177,7 @@ def _limit_writes(pid: int, limit: int | None) -> None:
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY if limit is None else limit, hard))
 
 
+@needs_prlimit
 def test_a_scoped_token_sees_only_its_own_agents_figures(gateway_factory) -> None:
     gp = gateway_factory(token=ADMIN).start()
     tok = _tokens(gp.store_url, "a", "b")
@@ -302,6 +306,7 @@ def test_both_entry_points_list_the_same_options() -> None:
 # -- a repeated failure is logged once, with a count ---------------------------------------------------------
 
 
+@needs_prlimit
 def test_a_failure_every_request_repeats_is_logged_once_with_a_count(tmp_path: Path) -> None:
     sock = listening_socket()
     url = f"http://127.0.0.1:{port_of(sock)}"
