@@ -161,10 +161,6 @@ class TokenGate:
             if counts[0] <= 0:
                 del self._counts[hold.token_id]
 
-    def in_progress(self, token_id: str) -> tuple[int, int]:
-        """(requests in progress, streams open) of a scoped token."""
-        counts = self._counts.get(token_id, [0, 0])
-        return counts[0], counts[1]
 
     # -- serving a request under its hold --------------------------------------------------------------
     async def serve(self, hold: Hold, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
