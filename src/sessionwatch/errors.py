@@ -59,6 +59,20 @@ class Conflict(SessionwatchError):
     http_status = 409
 
 
+class RateLimited(SessionwatchError):
+    """One token holds as many streams or requests in progress as it may (HTTP 429); other tokens are
+    not affected. Transient: retry after ``retry_after_s``, or end one of the token's own streams."""
+
+    code = "rate_limited"
+    http_status = 429
+    retry_after_s: int | None = 1
+    transient = True
+
+    def __init__(self, message: str, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class StoreUnavailable(SessionwatchError):
     """The store could not be opened, read or written (not bad input): transient, try again."""
 
@@ -95,6 +109,7 @@ ERROR_TYPES: dict[str, type[SessionwatchError]] = {
         Unauthorized,
         PayloadTooLarge,
         Conflict,
+        RateLimited,
         StoreUnavailable,
     )
 }

@@ -249,11 +249,13 @@ def test_wake_stream_only_for_the_tokens_watchers(setup: Setup) -> None:
         admin.put_session(watcher)
         admin.watch(watcher, OWN_KID)
         got: list[dict[str, Any]] = []
-        streams = httpx.get(f"{setup.url}/v1/health").json()["streams"]
+        as_admin = {"Authorization": f"Bearer {ADMIN}"}  # health shows the stream count to an admin only
+        streams = httpx.get(f"{setup.url}/v1/health", headers=as_admin).json()["streams"]
         reader = threading.Thread(target=lambda: got.append(next(own.stream_wakes(watcher, timeout=10))))
         reader.start()
         wait_until(
-            lambda: httpx.get(f"{setup.url}/v1/health").json()["streams"] > streams, what="the wake stream subscribed"
+            lambda: httpx.get(f"{setup.url}/v1/health", headers=as_admin).json()["streams"] > streams,
+            what="the wake stream subscribed",
         )
         admin.inbound(OWN_KID, "another person's turn", channel="cli")
         reader.join(15)

@@ -3,49 +3,24 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from ..serving.options import click_options
+from ..serving.options import click_options, gateway_options, token_limit_options
 from .app import State, cli, command, pass_state
 
 
 @command(cli, "serve")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=7878, show_default=True)
-@click.option("--store", "serve_store", metavar="URL", help="Store URL (overrides the global --store).")
-@click.option(
-    "--token",
-    "serve_token",
-    metavar="TOKEN",
-    help="Bearer token clients must send; required beyond loopback (at least 16 characters, no "
-    "whitespace). Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_TOKEN.",
-)
-@click_options(token_file_env="SESSIONWATCH_TOKEN_FILE")
-@click.option(
-    "--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True
-)
-@click.option("--no-monitor", is_flag=True, help="Do not run the upstream monitor in this process.")
+@gateway_options
 @pass_state
-def serve_cmd(
-    state: State,
-    host: str,
-    port: int,
-    serve_store: str | None,
-    serve_token: str | None,
-    log_level: str,
-    no_monitor: bool,
-    token_file: str | None,
-    allowed_host: tuple[str, ...],
-    allowed_origin: tuple[str, ...],
-    header_timeout: float,
-    body_timeout: float,
-    max_connections: int,
-    fd: int | None,
-) -> None:
-    """Run the HTTP gateway (blocking) on a local store.
+def serve_cmd(state: State, **options: Any) -> None:
+    """Run the HTTP gateway (blocking). The options, their environment variables and defaults are
+    those of 'python -m sessionwatch.http' (docs/http.md).
 
-    Listening beyond loopback needs --token (exit 4 otherwise).
+    Listening beyond loopback needs --token or --token-file (exit 4 otherwise). Without --store here,
+    the global --store (or SESSIONWATCH_STORE) names the store.
 
     \b
     Examples:
@@ -55,22 +30,12 @@ def serve_cmd(
       sessionwatch serve --host 0.0.0.0 --token-file ~/.sessionwatch-token --allowed-host gw.example.org
       sessionwatch serve --store postgresql://postgres@127.0.0.1:5432/sessionwatch
     """
-    from ..http.server import serve
-    from ..serving.options import limits_of
+    from ..http.options import run
 
-    serve(
-        serve_store or state.store,
-        host=host,
-        port=port,
-        token=serve_token,
-        log_level=log_level,
-        monitor=not no_monitor,
-        token_file=token_file,
-        allowed_hosts=allowed_host,
-        allowed_origins=allowed_origin,
-        limits=limits_of(header_timeout, body_timeout, max_connections),
-        fd=fd,
-    )
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("store") is not ParameterSource.COMMANDLINE:
+        options["store"] = state.store  # the global --store, or the same SESSIONWATCH_STORE
+    run(**options)
 
 
 @command(cli, "mcp")
@@ -92,6 +57,7 @@ def serve_cmd(
     help="HTTP transport: bearer token clients must send; required beyond loopback. Env: SESSIONWATCH_MCP_TOKEN.",
 )
 @click_options(token_file_env="SESSIONWATCH_MCP_TOKEN_FILE", token_file_option="--http-token-file")
+@token_limit_options
 @click.option(
     "--notice-poll",
     type=click.FloatRange(min=0),
@@ -117,6 +83,10 @@ def mcp_cmd(
     body_timeout: float,
     max_connections: int,
     fd: int | None,
+    max_token_streams: int,
+    max_token_connections: int,
+    admin_reserve: int,
+    revocation_poll: float,
     notice_poll: float,
 ) -> None:
     """Serve the six sessionwatch tools over MCP, bound to caller session KEY.
@@ -138,10 +108,10 @@ def mcp_cmd(
     """
     from ..mcpserver import SessionBinding, build_server, run_http
     from ..serving.exposure import check_exposure, resolve_token
-    from ..serving.options import limits_of
+    from ..serving.options import limits_of, token_limits_of
     from ..serving.origin import RequestPolicy
 
-    policy = limits = None
+    policy = limits = token_limits = None
     sock: socket.socket | None = None  # --fd: the inherited listening socket
     if transport == "http":  # refuse a weak or missing token before opening anything
         if fd is not None:
@@ -157,6 +127,7 @@ def mcp_cmd(
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--allowed-host") from None
         limits = limits_of(header_timeout, body_timeout, max_connections)
+        token_limits = token_limits_of(max_token_streams, max_token_connections, admin_reserve, revocation_poll)
     if transport == "stdio":  # the same start as the fast path: the handshake is answered while the SDK loads
         from .mcp_start import serve
 
@@ -189,6 +160,7 @@ def mcp_cmd(
         store=(lambda: store) if store is not None else None,
         bound_agent=agent_of(session_key) or agent_id,
         sock=sock,
+        token_limits=token_limits,
     )
 
 

@@ -28,6 +28,7 @@ from ..notices import (
     parse_notice,
     target_from_context_key,
 )
+from ..repeats import RepeatedFailures
 from ..settings import Settings
 from ..store import default_sqlite_path, open_store
 from ..store.base import Store
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # imported on first use at run time (see Gateway.upstream)
 T = TypeVar("T")
 
 log = logging.getLogger("sessionwatch.engine")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 PROVENANCES = ("external_user", "inter_session", "internal_system")
 SETTINGS_REFRESH_MS = 10_000  # a running process picks up `sessionwatch settings set` within this
@@ -225,8 +227,8 @@ class Gateway:
             if due is not None and due <= now:
                 try:
                     task.run_due(now)
-                except Exception:
-                    log.exception("periodic task failed")
+                except Exception:  # noqa: BLE001 - one task failing must not stop the others (logged)
+                    failure_log.exception("periodic task failed")
         polled: list[WakeRequest] = self._safe(lambda: self.store.poll_wakes(self.wakes.watchers()), [])
         for req in polled:
             self.wakes.request([req])
@@ -256,8 +258,8 @@ class Gateway:
                 return
             try:
                 self.run_due()
-            except Exception:
-                log.exception("timer tick failed")
+            except Exception:  # noqa: BLE001 - the timer thread must keep running (logged)
+                failure_log.exception("timer tick failed")
 
     # -- helpers ---------------------------------------------------------------------------------
     def _host_read(self, fn: Callable[[], T], what: str) -> T:
@@ -267,7 +269,7 @@ class Gateway:
         except SessionwatchError:
             raise
         except Exception as exc:
-            log.warning("%s failed: %s: %s", what, exc.__class__.__name__, exc)
+            failure_log.warning("%s failed: %s: %s", what, exc.__class__.__name__, exc, per=what)
             raise StoreUnavailable(f"{what} failed: {exc.__class__.__name__}: {exc}") from exc
 
     @property
@@ -275,14 +277,18 @@ class Gateway:
         """Recordings the store refused since this process started: ``{total, byCause}``."""
         return self.drops.to_json()
 
+    def dropped_recordings_of(self, agents: frozenset[str] | None) -> dict[str, Any]:
+        """``dropped_recordings`` of ``agents``' sessions only (None: of every session)."""
+        return self.drops.to_json(agents)
+
     def _safe(self, fn: Callable[[], T], default: T) -> T:
         """Internal reads (wake bookkeeping) degrade to a default; host reads use ``_host_read``."""
         try:
             return fn()
         except SessionwatchError:
             raise
-        except Exception:
-            log.exception("store read failed; degrading to an empty result")
+        except Exception:  # noqa: BLE001 - internal bookkeeping reads degrade (logged)
+            failure_log.exception("store read failed; degrading to an empty result")
             return default
 
     def _still_pending(self, watcher: str) -> bool:
@@ -360,17 +366,17 @@ class Gateway:
                 ev, self._render, now, self.settings.queue_cap, obs.counts_notices or self.wakes.has_subscribers()
             )
         except Exception as exc:
-            cause = self.drops.count(exc)
+            cause = self.drops.count(exc, ev.agent_id)
             obs.recording_dropped(cause)
             if isinstance(exc, StoreInDoubt):
-                log.warning(
+                failure_log.warning(
                     "recording %s for %s is in doubt (counted; the caller is told to retry): %s",
                     ev.kind,
                     ev.session_key,
                     exc,
                 )
                 raise
-            log.exception(
+            failure_log.exception(
                 "recording %s for %s failed (%s; best-effort, counted; the action goes on)",
                 ev.kind,
                 ev.session_key,
@@ -420,8 +426,8 @@ class Gateway:
                 interval_ms=self.settings.prune_interval_ms,
                 queue_cap=self.settings.queue_cap,
             )
-        except Exception:
-            log.exception("throttled prune failed")
+        except Exception:  # noqa: BLE001 - a prune is retried at the next interval (logged)
+            failure_log.exception("throttled prune failed")
         finally:
             self._prune_lock.release()
 
@@ -584,8 +590,8 @@ class Gateway:
                 )
             ).id
             self._notify_messages()
-        except Exception:
-            log.exception("storing the inbound turn of %s failed (best-effort)", row.session_key)
+        except Exception:  # noqa: BLE001 - the transcript is best-effort (logged)
+            failure_log.exception("storing the inbound turn of %s failed (best-effort)", row.session_key)
         event: EventRecord | None = None
         if actor_type == "human":
             if row.kind == "group":
@@ -756,8 +762,8 @@ class Gateway:
     def _register(self, watcher: str, target: str, target_agent: str, provenance: str) -> bool:
         try:
             return self.store.register_watch(watcher, target, target_agent, provenance, self.clock())
-        except Exception:
-            log.exception("watch registration %s -> %s failed", watcher, target)
+        except Exception:  # noqa: BLE001 - a watch registration is best-effort (logged)
+            failure_log.exception("watch registration %s -> %s failed", watcher, target)
             return False
 
     def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
@@ -783,8 +789,8 @@ class Gateway:
         w = parse_key(watcher, "watcher").raw
         try:
             wakes = self.store.acknowledge(w, targets, self._render, self.clock(), self.settings.queue_cap)
-        except Exception:
-            log.exception("acknowledge for %s failed", w)
+        except Exception:  # noqa: BLE001 - an acknowledge is retried by the next read (logged)
+            failure_log.exception("acknowledge for %s failed", w)
             return 0
         self.observer.notices_acknowledged(len(targets))
         self.observer.notices_reopened(len(wakes))
@@ -821,7 +827,7 @@ class Gateway:
                 skey, target_from_context_key, self._render, self.clock(), self.settings.queue_cap
             )
         except Exception as exc:  # the notices stay queued: an error, never an empty success
-            log.exception("drain for %s failed", skey)
+            failure_log.exception("drain for %s failed", skey)
             raise StoreUnavailable(f"draining the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
         self._delivered(entries, wakes)
         self.wakes.request(wakes)
@@ -860,8 +866,8 @@ class Gateway:
             wakes = self.store.reconcile(
                 watcher, target, after, last, self._render, self.clock(), self.settings.queue_cap
             )
-        except Exception:
-            log.exception("acknowledging %s's read of %s failed (the read stands)", watcher, target)
+        except Exception:  # noqa: BLE001 - the read stands without its acknowledgement (logged)
+            failure_log.exception("acknowledging %s's read of %s failed (the read stands)", watcher, target)
             return
         self.wakes.request(wakes)
 
@@ -936,8 +942,8 @@ class Gateway:
         now = self.clock()
         try:
             count, wakes = self.store.sweep(self._render, now, self.settings.queue_cap)
-        except Exception as exc:  # readiness reports it (and retries) until a sweep succeeds
-            log.exception("restart sweep failed")
+        except Exception as exc:  # noqa: BLE001 - readiness reports it (and retries) until a sweep succeeds
+            failure_log.exception("restart sweep failed")
             self.sweep_error = f"{exc.__class__.__name__}: {exc}"[:300]
             return 0
         self.sweep_error, self.sweep_ran = None, True
@@ -981,8 +987,8 @@ class Gateway:
                     queue_cap=self.settings.queue_cap,
                     expire_cursors=expire_cursors,
                 )
-            except Exception:
-                log.exception("prune failed")
+            except Exception:  # noqa: BLE001 - a failed prune is skipped, retried later (logged)
+                failure_log.exception("prune failed")
                 return PruneResult(skipped=True)
 
     # -- upstream monitoring (sessionwatch.upstream; imported on first use) -----------------------

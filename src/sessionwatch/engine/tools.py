@@ -14,6 +14,7 @@ from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key, shown, shown_text
 from ..listing import MAX_CURSOR_LENGTH
+from ..repeats import RepeatedFailures
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EMPTY_PAGE, EventInput, MessageRow, SessionRow
 from ..types import HistoryResult, ListedSession, ListResult, SendResult, SpawnResult, StatusResult, UnwatchResult
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from .gateway import Gateway
 
 log = logging.getLogger("sessionwatch.tools")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 MAX_SEND_TIMEOUT_S = 600
 BODY_LINE = "  | "  # how each further line of a message body starts in a tool's text (docs/security.md)
@@ -125,7 +127,7 @@ def _degraded(notes: list[str], what: str, fn: Callable[[], Any], default: Any) 
     try:
         return fn()
     except (StoreUnavailable, OSError) as exc:
-        log.warning("%s failed; the tool result says it is degraded: %s", what, exc)
+        failure_log.warning("%s failed; the tool result says it is degraded: %s", what, exc, per=what)
         notes.append(what)
         return default
 
@@ -569,6 +571,6 @@ def run_tool(
         return cast(dict[str, Any], tool.handler(gw, args, Caller(who.raw, caller_agent, who, scope)))
     except SessionwatchError as exc:
         return exc.to_json()
-    except Exception as exc:  # a store failure must not escape as a crash of the caller
-        log.exception("tool %s failed", name)
+    except Exception as exc:  # noqa: BLE001 - a store failure must not escape as a crash of the caller
+        failure_log.exception("tool %s failed", name, per=str(name))
         return StoreUnavailable(f"{name} failed: {exc.__class__.__name__}: {exc}").to_json()

@@ -12,10 +12,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..repeats import RepeatedFailures
 from ..store.records import WakeRequest
 from .observe import NULL, Observer
 
 log = logging.getLogger("sessionwatch.wakes")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,5 +152,5 @@ class WakeHub:
         for sub in subs:
             try:
                 sub.callback(wake)
-            except Exception:  # a subscriber's failure must not affect recording
-                log.exception("wake subscriber for %s failed", wake.watcher)
+            except Exception:  # noqa: BLE001 - a subscriber's failure must not affect recording
+                failure_log.exception("wake subscriber for %s failed", wake.watcher)

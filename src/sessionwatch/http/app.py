@@ -11,7 +11,9 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 
 from ..engine import Gateway
+from ..serving.limits import MAX_BODY_BYTES, Limits
 from ..serving.origin import BrowserGuard, RequestPolicy
+from ..serving.tokengate import TokenGate, TokenLimits
 from . import (
     dashboard,
     health,
@@ -31,7 +33,7 @@ from .metrics import Metrics, routes as metrics_routes
 from .middleware import Guard
 from .runtime import GatewayFactory, Runtime
 
-DEFAULT_MAX_BODY = 4 * 1024 * 1024
+DEFAULT_MAX_BODY = MAX_BODY_BYTES
 
 
 def _meta_routes(runtime: Runtime, doc: Callable[[], dict[str, Any]]) -> list[Endpoint]:
@@ -62,6 +64,8 @@ def create_app(
     keepalive_s: float = 15.0,
     on_open_error: Callable[[BaseException], None] | None = None,
     policy: RequestPolicy | None = None,
+    token_limits: TokenLimits | None = None,
+    connections: int | None = None,
 ) -> Starlette:
     """The gateway app. Given a factory, the app opens the Gateway on a worker thread at startup (health
     answers 503 until it is open) and closes it at shutdown; given a Gateway, it borrows it (you close it).
@@ -70,8 +74,9 @@ def create_app(
     <token>`` on every route but health: the admin token, or a live token of the store's token table
     (admin or scoped to agents; see http/auth.py). Without ``token`` the gateway is tokenless.
     ``policy`` says which Host names and Origins are accepted (default: loopback names, no Origin; see
-    serving/origin.py). ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on
-    SIGTERM/SIGINT).
+    serving/origin.py). ``token_limits`` bound what one stored token may hold open, out of ``connections``
+    (the server's connection cap), and say how often revocations are looked for (serving/tokengate.py).
+    ``app.state.runtime.begin_shutdown()`` ends the SSE streams (``serve`` calls it on SIGTERM/SIGINT).
     """
     runtime = Runtime(gateway_factory_or_gateway, keepalive_s=keepalive_s, on_open_error=on_open_error)
     metrics = runtime.metrics = Metrics(runtime)  # this app's own registry (GET /metrics)
@@ -104,10 +109,13 @@ def create_app(
         finally:
             await runtime.stop()
 
+    auth = Authenticator(token, runtime.store)
+    cap = connections if connections is not None else Limits().max_connections
+    gate = TokenGate(token_limits, cap, auth.live) if token else None  # tokenless: no stored tokens
     app = Starlette(
         routes=[*make_routes(endpoints, runtime, max_body_bytes), *dashboard.routes()],
         middleware=[
-            Middleware(Guard, auth=Authenticator(token, runtime.store), max_body_bytes=max_body_bytes),
+            Middleware(Guard, auth=auth, max_body_bytes=max_body_bytes, gate=gate),
             Middleware(BrowserGuard, policy=policy),
         ],  # inside Guard: refusals reach the access log
         exception_handlers={HTTPException: http_exception_handler, Exception: internal_error_handler},
@@ -118,4 +126,5 @@ def create_app(
     app.router.redirect_slashes = False
     app.state.runtime = runtime
     app.state.endpoints = endpoints
+    app.state.gate = gate
     return app

@@ -26,11 +26,13 @@ import anyio.to_thread
 from ..access import ADMIN, Principal
 from ..errors import Forbidden, SessionwatchError, StoreUnavailable, Unauthorized
 from ..keys import agent_of
+from ..repeats import RepeatedFailures
 from ..store.base import Store
 from ..store.records import TokenRow
 from ..tokens import token_id_of, verify
 
 log = logging.getLogger("sessionwatch.http.auth")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 TOKEN_CACHE_S = 0.5  # a revoked token is refused by every gateway at most this long after the revoke
 _CACHE_MAX = 4096
@@ -72,6 +74,15 @@ class Authenticator:
             raise Unauthorized("the bearer token is unknown or revoked")
         return principal
 
+    def live(self, token_id: str) -> bool | None:
+        """Is the stored token still live? (blocking; None while the store is not open). The token gate
+        asks this for the tokens behind open requests and streams, to end those of a revoked one."""
+        store = self._store()
+        if store is None:
+            return None
+        row = store.get_token(token_id)
+        return row is not None and row.revoked_at is None
+
     async def _row(self, token_id: str) -> TokenRow | None:
         now = time.monotonic()
         hit = self._cache.get(token_id)
@@ -85,7 +96,7 @@ class Authenticator:
         except SessionwatchError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed read refuses the request; it never lets it through
-            log.warning("reading token %s failed: %s", token_id, exc)
+            failure_log.warning("reading token %s failed: %s", token_id, exc)
             raise StoreUnavailable(f"checking the bearer token failed: {exc.__class__.__name__}") from None
         if len(self._cache) >= _CACHE_MAX:
             self._cache.clear()

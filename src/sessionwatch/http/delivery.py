@@ -20,9 +20,11 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from ..engine import Gateway
+from ..repeats import RepeatedFailures
 from .jsonio import json_response
 
 log = logging.getLogger("sessionwatch.http")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 
 class DrainNotAcknowledged(RuntimeError):
@@ -64,7 +66,7 @@ async def drain_response(request: Request, gw: Gateway, key: object, agent_id: o
             # The status line is out, so the failure cannot be a 503 any more: the answer is cut short
             # instead (no final chunk), which every HTTP client reports as an error, never as a drain
             # that succeeded. The entries stay queued and come again: at least once.
-            log.warning("acknowledging the drained entries of %s failed; the answer is cut short: %s", key, exc)
+            failure_log.warning("acknowledging the drained entries of %s failed; the answer is cut short: %s", key, exc)
             raise DrainNotAcknowledged(f"the drained entries of {key!r} could not be acknowledged") from exc
         await send({"type": "http.response.body", "body": b""})
 

@@ -16,6 +16,7 @@ from starlette.routing import Route
 from ..access import Principal
 from ..engine import Gateway
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
+from ..repeats import RepeatedFailures
 from .auth import Touches, authorize, declared, principal_of
 from .errors import error_response
 from .jsonio import json_response, read_object
@@ -24,6 +25,7 @@ from .schemas import Schema
 from .validate import check, query_value
 
 log = logging.getLogger("sessionwatch.http")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 # The raw-path fix-up in middleware.py puts this in place of an encoded '/' inside one path segment.
 SLASH_STAND_IN = "\ue000"
@@ -88,9 +90,9 @@ def failure_response(exc: BaseException, what: str) -> Response:
     if isinstance(exc, SessionwatchError):
         return error_response(exc)
     if isinstance(exc, (ImportError, AttributeError, NotImplementedError)):
-        log.warning("%s is not available: %s", what, exc)
+        failure_log.warning("%s is not available: %s", what, exc, per=what)
         return error_response(StoreUnavailable(f"{what} is not available in this gateway: {exc}"))
-    log.exception("%s failed", what)
+    failure_log.exception("%s failed", what, per=what)
     return error_response(StoreUnavailable(f"{what} failed: {exc.__class__.__name__}: {exc}"))
 
 

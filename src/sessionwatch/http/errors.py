@@ -10,9 +10,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..errors import ERROR_TYPES, SessionwatchError
+from ..repeats import RepeatedFailures
 from .jsonio import json_response
 
 log = logging.getLogger("sessionwatch.http")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 # Codes the HTTP layer adds on top of the engine's stable ones (routing problems, not bad input).
 HTTP_ONLY_CODES = {404: "not_found", 405: "method_not_allowed"}
@@ -59,5 +61,5 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
 
 async def internal_error_handler(request: Request, exc: Exception) -> Response:
     # Reached only by a bug: handlers turn bad input into 4xx and store failures into 503.
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    failure_log.exception("unhandled error on %s %s", request.method, request.url.path, key=exc)
     return json_response(error_json("internal", "internal error; see the gateway log"), 500)

@@ -6,6 +6,10 @@
   write probe) and the restart sweep has run; 503 otherwise, with the reason. Both carry
   ``droppedRecordings: {total, byCause}``.
 
+They need no token, but on a gateway with a token the figures about activity (``streams``,
+``droppedRecordings``, ``swept``) are another agent's business: an admin token sees them all, a token
+scoped to agents only its agents' (``swept`` not at all), and a request without a valid token none.
+
 The probe runs on its own worker thread (the store may be slow or locked), at most one at a time, its
 answer reused for ``PROBE_TTL_S``; a probe that takes longer than ``PROBE_TIMEOUT_S`` answers 503.
 """
@@ -21,7 +25,7 @@ import anyio.to_thread
 
 from .. import __version__
 from ..engine import Gateway
-from .auth import ANY_TOKEN
+from .auth import ANY_TOKEN, PRINCIPAL
 from .endpoints import Call, Endpoint
 from .jsonio import json_response
 from .runtime import Runtime, redact_url
@@ -81,12 +85,16 @@ def routes(runtime: Runtime) -> list[Endpoint]:
             "status": "ok" if probe["ready"] else "unavailable",
             "storeUrl": redact_url(getattr(gw.store, "url", "")),
             "version": __version__,
-            "swept": gw.swept,
-            "streams": len(runtime.streams),
             "writable": probe["writable"],
             "sweepRan": probe["sweepRan"],
-            "droppedRecordings": gw.dropped_recordings,
-        }  # current, not as of the cached probe
+        }
+        principal = c.request.scope.get(PRINCIPAL)  # resolved only when a valid token came along
+        if principal is not None and (principal.admin or principal.token_id is not None):
+            agents = principal.agent_filter()
+            if agents is None:
+                body["swept"] = gw.swept
+            body["streams"] = runtime.streams_of(agents)  # current, not as of the cached probe
+            body["droppedRecordings"] = gw.dropped_recordings_of(agents)
         if not probe["ready"]:
             body["message"] = probe.get("message", "not ready")
             return json_response(body, 503)
@@ -98,7 +106,8 @@ def routes(runtime: Runtime) -> list[Endpoint]:
     doc = (
         "Readiness: 200 {status: ok, storeUrl, version, swept, streams, writable, sweepRan, droppedRecordings} "
         "when the store accepts a write and the restart sweep has run; otherwise 503 with status starting, "
-        "failed, stopping or unavailable and a message. Needs no token."
+        "failed, stopping or unavailable and a message. Needs no token; on a gateway with a token, swept, "
+        "streams and droppedRecordings come only with one (a scoped token's: its own agents', no swept)."
     )
     return [
         Endpoint(

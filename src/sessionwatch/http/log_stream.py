@@ -30,6 +30,7 @@ from ..engine import Gateway
 from ..errors import Forbidden, InvalidArgument
 from ..keys import agent_of, parse_key
 from ..kinds import ALL_KINDS
+from ..repeats import RepeatedFailures
 from ..validation import MAX_SEQUENCE
 from . import schemas
 from .auth import OWN_VIEW
@@ -38,6 +39,7 @@ from .jsonio import dumps
 from .runtime import CLOSE, Runtime
 
 log = logging.getLogger("sessionwatch.http.log_stream")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 RETRY_MS = 2000  # the reconnect delay a client is told to use
 POLL_S = 0.2  # how often the shared poller looks for new events (it also sees other processes' writes)
@@ -103,7 +105,7 @@ class LogFeed:
                         gw.events_after, self.head, PAGE, limiter=self.runtime.store_limiter
                     )
                 except Exception as exc:  # noqa: BLE001 - a failed read is retried; clients keep their place
-                    log.warning("reading new events for the log stream failed: %s", exc)
+                    failure_log.warning("reading new events for the log stream failed: %s", exc)
                     await asyncio.sleep(1.0)
                     continue
             if batch:
@@ -185,7 +187,7 @@ class LogStream:
         self.reported_gap = 0
         self.queue: asyncio.Queue[Any] = asyncio.Queue(1)
         feed.subscribers.add(self.queue)
-        runtime.streams.add(self.queue)
+        runtime.streams[self.queue] = flt.agents
 
     async def _read(self, fn: Any, *args: Any, **kw: Any) -> Any:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kw), limiter=self.runtime.store_limiter)
@@ -255,11 +257,11 @@ class LogStream:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:  # the client went away mid-write
             pass
-        except Exception:  # the response has started: end the stream, the client resumes
-            log.exception("the log stream failed; the client will resume from its last id")
+        except Exception:  # noqa: BLE001 - the response has started: end the stream, the client resumes
+            failure_log.exception("the log stream failed; the client will resume from its last id")
         finally:
             self.feed.subscribers.discard(self.queue)
-            self.runtime.streams.discard(self.queue)
+            self.runtime.streams.pop(self.queue, None)
             watcher.cancel()
 
 

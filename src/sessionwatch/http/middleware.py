@@ -1,7 +1,10 @@
-"""One pure-ASGI layer in front of every route: raw-path fix-up, bearer auth, body-size cap, access log.
+"""One pure-ASGI layer in front of every route: raw-path fix-up, bearer auth, per-token limits, body-size
+cap, access log.
 
 Bearer auth resolves the token to a principal (``auth.Authenticator``) and hands it to the routes in the
-ASGI scope; what that principal may touch is decided per route (``auth.authorize``)."""
+ASGI scope; what that principal may touch is decided per route (``auth.authorize``). A request made with
+a stored token then runs under the token gate (``serving/tokengate.py``): its token's limits on streams
+and requests in progress, and the end of the request once the token is revoked."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidArgument, PayloadTooLarge, SessionwatchError
 from ..logformat import REQUEST_ID
+from ..serving.tokengate import TokenGate, authorization_of
 from .auth import PRINCIPAL, Authenticator
 from .dashboard import is_asset_path
 from .endpoints import SLASH_STAND_IN
@@ -26,6 +30,7 @@ from .jsonio import JSON_TYPE, dumps
 access_log = logging.getLogger("sessionwatch.http.access")
 
 OPEN_PATHS = frozenset({"/v1/health", "/v1/health/live", "/v1/health/ready"})
+STREAM_PATHS = frozenset({"/v1/stream", "/v1/events/stream"})  # Server-Sent Events: they stay open
 _GIVEN_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,64}$")  # a caller's X-Request-Id is kept only when plain
 
 
@@ -70,10 +75,13 @@ async def _send_error(send: Send, status: int, body: dict[str, Any], extra: Sequ
 
 
 class Guard:
-    def __init__(self, app: ASGIApp, *, auth: Authenticator, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, auth: Authenticator, max_body_bytes: int, gate: TokenGate | None = None
+    ) -> None:
         self.app = app
         self.auth = auth
         self.max_body = max_body_bytes
+        self.gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -102,21 +110,34 @@ class Guard:
         query = scope.get("query_string", b"")
         if query and (b"%" in query or not query.isascii()) and not _valid_query(query):
             bad_utf8 = True
+        gate, hold = self.gate, None
         try:
             problem: SessionwatchError | None = None
             if bad_utf8:
                 problem = InvalidArgument("the request path or query is not percent-encoded UTF-8")
             problem = problem or await self._authenticate(scope) or self._check(scope)
+            if problem is None and gate is not None and PRINCIPAL in scope:
+                try:
+                    hold = gate.admit(scope[PRINCIPAL], stream=scope["path"] in STREAM_PATHS)
+                except SessionwatchError as exc:
+                    problem = exc
             if problem is None:
-                await self.app(scope, receive, send_and_note)
+                if gate is None or hold is None:
+                    await self.app(scope, receive, send_and_note)
+                else:
+                    await gate.serve(hold, self.app, scope, receive, send_and_note)
             else:
                 status = problem.http_status
                 extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+                if problem.retry_after_s is not None:
+                    extra.append((b"retry-after", str(problem.retry_after_s).encode()))
                 await _send_error(send, status, problem.to_json(), [*extra, rid_header])
         except Exception:
             status = status or 500
             raise
         finally:
+            if gate is not None and hold is not None:
+                gate.release(hold)
             if access_log.isEnabledFor(logging.INFO):
                 fields = {
                     "method": scope["method"],
@@ -130,9 +151,19 @@ class Guard:
 
     async def _authenticate(self, scope: Scope) -> SessionwatchError | None:
         """Resolve the bearer token into ``scope[PRINCIPAL]``; the error to answer with when refused."""
-        if scope["path"] in OPEN_PATHS or is_asset_path(scope["path"]):  # the dashboard's files hold no data
+        try:
+            header = authorization_of(scope["headers"])
+        except SessionwatchError as exc:
+            return exc
+        if scope["path"] in OPEN_PATHS:  # no token needed; one that comes along decides what health shows
+            if header is not None or not self.auth.enabled:
+                try:
+                    scope[PRINCIPAL] = await self.auth.resolve(header)
+                except SessionwatchError:
+                    pass  # a probe is answered whatever its header: without the figures a token would show
             return None
-        header = next((value for name, value in scope["headers"] if name == b"authorization"), None)
+        if is_asset_path(scope["path"]):  # the dashboard's files hold no data
+            return None
         try:
             scope[PRINCIPAL] = await self.auth.resolve(header)
         except SessionwatchError as exc:

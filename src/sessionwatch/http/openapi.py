@@ -18,6 +18,8 @@ ERROR_STATUSES = {
     "404": "Unknown session, tool or route (not_found, unknown_tool).",
     "409": "Conflicting state (conflict).",
     "413": "Request body over the size limit (payload_too_large).",
+    "429": "This token holds as many streams or requests in progress as one token may; retry after "
+    "Retry-After (rate_limited).",
     "503": "The store or the upstream service is unavailable, or the gateway is starting (unavailable).",
 }
 _PARAM = re.compile(r"{(\w+)}")

@@ -96,9 +96,12 @@ def _overview(c: Call) -> Any:
 
 
 def _health(c: Call) -> Any:
-    gw, runtime = c.gw, c.runtime
+    """The gateway's state. A scoped token gets figures about its own agents only (its log's bounds, its
+    streams, its dropped recordings; the sweep's count not at all): another agent's activity is not its
+    business. Sequences stay the log's own numbers."""
+    gw, runtime, agents = c.gw, c.runtime, c.principal.agent_filter()
     url = str(getattr(gw.store, "url", ""))
-    bounds = gw.log_bounds()
+    bounds = gw.log_bounds(agents=agents)
     links = [x for x in _read(gw, gw.store.links, "reading upstream links") if c.principal.covers(x.agent_id)]
     tick = gw.upstream_results()
     per_link = {(e.get("sessionKey"), e.get("agentId")): e for e in tick.get("links", []) if isinstance(e, dict)}
@@ -108,7 +111,12 @@ def _health(c: Call) -> Any:
             "url": redact_url(url),
             "readOnly": bool(getattr(gw, "read_only", False)),
         },
-        "sweep": {"ran": gw.sweep_ran, "at": gw.swept_at, "swept": gw.swept, "error": gw.sweep_error},
+        "sweep": {
+            "ran": gw.sweep_ran,
+            "at": gw.swept_at,
+            "swept": gw.swept if agents is None else None,
+            "error": gw.sweep_error,
+        },
         "prune": {
             "lastAt": bounds.pruned_at,
             "prunedThrough": bounds.pruned,
@@ -117,8 +125,8 @@ def _health(c: Call) -> Any:
             "maxEvents": gw.settings.max_events,
         },
         "log": {"earliest": bounds.earliest, "last": bounds.last},
-        "streams": len(runtime.streams),
-        "droppedRecordings": gw.dropped_recordings,
+        "streams": runtime.streams_of(agents),
+        "droppedRecordings": gw.dropped_recordings_of(agents),
         "monitor": {
             "tick": tick.get("tick"),
             "status": tick.get("status"),
@@ -190,7 +198,8 @@ ROUTES: list[Endpoint] = [
         "/v1/ui/health",
         "ui_health",
         "Dashboard: store backend, restart sweep, prune times and "
-        "watermark, SSE streams, dropped recordings, and the upstream monitor's last tick per link.",
+        "watermark, SSE streams, dropped recordings, and the upstream monitor's last tick per link. "
+        "A scoped token's figures are about its own agents only.",
         _health,
         tag="dashboard",
         touches=OWN_VIEW,

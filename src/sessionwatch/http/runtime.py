@@ -63,7 +63,9 @@ class Runtime:
         self.error: BaseException | None = None
         self._on_open_error = on_open_error
         self._open_task: asyncio.Task[None] | None = None
-        self.streams: set[asyncio.Queue[Any]] = set()
+        # Open SSE streams -> the agents whose sessions each is about (None: every agent, an admin's log
+        # stream). A token scoped to agents is shown only the count of its own agents' streams.
+        self.streams: dict[asyncio.Queue[Any], frozenset[str] | None] = {}
         self.metrics: Any = None  # http/metrics.Metrics: attached to the Gateway once it is open
         # Waiting sessions_send calls get their own thread budget, so they never starve other work.
         self.wait_limiter = anyio.CapacityLimiter(64)
@@ -120,6 +122,12 @@ class Runtime:
         if gw is not None and self.owns:
             self.gateway = None
             await anyio.to_thread.run_sync(gw.close)
+
+    def streams_of(self, agents: frozenset[str] | None) -> int:
+        """Open SSE streams about ``agents``' sessions only (None: every open stream)."""
+        if agents is None:
+            return len(self.streams)
+        return sum(1 for about in list(self.streams.values()) if about is not None and about <= agents)
 
     # -- per request -----------------------------------------------------------------------------
     def store(self) -> Any:

@@ -13,9 +13,11 @@ import uvicorn
 from ..engine import Gateway, default_store_url
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable, StoreUnreachable
 from ..logformat import formatter
+from ..repeats import flush_all
 from ..serving.exposure import adopt_socket, check_exposure, is_loopback, resolve_token  # noqa: F401 - is_loopback re-exported
-from ..serving.limits import Limits, uvicorn_config
+from ..serving.limits import Limits, descriptor_budget, uvicorn_config
 from ..serving.origin import RequestPolicy
+from ..serving.tokengate import TokenLimits
 from ..settings import Settings
 from ..store import open_store
 from ..store.base import Store
@@ -63,6 +65,8 @@ class _Server(uvicorn.Server):
     async def shutdown(self, sockets: Any = None) -> None:
         self.runtime.begin_shutdown()  # SSE streams end; in-flight requests finish normally
         await super().shutdown(sockets)
+        # Now, not at exit: uvicorn ends the process by raising the signal again, and no exit hook runs.
+        flush_all()  # the repeats of a failure not yet reported get their count
 
 
 class ListenFailed(SessionwatchError):
@@ -144,13 +148,15 @@ def serve(
     allowed_hosts: list[str] | tuple[str, ...] = (),
     allowed_origins: list[str] | tuple[str, ...] = (),
     limits: Limits | None = None,
+    token_limits: TokenLimits | None = None,
     fd: int | None = None,
 ) -> None:
     """Serve the gateway (blocking). Token defaults to ``$SESSIONWATCH_TOKEN`` (or the file named by
     ``token_file`` / ``$SESSIONWATCH_TOKEN_FILE``), the store to ``$SESSIONWATCH_STORE`` or the per-user
     default. ``allowed_hosts``/``allowed_origins`` (plus ``$SESSIONWATCH_ALLOWED_HOSTS``/``..._ORIGINS``)
-    and ``limits``: see docs/security.md. ``fd``: serve on that inherited listening socket instead of binding
-    ``host``/``port``.
+    and ``limits``: see docs/security.md; ``token_limits``: what one stored token may hold open, and how
+    often revocations are looked for (docs/http.md). ``fd``: serve on that inherited listening socket
+    instead of binding ``host``/``port``.
 
     Before anything is bound or logged: Forbidden when ``host`` is not loopback and there is no token or a
     weak one; InvalidArgument for a store URL that can only be a mistake; StoreUnavailable when the store
@@ -203,6 +209,8 @@ def serve(
         if server is not None:
             server.should_exit = True
 
+    limits = limits or Limits()
+    cap = descriptor_budget(limits.max_connections)
     app = create_app(
         open_gateway,
         token=token,
@@ -210,12 +218,15 @@ def serve(
         keepalive_s=keepalive_s,
         on_open_error=on_open_error,
         policy=policy,
+        token_limits=token_limits,
+        connections=cap,
     )
     config = uvicorn_config(
         app,
         host=host,
         port=sockets[0].getsockname()[1],
         limits=limits,
+        cap=cap,
         log_level=log_level.lower(),
         access_log=False,
         lifespan="on",

@@ -23,7 +23,8 @@ from starlette.types import Receive, Scope, Send
 
 from ..engine import Gateway, Wake
 from ..errors import InvalidArgument
-from ..keys import parse_key
+from ..keys import agent_of, parse_key
+from ..repeats import RepeatedFailures
 from . import schemas
 from .auth import sessions
 from .endpoints import Call, Endpoint
@@ -31,6 +32,7 @@ from .jsonio import dumps
 from .runtime import CLOSE, Runtime
 
 log = logging.getLogger("sessionwatch.http.sse")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 QUEUE_SIZE = 256  # wakes coalesce per watcher, so a full queue means a stuck client: drop, never block
 HEADERS = [
@@ -58,7 +60,7 @@ class WakeStream:
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.queue: asyncio.Queue[Any] = asyncio.Queue(QUEUE_SIZE)
-        runtime.streams.add(self.queue)
+        runtime.streams[self.queue] = frozenset({agent_of(key) or ""})
         # Subscribed before the response starts: once a client sees the headers, no wake is missed.
         self.sub = gw.subscribe_wakes(key, self._on_wake)
 
@@ -120,7 +122,7 @@ class WakeStream:
         try:
             wake = await anyio.to_thread.run_sync(self.gw.pending_wake, self.key, limiter=self.runtime.store_limiter)
         except Exception as exc:  # noqa: BLE001 - the stream still works; the next notice wakes it
-            log.warning("checking %s for a pending notice failed: %s", self.key, exc)
+            failure_log.warning("checking %s for a pending notice failed: %s", self.key, exc)
             return
         if wake is not None and self.queue.empty():
             self._put(wake.to_json())
@@ -128,7 +130,7 @@ class WakeStream:
 
     def close(self) -> None:
         self.sub.close()
-        self.runtime.streams.discard(self.queue)
+        self.runtime.streams.pop(self.queue, None)
 
 
 def _stream(c: Call) -> WakeStream:

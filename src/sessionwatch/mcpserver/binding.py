@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import NotFound, SessionwatchError
+from ..repeats import RepeatedFailures
 
 log = logging.getLogger("sessionwatch.mcp")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 
 class ToolBackend(Protocol):
@@ -123,8 +125,8 @@ class SessionBinding:
                 return
             try:
                 self.backend.ack_system_events(self.session_key, ids, agent_id=self.agent_id)
-            except Exception:
-                log.exception("acknowledging delivered notices of %s failed; will retry", self.session_key)
+            except Exception:  # noqa: BLE001 - the ids stay pending and are retried (logged)
+                failure_log.exception("acknowledging delivered notices of %s failed; will retry", self.session_key)
                 with self._lock:
                     self._due[:0] = ids
 
@@ -132,8 +134,8 @@ class SessionBinding:
         """The queue to attach, minus what a concurrent call carries or a delivered answer already had."""
         try:
             entries = list(self.backend.peek_system_events(self.session_key, agent_id=self.agent_id))
-        except Exception:  # a failed read leaves the notices queued; the next call delivers them
-            log.exception("reading the system events of %s failed", self.session_key)
+        except Exception:  # noqa: BLE001 - a failed read leaves the notices queued; the next call delivers them
+            failure_log.exception("reading the system events of %s failed", self.session_key)
             return []
         with self._lock:
             taken = {i for ids in self._in_flight.values() for i in ids} | set(self._due)
@@ -154,8 +156,8 @@ class SessionBinding:
             )
         except SessionwatchError as exc:  # a remote gateway raises what the engine would have returned
             payload = exc.to_json()
-        except Exception as exc:
-            log.exception("tool %s failed", name)
+        except Exception as exc:  # noqa: BLE001 - any failure is the tool's error result (logged)
+            failure_log.exception("tool %s failed", name, per=name)
             payload = {"error": {"code": "unavailable", "message": f"{name} failed: {exc}"}}
         # Read after the call so notices that arose while it ran (a long sessions_send wait) come along too.
         return ToolOutcome(payload, self.pending(ticket), ticket)

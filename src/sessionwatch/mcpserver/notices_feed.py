@@ -31,10 +31,12 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Res
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
+from ..repeats import RepeatedFailures
 from .binding import SessionBinding
 from .texts import notices_uri
 
 log = logging.getLogger("sessionwatch.mcp")
+failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 DEFAULT_POLL_INTERVAL = 1.0
 MIME = "application/json"
@@ -82,8 +84,8 @@ class NoticeFeed:
         self._check_uri(uri)
         try:
             entries = await anyio.to_thread.run_sync(self.peek)
-        except Exception as exc:
-            log.exception("reading the notices of %s failed", self.binding.session_key)
+        except Exception as exc:  # noqa: BLE001 - any failed read is the client's error answer (logged)
+            failure_log.exception("reading the notices of %s failed", self.binding.session_key)
             raise MCPError(INTERNAL_ERROR, f"cannot read the pending notices: {exc}") from None
         body = {"sessionKey": self.binding.session_key, "entries": entries}
         return types.ReadResourceResult(
@@ -102,8 +104,8 @@ class NoticeFeed:
         if self._seen is None:
             try:
                 self._seen = _fingerprint(await anyio.to_thread.run_sync(self.peek))
-            except Exception:
-                log.exception("peeking the notices of %s failed", self.binding.session_key)
+            except Exception:  # noqa: BLE001 - the poll sees the notices later (logged)
+                failure_log.exception("peeking the notices of %s failed", self.binding.session_key)
         self._start_wakes()
         self._kick.set()
 
@@ -154,8 +156,8 @@ class NoticeFeed:
                 self._unsubscribe = subscribe_wakes(key, lambda wake: self._kick.set())
             elif getattr(backend, "stream_wakes", None) is not None:  # a remote gateway: its SSE wake stream
                 threading.Thread(target=self._stream_wakes, name="sessionwatch-mcp-wakes", daemon=True).start()
-        except Exception:  # the poll still sees every change, only later
-            log.exception("subscribing to wakes of %s failed", key)
+        except Exception:  # noqa: BLE001 - the poll still sees every change, only later
+            failure_log.exception("subscribing to wakes of %s failed", key)
 
     def _stream_wakes(self) -> None:
         backoff = 1.0
@@ -183,8 +185,8 @@ class NoticeFeed:
                 continue
             try:
                 now = _fingerprint(await anyio.to_thread.run_sync(self.peek))
-            except Exception:
-                log.exception("peeking the notices of %s failed", self.binding.session_key)
+            except Exception:  # noqa: BLE001 - the next poll tries again (logged)
+                failure_log.exception("peeking the notices of %s failed", self.binding.session_key)
                 continue
             if now != self._seen:
                 self._seen = now

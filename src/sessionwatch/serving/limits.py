@@ -36,6 +36,7 @@ from .wire import dumps
 log = logging.getLogger("sessionwatch.http")
 
 RESERVED_FDS_MIN = 64  # descriptors kept for the store, logs, threads, outbound HTTP
+MAX_BODY_BYTES = 4 * 1024 * 1024  # the gateway's default request body cap (--max-body-bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,12 +222,15 @@ def protocol_class(limits: Limits, max_connections: int | None = None) -> type[H
     return GuardedHttpProtocol
 
 
-def uvicorn_config(app: Any, *, host: str, port: int, limits: Limits | None = None, **kwargs: Any) -> Any:
-    """A ``uvicorn.Config`` serving ``app`` with the guarded protocol and the limits above."""
+def uvicorn_config(
+    app: Any, *, host: str, port: int, limits: Limits | None = None, cap: int | None = None, **kwargs: Any
+) -> Any:
+    """A ``uvicorn.Config`` serving ``app`` with the guarded protocol and the limits above. ``cap``: the
+    connection cap when the caller already fitted it with ``descriptor_budget`` (the token gate needs it)."""
     import uvicorn
 
     limits = limits or Limits()
-    cap = descriptor_budget(limits.max_connections)
+    cap = cap if cap is not None else descriptor_budget(limits.max_connections)
     from ..logformat import uvicorn_log_config
 
     if uvicorn_log_config() is not None:  # --log-format json: uvicorn's own lines are JSON too

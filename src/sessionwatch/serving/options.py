@@ -1,7 +1,9 @@
-"""The command-line options every sessionwatch server shares (Host/Origin allow-lists, limits, token file).
+"""The command-line options every sessionwatch server shares (Host/Origin allow-lists, limits, token file),
+and the gateway's own (``gateway_options``).
 
 One definition for ``python -m sessionwatch.http``, ``python -m sessionwatch.upstream.node_server`` and
-the click commands ``serve``, ``node`` and ``mcp --transport http``, so they cannot drift apart.
+the click commands ``serve``, ``node`` and ``mcp --transport http``, so they cannot drift apart. (Here,
+below the faces, so that the CLI can build its commands without importing the HTTP face.)
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from typing import Any, TypeVar
 
 import click
 
-from .limits import Limits
+from .limits import MAX_BODY_BYTES, Limits
+from .tokengate import TokenLimits
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULTS = Limits()
+TOKEN_DEFAULTS = TokenLimits()
 
 HOST_HELP = (
     "Also accept this Host name (name or name:port; repeatable; '*' turns the check off). "
@@ -78,6 +82,77 @@ def add_argparse_options(p: argparse.ArgumentParser, *, token_file_env: str) -> 
     p.add_argument("--body-timeout", type=float, default=DEFAULTS.body_timeout_s, metavar="S", help=BODY_HELP)
     p.add_argument("--max-connections", type=int, default=DEFAULTS.max_connections, metavar="N", help=CONN_HELP)
     p.add_argument("--fd", type=int, default=None, metavar="N", help=FD_HELP)
+
+
+TOKEN_STREAMS_HELP = (
+    f"Open streams one scoped token may hold (default {TOKEN_DEFAULTS.streams}); beyond it that token "
+    "gets 429 with Retry-After."
+)
+TOKEN_CONNECTIONS_HELP = (
+    f"Connections one scoped token may keep busy with requests in progress, its streams included "
+    f"(default {TOKEN_DEFAULTS.connections}); beyond it that token gets 429 with Retry-After."
+)
+ADMIN_RESERVE_HELP = (
+    f"Connections scoped tokens together never get, kept for admin tokens (default "
+    f"{TOKEN_DEFAULTS.admin_reserve}; at most half of --max-connections)."
+)
+REVOCATION_HELP = (
+    f"Seconds between reads of the tokens behind open requests, streams and MCP sessions; a revoked "
+    f"token's are ended at the next read (default {TOKEN_DEFAULTS.revocation_poll_s:g})."
+)
+
+
+def token_limit_options(fn: F) -> F:
+    """Decorator adding ``max_token_streams``, ``max_token_connections``, ``admin_reserve`` and
+    ``revocation_poll`` (the servers that accept the store's tokens: serve, mcp --transport http)."""
+    options = [
+        click.option(
+            "--max-token-streams",
+            type=click.IntRange(min=1),
+            default=TOKEN_DEFAULTS.streams,
+            show_default=True,
+            metavar="N",
+            help=TOKEN_STREAMS_HELP,
+        ),
+        click.option(
+            "--max-token-connections",
+            type=click.IntRange(min=1),
+            default=TOKEN_DEFAULTS.connections,
+            show_default=True,
+            metavar="N",
+            help=TOKEN_CONNECTIONS_HELP,
+        ),
+        click.option(
+            "--admin-reserve",
+            type=click.IntRange(min=0),
+            default=TOKEN_DEFAULTS.admin_reserve,
+            show_default=True,
+            metavar="N",
+            help=ADMIN_RESERVE_HELP,
+        ),
+        click.option(
+            "--revocation-poll",
+            type=click.FloatRange(min=0, min_open=True),
+            default=TOKEN_DEFAULTS.revocation_poll_s,
+            show_default=True,
+            metavar="S",
+            help=REVOCATION_HELP,
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def token_limits_of(
+    max_token_streams: int, max_token_connections: int, admin_reserve: int, revocation_poll: float
+) -> TokenLimits:
+    from ..errors import InvalidArgument
+
+    try:
+        return TokenLimits(max_token_streams, max_token_connections, admin_reserve, revocation_poll)
+    except ValueError as exc:
+        raise InvalidArgument(str(exc)) from None
 
 
 def limits_of(header_timeout: float, body_timeout: float, max_connections: int) -> Limits:
@@ -145,3 +220,82 @@ def click_options(*, token_file_env: str, token_file_option: str = "--token-file
         return fn
 
     return apply
+
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+KEEPALIVE_S = 15.0
+
+
+def gateway_options(fn: F) -> F:
+    """Every option of the gateway, passed to ``fn`` by name (``sessionwatch.http.options.run`` takes them
+    all): one definition for ``sessionwatch serve`` and ``python -m sessionwatch.http``."""
+    options = [
+        click.option(
+            "--host",
+            envvar="SESSIONWATCH_HOST",
+            default="127.0.0.1",
+            show_default=True,
+            help="Interface to listen on; anything but loopback needs a token. Env: SESSIONWATCH_HOST.",
+        ),
+        click.option(
+            "--port",
+            envvar="SESSIONWATCH_PORT",
+            type=click.IntRange(0, 65535),
+            default=7878,
+            show_default=True,
+            help="Env: SESSIONWATCH_PORT.",
+        ),
+        click.option(
+            "--store",
+            "store",
+            envvar="SESSIONWATCH_STORE",
+            metavar="URL",
+            help="Store URL (sqlite:///path.db, a path, postgresql://...). Env: SESSIONWATCH_STORE. "
+            "Default: the per-user state file.",
+        ),
+        click.option(
+            "--token",
+            "token",
+            metavar="TOKEN",
+            help="The admin bearer token; required beyond loopback (at least 16 characters, no whitespace). "
+            "Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_TOKEN.",
+        ),
+        click_options(token_file_env="SESSIONWATCH_TOKEN_FILE"),
+        token_limit_options,
+        click.option(
+            "--log-level",
+            envvar="SESSIONWATCH_LOG_LEVEL",
+            type=click.Choice(LOG_LEVELS, case_sensitive=False),
+            default="info",
+            show_default=True,
+            help="warning or above also silences the access log. Env: SESSIONWATCH_LOG_LEVEL.",
+        ),
+        click.option(
+            "--access-log/--no-access-log",
+            "access_log",
+            envvar="SESSIONWATCH_ACCESS_LOG",
+            default=True,
+            show_default=True,
+            help="One JSON line per request on stderr. Env: SESSIONWATCH_ACCESS_LOG (0 turns it off).",
+        ),
+        click.option("--no-monitor", is_flag=True, help="Do not run the upstream monitor in this process."),
+        click.option(
+            "--max-body-bytes",
+            type=click.IntRange(min=1),
+            default=MAX_BODY_BYTES,
+            show_default=True,
+            metavar="N",
+            help="Request body cap (413 beyond).",
+        ),
+        click.option(
+            "--keepalive",
+            type=click.FloatRange(min=0, min_open=True),
+            default=KEEPALIVE_S,
+            show_default=True,
+            metavar="S",
+            help="Seconds between SSE keep-alive comments.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn

@@ -13,7 +13,11 @@ that, shared by the REST gateway, ``sessionwatch node`` and the MCP HTTP transpo
   no-cors GET has no ``Origin`` but is marked ``Sec-Fetch-Site: cross-site``/``same-site``; it is refused
   the same way.
 * A request with a body must declare ``Content-Type: application/json`` (415), which a page can only send
-  after a preflight this server never grants.
+  after a preflight this server never grants. Media types are case-insensitive (``APPLICATION/JSON`` is
+  JSON); the header is handed on in lower case, so a route that compares it exactly agrees.
+
+It also refuses (400) a request with more than one ``Authorization`` header: which copy counts differs
+between servers, so one request could be checked as one caller and served as another.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..errors import InvalidArgument
+from .tokengate import authorization_of
 from .wire import JSON_TYPE, dumps
 
 ENV_HOSTS = "SESSIONWATCH_ALLOWED_HOSTS"
@@ -188,6 +194,13 @@ def _is_json(content_type: bytes | None) -> bool:
     return media == b"application/json"
 
 
+def _lower_content_type(scope: Scope) -> Scope:
+    """The scope with its Content-Type in lower case (media types and charset names are case-insensitive;
+    the MCP SDK compares ``application/json`` exactly)."""
+    headers = [(n, v.lower()) if n == b"content-type" else (n, v) for n, v in scope["headers"]]
+    return {**scope, "headers": headers}
+
+
 async def send_json_error(send: Send, status: int, code: str, message: str) -> None:
     payload = dumps({"error": {"code": code, "message": message}})
     await send(
@@ -214,6 +227,11 @@ class BrowserGuard:
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             headers.setdefault(name, value)  # the first of a repeated header, as the routes read it
+        try:
+            authorization_of(scope["headers"])
+        except InvalidArgument as exc:
+            await send_json_error(send, 400, exc.code, exc.message)
+            return
         problem = self.policy.host_problem(headers.get(b"host"), scope.get("server"), scope.get("scheme", "http"))
         if problem is not None:
             await send_json_error(send, 421, "forbidden", problem)
@@ -224,8 +242,9 @@ class BrowserGuard:
         if problem is not None:
             await send_json_error(send, 403, "forbidden", problem)
             return
-        if _has_body(headers) and not _is_json(headers.get(b"content-type")):
-            given = headers.get(b"content-type", b"").decode("latin-1") or "none"
+        content_type = headers.get(b"content-type")
+        if _has_body(headers) and not _is_json(content_type):
+            given = (content_type or b"").decode("latin-1") or "none"
             await send_json_error(
                 send,
                 415,
@@ -233,4 +252,6 @@ class BrowserGuard:
                 f"a request body must be sent as 'Content-Type: application/json' (got {given})",
             )
             return
+        if content_type is not None and content_type != content_type.lower():
+            scope = _lower_content_type(scope)
         await self.app(scope, receive, send)

@@ -370,7 +370,7 @@ async function loadHealth() {
       ["log", `sequences ${h.log.earliest}…${h.log.last}`], ["SSE streams", String(h.streams)],
       ["dropped recordings", String(drops.total), drops.total ? "warn" : "ok"]])),
     el("div", { class: "card" }, el("h3", { text: "Sweep and prune" }), dl([
-      ["restart sweep", h.sweep.ran ? "ran " + ago(h.sweep.at) + " (" + h.sweep.swept + " re-materialized)" : "not yet", h.sweep.ran ? "ok" : "bad"],
+      ["restart sweep", h.sweep.ran ? "ran " + ago(h.sweep.at) + (h.sweep.swept == null ? "" : " (" + h.sweep.swept + " re-materialized)") : "not yet", h.sweep.ran ? "ok" : "bad"],
       ["sweep error", h.sweep.error || "—"],
       ["last prune", h.prune.lastAt ? ago(h.prune.lastAt) + " (" + when(h.prune.lastAt) + ")" : "never"],
       ["pruned through", "sequence " + h.prune.prunedThrough],
