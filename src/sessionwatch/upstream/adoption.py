@@ -121,7 +121,7 @@ class Adopter:
         if found is None:
             raise NotFound(f"no {catalog} thread {tid!r} under {cat.base}")
         try:
-            marker = baseline(found.path)
+            marker = baseline(found.path, cat.rules)
         except OSError as exc:
             return None, f"cannot read {found.path} for a baseline: {exc.strerror or exc}"
         return (cat.upstream_kind, {"filePath": found.path}, marker), None
