@@ -6,6 +6,7 @@ watcher's notices. Programs: ``codex exec`` (and ``exec resume``), ``codex queue
 client, and a subagent spawned by the model's ``spawn_agent`` call. A person's turn (``turn_trigger``
 ``user``) comes only from the interactive TUI, which cannot run headless; those tests take a real
 ``codex exec`` rollout and change nothing but that turn's trigger value, ``"exec"`` to ``"user"``.
+The last test reads the same rollouts on another machine, through ``sessionwatch node``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import pytest
 
 from sessionwatch import Settings
 from sessionwatch.clock import ManualClock
+from sessionwatch.upstream.node_server import create_node_app
 from tests.hosts.codex_rpc import AppServer
 from tests.support.fake_model import FakeModel, Reply
 from tests.support.hosts import CodexHome, Run, codex
+from tests.support.ports import ServerThread
 from tests.upstream.conftest import Harness
 
 pytestmark = pytest.mark.hosts
@@ -337,6 +340,35 @@ def test_rows_longer_than_the_scan_window_follow_the_same_rule(tmp_path: Path, c
             key, _ = replay(h, captured, captured.worker, lines, 0)
             scan_all(h, key)
             recorded.append(h.human_turns(key))
+        finally:
+            h.close()
+    assert recorded == [0, 1]
+
+
+@pytest.mark.parametrize("page_size", [3, 50])
+def test_through_a_paired_node_the_same_rule_holds(tmp_path: Path, captured: Captured, page_size: int) -> None:
+    """The rollout on another machine, served by ``sessionwatch node``: with 3 items a page, the prompt's
+    page ends before its turn's start, which the node then reads further back in the file."""
+    original = rows(captured.worker)
+    second = turn_starts(original)[1]
+    person = list(original)
+    person[second] = as_person(person[second])
+    recorded = []
+    for name, lines in (("program", original), ("person", person)):
+        node_root = tmp_path / name / "node-codex"
+        target = node_root / captured.worker.relative_to(captured.home)
+        target.parent.mkdir(parents=True)
+        target.write_bytes(b"".join(lines[:second]))
+        app = create_node_app("node-secret-token", claude_root=str(tmp_path / name / "nc"), codex_root=str(node_root))
+        h = monitor(tmp_path / name, tmp_path / name / "codex", settings=Settings(node_page_size=page_size))
+        try:
+            with ServerThread(app) as node:
+                h.gw.pair_node("laptop", node.url, "node-secret-token")
+                key = h.adopt("codex", thread_of(captured.worker), host_id="node:laptop")
+                append(target, lines[second:])
+                entry = h.entry(h.tick(), key)
+                assert entry["status"] in ("advanced", "recorded"), entry
+                recorded.append(h.human_turns(key))
         finally:
             h.close()
     assert recorded == [0, 1]

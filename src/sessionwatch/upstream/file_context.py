@@ -26,17 +26,18 @@ def context_at(fd: int, offset: int, rules: RowRules) -> dict[str, Any]:
     ctx = rules.thread()
     if offset <= 0:
         return ctx.to_state()
-    head = _first_row(fd, offset, rules)
+    head = first_row(fd, offset, rules)
     if head is not None:
         ctx.judge(head)
     ctx.seen_head()
-    turn = _latest_turn(fd, offset, rules)
+    turn = latest_turn(fd, offset, rules)
     if turn is not None:
         ctx.judge(turn)
     return ctx.to_state()
 
 
-def _first_row(fd: int, offset: int, rules: RowRules) -> Verdict | None:
+def first_row(fd: int, offset: int, rules: RowRules) -> Verdict | None:
+    """The verdict of the file's first row, when it ends before ``offset``."""
     pos = 0
     stream = None
     while pos < offset:
@@ -55,7 +56,8 @@ def _first_row(fd: int, offset: int, rules: RowRules) -> Verdict | None:
     return None
 
 
-def _latest_turn(fd: int, offset: int, rules: RowRules) -> Verdict | None:
+def latest_turn(fd: int, offset: int, rules: RowRules) -> Verdict | None:
+    """The verdict of the latest row before ``offset`` that starts a turn, if one is in reach."""
     walked = 0
     for start, end in rows_backward(fd, offset):
         walked += end - start + 1
