@@ -227,17 +227,21 @@ def test_an_app_server_clients_prompt_is_not_a_persons(tmp_path: Path) -> None:
 # -- replays of what the real binary wrote ---------------------------------------------------------------
 
 
+@pytest.mark.parametrize("adopted", ["before its first turn", "while still empty"])
 @pytest.mark.parametrize("trigger", ["exec", "user"])
-def test_a_subagents_task_prompt_is_never_a_persons(tmp_path: Path, captured: Captured, trigger: str) -> None:
-    """The subagent thread the real ``spawn_agent`` made, adopted before its first turn. With ``user``,
-    only that turn's trigger value is changed: a subagent's thread still has no person in it."""
+def test_a_subagents_task_prompt_is_never_a_persons(
+    tmp_path: Path, captured: Captured, trigger: str, adopted: str
+) -> None:
+    """The subagent thread the real ``spawn_agent`` made, adopted before its first turn (adoption reads
+    its ``session_meta``) or before Codex wrote anything (the scan reads it). With ``user``, only that
+    turn's trigger value is changed: a subagent's thread still has no person in it."""
     lines = rows(captured.subagent)
     (start, *_) = turn_starts(lines)
     if trigger == "user":
         lines[start] = as_person(lines[start])
     h = monitor(tmp_path, tmp_path / "codex")
     try:
-        key, _ = replay(h, captured, captured.subagent, lines, start)
+        key, _ = replay(h, captured, captured.subagent, lines, start if adopted == "before its first turn" else 0)
         scan_all(h, key)
         assert b"the subagent's task" in b"".join(lines[start:])
         assert h.human_turns(key) == 0 and h.notices() == []

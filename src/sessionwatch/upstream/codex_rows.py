@@ -6,8 +6,8 @@ carrying a ``UserMessage`` item (paginated history). The ``response_item`` proto
 prompt, which also carries harness scaffolding, never counts.
 
 Whether a prompt row is a *person's* depends on rows before it, which :class:`CodexThread` remembers
-while a file is read: the thread's first ``session_meta`` (``thread_source: subagent``, or a ``source``
-object naming a ``subagent``: nothing in a subagent's thread is typed by a person) and the latest
+while a file is read: the rollout's first row, its ``session_meta`` (``thread_source: subagent``, or a
+``source`` object naming a ``subagent``: nothing in a subagent's thread is typed by a person), and the latest
 ``event_msg`` / ``task_started``, whose ``turn_attribution.turn_trigger`` says who started the turn
 (``user``: typed in the TUI; ``exec``, ``queue``, null for an app-server client: a program). A turn
 without any ``turn_attribution`` comes from a build older than the field; its prompts count, as they
@@ -21,6 +21,15 @@ from typing import Any
 from .normalize import normalize
 from .rules import small
 from .verdict import NOT_HUMAN, PERSON, PROGRAM, UNATTRIBUTED, RowFact, Verdict
+
+
+def could_matter(line: bytes) -> bool:
+    """The exact byte pre-filter (the file's first row aside, which is always parsed). A prompt row and
+    a turn's start are ``event_msg`` rows: one that decodes to these strings contains them literally,
+    or uses a ``\\u`` escape. Most bytes are in other rows, which cost one or two scans."""
+    return (
+        b"event_msg" in line and (b"UserMessage" in line or b"task_started" in line or b"user_message" in line)
+    ) or b"\\u" in line
 
 
 def _meta_fact(payload: dict[str, Any]) -> RowFact:
@@ -76,8 +85,8 @@ def classify_codex(row: Any) -> Verdict:
 class CodexThread:
     """What the rows read so far say about the prompts that follow; saved in the scan's marker.
 
-    ``meta``: the thread's first ``session_meta`` was seen (a later one, from history a fork copied, is
-    not this thread's); ``subagent``: it names a subagent; ``turn``: who started the current turn
+    ``meta``: the file's first row was judged (only it speaks for the thread: a later ``session_meta``
+    would be copied history); ``subagent``: it names a subagent; ``turn``: who started the current turn
     (PERSON, PROGRAM, UNATTRIBUTED, or None before any ``task_started``, which counts as unattributed).
     """
 

@@ -46,7 +46,7 @@ def first_row(fd: int, offset: int, rules: RowRules) -> Verdict | None:
             return None
         nl = chunk.find(b"\n")
         if stream is None and nl >= 0:
-            return rules.classify(chunk[:nl])
+            return rules.classify_head(chunk[:nl])
         if stream is None:
             stream = rules.stream()  # a first row longer than a chunk: bounded memory
         stream.feed(chunk if nl < 0 else chunk[:nl])

@@ -342,12 +342,19 @@ def _scan_windows(
                 continue
             stream.feed(data[:nl])
             tally.add(judge(stream.finish()))
+            if row_start == 0:
+                thread.seen_head()
             stream = None
             used = nl + 1
             note = "oversized row"
         end = data.rfind(b"\n") + 1
         if end > used:
-            for line in data[used : end - 1].split(b"\n"):
+            rows = data[used : end - 1]
+            if pos + used == 0:  # the file's first row, parsed whatever its bytes (whose thread it is)
+                first, _, rows = rows.partition(b"\n")
+                tally.add(judge(rules.classify_head(first)))
+                thread.seen_head()
+            for line in rows.split(b"\n"):
                 if could(line):
                     tally.add(judge(classify(line)))
             used = end
