@@ -297,9 +297,7 @@ def test_the_turns_trigger_survives_between_ticks_and_a_gateway_restart(tmp_path
     assert recorded == [0, 1]
 
 
-def test_a_marker_saved_before_thread_contexts_reads_the_turn_from_the_file(
-    tmp_path: Path, captured: Captured
-) -> None:
+def test_a_marker_saved_before_thread_contexts_reads_the_turn_from_the_file(tmp_path: Path, captured: Captured) -> None:
     """A link whose marker an earlier version saved (offset and file identity, no ``thread``), inside
     the second turn: its trigger is read from the file before the new rows are judged."""
     original = rows(captured.worker)

@@ -127,6 +127,8 @@ PAYLOAD = row(
         "images": any_value(1),
     },
 )
+
+
 def mostly(usual: st.SearchStrategy, odd: st.SearchStrategy) -> st.SearchStrategy:
     """``usual`` three times in four (a plain ``|`` weighs every branch of ``odd`` like ``usual``)."""
     return st.integers(0, 3).flatmap(lambda i: usual if i else odd)
@@ -145,9 +147,9 @@ TURN_PAYLOAD = row(
         "turn_id": TEXT,
     },
 )
-SOURCE = raw(
-    pairs({"subagent": any_value(1), "thread_spawn": any_value(1), "type": SCALAR})
-) | st.sampled_from(["cli", "exec", "vscode", "subagent"])
+SOURCE = raw(pairs({"subagent": any_value(1), "thread_spawn": any_value(1), "type": SCALAR})) | st.sampled_from(
+    ["cli", "exec", "vscode", "subagent"]
+)
 META_PAYLOAD = row(
     {"id": TEXT, "thread_source": mostly(st.sampled_from(["user", "subagent"]), SCALAR)},
     {

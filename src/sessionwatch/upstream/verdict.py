@@ -9,7 +9,6 @@ from typing import Any
 
 from .normalize import digest_text, normalize
 
-
 # Who started a Codex turn, as its ``task_started`` row says (``turn_attribution.turn_trigger``).
 PERSON = "person"  # "user": typed in the TUI
 PROGRAM = "program"  # "exec", "queue", null (an app-server client), or any other value
