@@ -27,9 +27,9 @@ def could_matter(line: bytes) -> bool:
     """The exact byte pre-filter (the file's first row aside, which is always parsed). A prompt row and
     a turn's start are ``event_msg`` rows: one that decodes to these strings contains them literally,
     or uses a ``\\u`` escape. Most bytes are in other rows, which cost one or two scans."""
-    return (
+    return b"\\u" in line or (
         b"event_msg" in line and (b"UserMessage" in line or b"task_started" in line or b"user_message" in line)
-    ) or b"\\u" in line
+    )
 
 
 def _meta_fact(payload: dict[str, Any]) -> RowFact:

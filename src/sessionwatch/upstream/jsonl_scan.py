@@ -325,6 +325,8 @@ def _scan_windows(
     could = rules.could_be_human
     classify = rules.classify
     judge = thread.judge
+    # every verdict through the context; Claude has none (a call per row saved: most of its rows parse)
+    add = tally.add if not rules.has_context else lambda v: tally.add(judge(v))
     while pos < size and (windows == 0 or (deadline is not None and time.monotonic() < deadline)):
         data = pread_full(fd, min(size - pos, window), pos)
         if not data:
@@ -341,7 +343,7 @@ def _scan_windows(
                 note = "oversized row"
                 continue
             stream.feed(data[:nl])
-            tally.add(judge(stream.finish()))
+            add(stream.finish())
             if row_start == 0:
                 thread.seen_head()
             stream = None
@@ -350,13 +352,13 @@ def _scan_windows(
         end = data.rfind(b"\n") + 1
         if end > used:
             rows = data[used : end - 1]
-            if pos + used == 0:  # the file's first row, parsed whatever its bytes (whose thread it is)
+            if pos + used == 0 and rules.has_context:  # the first row, parsed whatever its bytes: whose thread
                 first, _, rows = rows.partition(b"\n")
-                tally.add(judge(rules.classify_head(first)))
+                add(rules.classify_head(first))
                 thread.seen_head()
             for line in rows.split(b"\n"):
                 if could(line):
-                    tally.add(judge(classify(line)))
+                    add(classify(line))
             used = end
         elif used == 0:
             if len(data) < window:
