@@ -345,7 +345,8 @@ def _openai_events(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
         output.append(item)
         index += 1
     if reply.tool is not None:
-        namespace, _, name = reply.tool.rpartition("__")  # mcp__sessionwatch__x, multi_agent_v1__spawn_agent
+        # a namespaced tool (MCP tools, Codex's multi_agent_v1 tools) is named "<namespace>__<name>"
+        namespace, _, name = reply.tool.rpartition("__")
         item = {
             "type": "function_call",
             "id": "fc_" + uuid.uuid4().hex[:20],

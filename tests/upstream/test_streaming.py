@@ -18,7 +18,7 @@ from sessionwatch.upstream.jsonstream import JsonStream
 from sessionwatch.upstream.normalize import digest_text
 from sessionwatch.upstream.rows import CLAUDE, CODEX, RowRules
 from sessionwatch.upstream.stream_reducers import ClaudeReducer
-from sessionwatch.upstream.verdict import Verdict
+from sessionwatch.upstream.verdict import PERSON, PROGRAM, UNATTRIBUTED, RowFact, Verdict
 
 TEXT = st.text(
     alphabet=st.sampled_from(list('ab yz\n\t\u00a0\u2003é\U0001f600"\\/<>[]{}:,\x01')), max_size=30
@@ -127,12 +127,51 @@ PAYLOAD = row(
         "images": any_value(1),
     },
 )
+
+
+def mostly(usual: st.SearchStrategy, odd: st.SearchStrategy) -> st.SearchStrategy:
+    """``usual`` three times in four (a plain ``|`` weighs every branch of ``odd`` like ``usual``)."""
+    return st.integers(0, 3).flatmap(lambda i: usual if i else odd)
+
+
+# The context rows: who starts a turn (task_started) and whether a subagent runs the thread (session_meta).
+ATTRIBUTION = row(
+    {"turn_trigger": st.sampled_from(["user", "exec", "queue"]) | st.none()},
+    {"turn_trigger": st.sampled_from(["user", "exec"]) | SCALAR, "turn_id": TEXT, "parent_turn_id": SCALAR},
+)
+TURN_PAYLOAD = row(
+    {"type": st.just("task_started"), "turn_attribution": mostly(ATTRIBUTION, SCALAR)},
+    {
+        "type": st.sampled_from(["task_started", "task_complete"]) | SCALAR,
+        "turn_attribution": mostly(ATTRIBUTION, SCALAR | any_value(1)),
+        "turn_id": TEXT,
+    },
+)
+SOURCE = raw(pairs({"subagent": any_value(1), "thread_spawn": any_value(1), "type": SCALAR})) | st.sampled_from(
+    ["cli", "exec", "vscode", "subagent"]
+)
+META_PAYLOAD = row(
+    {"id": TEXT, "thread_source": mostly(st.sampled_from(["user", "subagent"]), SCALAR)},
+    {
+        "thread_source": mostly(st.sampled_from(["user", "subagent"]), SCALAR),
+        "source": SOURCE | SCALAR | st.lists(st.just("subagent"), max_size=2),
+        "cwd": TEXT,
+    },
+)
 CODEX_ROW = row(
     {"type": st.just("event_msg"), "payload": PAYLOAD},
     {
         "type": st.sampled_from(["event_msg", "response_item"]) | SCALAR,
         "payload": PAYLOAD | SCALAR,
         "timestamp": st.sampled_from(["2027-01-15T07:00:01.000Z"]) | SCALAR,
+    },
+)
+CODEX_CONTEXT_ROW = row(
+    {"type": st.sampled_from(["event_msg", "session_meta"]), "payload": TURN_PAYLOAD | META_PAYLOAD},
+    {
+        "type": st.sampled_from(["event_msg", "session_meta", "response_item"]) | SCALAR,
+        "payload": TURN_PAYLOAD | META_PAYLOAD | SCALAR,
+        "timestamp": SCALAR,
     },
 )
 
@@ -153,7 +192,13 @@ def damage(line: bytes, how: int, where: int) -> bytes:
 
 
 def agree(rules: RowRules, line: bytes, seed: int) -> None:
-    fast = rules.classify(line)
+    full = rules.classify_head(line)  # parsed whatever its bytes, as a file's first row is
+    fast = rules.classify(line)  # behind the byte pre-filter
+    # the pre-filter is exact: it drops only rows that are neither a prompt nor a turn's start (a
+    # session_meta counts only as a file's first row)
+    head_only = full.fact is not None and full.fact.subagent is not None
+    assert fast == full or (head_only and fast == Verdict(False)), (line, fast, full)
+    fast = full
     rnd = random.Random(seed)
     state = None
     i = 0
@@ -165,6 +210,7 @@ def agree(rules: RowRules, line: bytes, seed: int) -> None:
         i += step
     slow = rules.stream(state).finish()
     assert slow.human == fast.human, (line, fast, slow)
+    assert slow.fact == fast.fact, (line, fast, slow)
     if fast.human:
         assert slow.timestamp == fast.timestamp
         if fast.text is not None:
@@ -189,6 +235,36 @@ def test_claude_streaming_agrees(row, how, where, ascii_only, seed):
 @given(CODEX_ROW, st.integers(0, 5), st.integers(0, 10**6), st.integers(0, 2**32))
 def test_codex_streaming_agrees(row, how, where, seed):
     agree(CODEX, damage(row.encode(), how, where), seed)
+
+
+@SETTINGS
+@given(CODEX_CONTEXT_ROW, st.integers(0, 5), st.integers(0, 10**6), st.booleans(), st.integers(0, 2**32))
+def test_codex_context_rows_agree(row, how, where, ascii_only, seed):
+    line = json.dumps(json.loads(row)).encode() if ascii_only else row.encode()  # \u escapes everywhere
+    agree(CODEX, damage(line, how, where), seed)
+
+
+def test_codex_context_rows_say_who_starts_a_turn_and_whether_a_subagent_runs_the_thread():
+    def fact(row: dict) -> object:
+        line = json.dumps(row).encode()
+        agree(CODEX, line, 7)
+        return CODEX.classify_head(line).fact
+
+    def turn(attribution: object) -> dict:
+        return {"type": "event_msg", "payload": {"type": "task_started", "turn_attribution": attribution}}
+
+    assert fact(turn({"turn_trigger": "user"})) == RowFact(turn=PERSON)
+    for trigger in ("exec", "queue", None, "agent"):
+        assert fact(turn({"turn_trigger": trigger})) == RowFact(turn=PROGRAM)
+    assert fact(turn({})) == RowFact(turn=PROGRAM)  # attributed, but not to a person
+    assert fact(turn(None)) == RowFact(turn=UNATTRIBUTED)  # older builds: no attribution at all
+    assert fact({"type": "event_msg", "payload": {"type": "task_started"}}) == RowFact(turn=UNATTRIBUTED)
+    meta = {"type": "session_meta", "payload": {"id": "t", "source": "exec", "thread_source": "user"}}
+    assert fact(meta) == RowFact(subagent=False)
+    meta["payload"]["thread_source"] = "subagent"
+    assert fact(meta) == RowFact(subagent=True)
+    meta["payload"] = {"id": "t", "source": {"subagent": {"thread_spawn": {"depth": 1}}}}  # no thread_source
+    assert fact(meta) == RowFact(subagent=True)
 
 
 def test_validity_matches_orjson_on_edge_cases():

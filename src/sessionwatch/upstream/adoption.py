@@ -1,7 +1,9 @@
 """Adoption ("continue"): link a catalog thread to a session with a baseline marker (reference §5.1).
 
 Local Claude and Codex files: the ref is ``{filePath}``, the baseline ``{offset, file}`` just past the
-last complete row (a row still being written is classified when it completes), with the file's identity.
+last complete row (a row still being written is classified when it completes), with the file's identity;
+a Codex baseline adds ``thread``, the context the rows before it set (who started the turn, a subagent's
+thread or not), read from the file.
 Paired nodes: the ref is ``{nodeId, threadId}``, the baseline ``{id}`` of the newest item (null for an
 empty thread).
 
@@ -121,7 +123,7 @@ class Adopter:
         if found is None:
             raise NotFound(f"no {catalog} thread {tid!r} under {cat.base}")
         try:
-            marker = baseline(found.path)
+            marker = baseline(found.path, cat.rules)
         except OSError as exc:
             return None, f"cannot read {found.path} for a baseline: {exc.strerror or exc}"
         return (cat.upstream_kind, {"filePath": found.path}, marker), None

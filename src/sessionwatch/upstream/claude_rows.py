@@ -15,6 +15,12 @@ from .rules import MACHINE_PROMPT_SOURCES, bad_candidate, small, truthy
 from .verdict import NOT_HUMAN, Verdict
 
 
+def could_matter(line: bytes) -> bool:
+    """The exact byte pre-filter: a row whose ``type`` decodes to ``user`` contains ``"user"``
+    literally, or uses a ``\\u`` escape."""
+    return b'"user"' in line or b"\\u" in line
+
+
 def classify_claude(row: Any) -> Verdict:
     if not isinstance(row, dict) or row.get("type") != "user":
         return NOT_HUMAN

@@ -15,6 +15,12 @@ editor wrote the old content plus more): that is checked by re-reading the prefi
 truncated file, a rewrite, a different file) is rescanned from the start, every prompt in it new but
 the ones reported before: the marker keeps fingerprints (time and text) of the last 32 reported prompts.
 
+Thread context. A Codex prompt is a person's only in a turn a person started, and never in a subagent's
+thread: rows before it say so (``codex_rows.CodexThread``). What the rows before the offset said rides
+in the marker (``"thread"``), so it survives between ticks and restarts; a rescan from the start begins
+afresh, and a marker without it (from before contexts existed) has it read from the file once
+(``file_context``).
+
 Outcomes: a missing file or a path that is no longer a regular file is ``missing``; any other error
 is inconclusive (None).
 """
@@ -28,8 +34,9 @@ import time
 import zlib
 from typing import Any, TypeGuard
 
+from .file_context import context_at
 from .probes import ACTIVITY, Outcome, Probe, missing
-from .rows import RowRules, RowStream
+from .rows import RowRules, RowStream, ThreadContext
 from .tail import complete_end, pread_full
 from .verdict import Verdict, is_external, parse_timestamp
 
@@ -89,8 +96,9 @@ def _identity_of(marker: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def baseline(path: str) -> dict[str, Any]:
-    """The adoption baseline: just past the last complete row, with the file's identity. Raises OSError.
+def baseline(path: str, rules: RowRules | None = None) -> dict[str, Any]:
+    """The adoption baseline: just past the last complete row, with the file's identity (and, for a
+    catalog that has one, the thread context there). Raises OSError.
 
     It reads the file once (the CRC of everything before the baseline)."""
     fd = os.open(path, os.O_RDONLY)
@@ -102,7 +110,10 @@ def baseline(path: str) -> dict[str, Any]:
         crc = prefix_crc(fd, offset)
         if crc is None:
             raise OSError(f"{path} shrank while it was read")
-        return {"offset": offset, "file": file_identity(fd, st, offset, crc)}
+        out: dict[str, Any] = {"offset": offset, "file": file_identity(fd, st, offset, crc)}
+        if rules is not None and rules.has_context:
+            out["thread"] = context_at(fd, offset, rules)
+        return out
     finally:
         os.close(fd)
 
@@ -193,7 +204,7 @@ def scan_file(
         row = marker.get("row")
         if restart is not None:
             offset, crc, row = 0, 0, None
-        elif size == offset:
+        if size == offset and restart is None:
             if crc is None or fid is None or (fst.st_dev, fst.st_ino) == (fid["dev"], fid["ino"]):
                 return None
             # the same content under a new inode: remember the new identity, nothing to classify
@@ -202,6 +213,7 @@ def scan_file(
                 next_marker={**_without_file(marker), "file": file_identity(fd, fst, offset, crc)},
                 note="replaced by a file with the same content",
             )
+        thread, learned = _thread_of(fd, marker, rules, restart is None)
         seen = _seen_of(marker)
         # A rescan from the start may take several ticks: until it passes what the file held when it
         # began ("rescanTo"), prompts reported before are not counted again.
@@ -209,11 +221,15 @@ def scan_file(
         if not _is_uint(rescan_to):
             rescan_to = None
         tally = _Tally(probe, seen, rescan_to is not None)
-        out = _scan_windows(fd, fst, size, offset, crc, row, rules, tally, window, deadline)
+        out = _scan_windows(fd, fst, size, offset, crc, row, rules, tally, window, deadline, thread)
         if out is None and restart is not None:
             # nothing complete in the new content yet: still remember the restart
             out = Outcome(ACTIVITY, next_marker={"offset": 0, "file": file_identity(fd, fst, 0, 0)})
+        if out is None and learned:
+            out = Outcome(ACTIVITY, next_marker=dict(marker))  # keep what was read: no need to read it again
         if out is not None and out.next_marker is not None:
+            if rules.has_context:
+                out.next_marker["thread"] = thread.to_state()  # after exactly the rows before its offset
             if seen and "seen" not in out.next_marker:
                 out.next_marker["seen"] = seen
             if rescan_to is not None and out.next_marker.get("offset", 0) < rescan_to:
@@ -223,6 +239,21 @@ def scan_file(
     finally:
         os.close(fd)
     return out
+
+
+def _thread_of(fd: int, marker: dict[str, Any], rules: RowRules, resume: bool) -> tuple[ThreadContext, bool]:
+    """The context to judge rows with, and whether it had to be read from the file (a marker from before
+    contexts). ``resume`` False: the scan starts again from the first row, with a fresh context."""
+    if not resume or not rules.has_context:
+        return rules.thread(), False
+    saved = marker.get("thread")
+    if isinstance(saved, dict):
+        return rules.thread(saved), False
+    row = marker.get("row")
+    at = row.get("start") if isinstance(row, dict) else None
+    if not _is_uint(at):
+        at = marker_offset(marker) or 0
+    return rules.thread(context_at(fd, at, rules)), True
 
 
 def _without_file(marker: dict[str, Any]) -> dict[str, Any]:
@@ -267,9 +298,11 @@ def _scan_windows(
     tally: _Tally,
     window: int,
     deadline: float | None,
+    thread: ThreadContext,
 ) -> Outcome | None:
     """Classify complete rows from ``offset``, a window at a time, until the file, a partial row or the
-    time budget ends. Only one window is held in memory. ``crc`` None: the identity is not known yet."""
+    time budget ends. Only one window is held in memory. ``crc`` None: the identity is not known yet.
+    Every complete row's verdict goes through ``thread``, in file order."""
     pos = offset
     note: str | None = None
     stream: RowStream | None = None
@@ -291,6 +324,9 @@ def _scan_windows(
     windows = 0
     could = rules.could_be_human
     classify = rules.classify
+    judge = thread.judge
+    # every verdict through the context; Claude has none (a call per row saved: most of its rows parse)
+    add = tally.add if not rules.has_context else lambda v: tally.add(judge(v))
     while pos < size and (windows == 0 or (deadline is not None and time.monotonic() < deadline)):
         data = pread_full(fd, min(size - pos, window), pos)
         if not data:
@@ -307,15 +343,22 @@ def _scan_windows(
                 note = "oversized row"
                 continue
             stream.feed(data[:nl])
-            tally.add(stream.finish())
+            add(stream.finish())
+            if row_start == 0:
+                thread.seen_head()
             stream = None
             used = nl + 1
             note = "oversized row"
         end = data.rfind(b"\n") + 1
         if end > used:
-            for line in data[used : end - 1].split(b"\n"):
+            rows = data[used : end - 1]
+            if pos + used == 0 and rules.has_context:  # the first row, parsed whatever its bytes: whose thread
+                first, _, rows = rows.partition(b"\n")
+                add(rules.classify_head(first))
+                thread.seen_head()
+            for line in rows.split(b"\n"):
                 if could(line):
-                    tally.add(classify(line))
+                    add(classify(line))
             used = end
         elif used == 0:
             if len(data) < window:

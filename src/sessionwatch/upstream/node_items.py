@@ -6,6 +6,10 @@ An item is one complete, non-blank row: ``{id, kind, timestamp, text?}`` where `
 and its length) keeps a rewritten file's rows from passing for old ones. Texts longer than 64 KiB, and
 rows too long to hold (more than 1 MiB), carry digests for the self-echo check instead of full text.
 
+A Codex prompt row is ``human_prompt`` only when its thread context says a person sent it (see
+``codex_rows``): rows are read newest first, so a prompt waits for the older ``task_started`` of its
+turn, on this page or, for the page's oldest prompts, further back in the file (``file_context``).
+
 The same module turns a received item back into a :class:`Verdict` on the gateway side.
 """
 
@@ -18,6 +22,7 @@ import stat as stat_mod
 from typing import Any
 
 from ..errors import InvalidArgument
+from .file_context import first_row, latest_turn
 from .normalize import digest_text
 from .rows import RowRules
 from .tail import complete_end, pread_full, rows_backward
@@ -136,6 +141,37 @@ def _classify_row(fd: int, start: int, end: int, rules: RowRules) -> tuple[Verdi
     return stream.finish(), head
 
 
+def _in_context(
+    fd: int, rows: list[tuple[str, Verdict]], oldest: int, end: int, rules: RowRules
+) -> list[tuple[str, Verdict]]:
+    """The page's verdicts (newest first), each prompt judged by its thread context: the file's first
+    row and its turn's start (on the page, or the latest before ``oldest``, the page's oldest row). The
+    file is read for them only when the page holds a prompt."""
+    if not any(v.human for _, v in rows):
+        return rows
+    head = first_row(fd, end, rules)
+    out = list(rows)
+    waiting: list[int] = []  # prompts newer than the nearest turn start seen so far
+
+    def settle(turn: Verdict | None) -> None:
+        ctx = rules.thread()
+        for context_row in (head, turn):
+            if context_row is not None:
+                ctx.judge(context_row)
+        for i in waiting:
+            out[i] = (out[i][0], ctx.judge(out[i][1]))
+        waiting.clear()
+
+    for i, (_, v) in enumerate(rows):
+        if v.fact is not None and v.fact.turn is not None:
+            settle(v)
+        elif v.human:
+            waiting.append(i)
+    if waiting:
+        settle(latest_turn(fd, oldest, rules))
+    return out
+
+
 def items_page(path: str, rules: RowRules, before: int | None, limit: int) -> dict[str, Any]:
     """One page of items newest first, ending before the row that starts at ``before``.
 
@@ -151,18 +187,25 @@ def items_page(path: str, rules: RowRules, before: int | None, limit: int) -> di
             if before > end or (before > 0 and pread_full(fd, 1, before - 1) != b"\n"):
                 raise InvalidArgument("before does not name an item of this thread")
             end = before
-        items: list[dict[str, Any]] = []
+        rows: list[tuple[str, Verdict]] = []
+        oldest = end
         next_before: str | None = None
         for start, stop in rows_backward(fd, end):
-            if len(items) >= limit:
-                next_before = items[-1]["id"]
+            if len(rows) >= limit:
+                next_before = rows[-1][0]
                 break
             got = _classify_row(fd, start, stop, rules)
             if got is None:
                 continue
             verdict, head = got
+            rows.append((item_id(start, head, stop - start), verdict))
+            oldest = start
+        if rules.has_context:
+            rows = _in_context(fd, rows, oldest, end, rules)
+        items: list[dict[str, Any]] = []
+        for rid, verdict in rows:
             item: dict[str, Any] = {
-                "id": item_id(start, head, stop - start),
+                "id": rid,
                 "kind": HUMAN if verdict.human else OTHER,
                 "timestamp": verdict.timestamp if verdict.human else None,
             }

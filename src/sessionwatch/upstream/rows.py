@@ -1,18 +1,23 @@
 """Classify transcript rows: the fast path for ordinary rows, the streaming path for oversized ones.
 
-Fast path: a cheap byte test drops rows that cannot be a person's prompt before any JSON parsing (it
-is exact: a row that decodes to the needed string must contain it literally or use a ``\\u`` escape),
-then orjson and the catalog's dict classifier. Streaming path: :class:`JsonStream` with the catalog's
-reducer, whose state can be saved between ticks.
+Fast path: the catalog's cheap byte test drops rows that can be neither a person's prompt nor a context
+row that says who sends the prompts after it (Codex's ``task_started``) before any JSON parsing (it is
+exact: a row that decodes to the needed strings must contain them literally or use a ``\\u`` escape),
+then orjson and the catalog's dict classifier. A file's first row is always parsed (``classify_head``):
+a Codex rollout's ``session_meta`` says whose thread it is. Streaming path: :class:`JsonStream` with the
+catalog's reducer, whose state can be saved between ticks.
+
+A prompt row's verdict is then judged by the catalog's thread context (:meth:`RowRules.thread`), which
+takes in the context rows of one file in order; its state rides in the scan's marker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from .claude_rows import classify_claude
-from .codex_rows import classify_codex
+from . import claude_rows, codex_rows
+from .codex_rows import CodexThread
 from .jsonstream import JsonStream
 from .stream_reducers import ClaudeReducer, CodexReducer
 from .verdict import NOT_HUMAN, Verdict
@@ -34,28 +39,64 @@ except ImportError:  # pragma: no cover - orjson is a dependency; stdlib fallbac
 CATALOGS = ("claude", "codex")
 
 
+class ThreadContext(Protocol):
+    """What earlier rows of a file say about the prompts after them (see ``codex_rows.CodexThread``)."""
+
+    def judge(self, v: Verdict) -> Verdict: ...
+
+    def seen_head(self) -> None: ...
+
+    def to_state(self) -> dict[str, Any]: ...
+
+
+class NoContext:
+    """Claude Code: every row speaks for itself."""
+
+    def __init__(self, state: Any = None) -> None:
+        pass
+
+    def judge(self, v: Verdict) -> Verdict:
+        return v
+
+    def seen_head(self) -> None:
+        pass
+
+    def to_state(self) -> dict[str, Any]:
+        return {}
+
+
 class RowRules:
     """The per-catalog rules: byte pre-filter, dict classifier and streaming reducer."""
 
     def __init__(
         self,
         catalog: str,
-        needles: tuple[bytes, ...],
+        could_matter: Callable[[bytes], bool],
         classify: Callable[[Any], Verdict],
         reducer: type[ClaudeReducer] | type[CodexReducer],
+        context: Callable[[Any], ThreadContext] | None = None,
     ) -> None:
         self.catalog = catalog
-        self.needles = needles + (b"\\u",)
+        self.could_be_human = could_matter
         self.classify_obj = classify
         self.reducer = reducer
+        self._context = context
+        # whether a file's context must be known before its rows are judged (a marker without one
+        # is from before contexts existed, and the context is then read from the file)
+        self.has_context = context is not None
 
-    def could_be_human(self, line: bytes) -> bool:
-        return any(n in line for n in self.needles)
+    def thread(self, state: Any = None) -> ThreadContext:
+        """A file's context, from a marker's saved state (None or anything unreadable: a fresh one)."""
+        return NoContext() if self._context is None else self._context(state)
 
     def classify(self, line: bytes) -> Verdict:
         """One complete row (no newline; a trailing CR is JSON whitespace)."""
         if not self.could_be_human(line):
             return NOT_HUMAN
+        return self.classify_head(line)
+
+    def classify_head(self, line: bytes) -> Verdict:
+        """One complete row, parsed whatever its bytes: a file's first row."""
         try:
             row = _loads(line)
         except (ValueError, RecursionError):
@@ -86,8 +127,8 @@ class RowStream:
         return {"j": self.parser.to_state(), "r": {} if self.parser.bad else self.reducer.to_state()}
 
 
-CLAUDE = RowRules("claude", (b'"user"',), classify_claude, ClaudeReducer)
-CODEX = RowRules("codex", (b"user_message", b"UserMessage"), classify_codex, CodexReducer)
+CLAUDE = RowRules("claude", claude_rows.could_matter, claude_rows.classify_claude, ClaudeReducer)
+CODEX = RowRules("codex", codex_rows.could_matter, codex_rows.classify_codex, CodexReducer, CodexThread)
 RULES = {"claude": CLAUDE, "codex": CODEX}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from .jsonstream import Path
 from .normalize import Digest, StreamText
 from .rules import INTER_SESSION_PREFIX, MACHINE_PROMPT_SOURCES, RESEED_TAGS, bad_candidate
-from .verdict import NOT_HUMAN, Verdict
+from .verdict import NOT_HUMAN, PERSON, PROGRAM, UNATTRIBUTED, RowFact, Verdict
 
 MAX_PART_DIGESTS = 64
 
@@ -172,9 +172,14 @@ class ClaudeReducer:
 
 
 class CodexReducer:
+    # payload fields of the context rows (session_meta, task_started), reset with the payload
+    _CONTEXT = ("tsrc", "srcsub", "ta", "trig")
+
     def __init__(self, state: dict[str, Any] | None = None) -> None:
         s = state or {}
-        self.f: dict[str, Any] = dict(s.get("f", {}))  # type, timestamp, ptype, kind, itype
+        # type, timestamp, ptype, kind, itype; tsrc (thread_source), srcsub (a source object naming a
+        # subagent), ta (turn_attribution is an object), trig (its turn_trigger)
+        self.f: dict[str, Any] = dict(s.get("f", {}))
         self.p_obj: bool = s.get("po", False)
         self.msg = _text(s.get("m"))  # payload.message when a string
         self.i_obj: bool = s.get("io", False)
@@ -219,7 +224,7 @@ class CodexReducer:
                 return "small" if kind == "string" else None
             if path[0] == "payload":
                 self.p_obj = kind == "object"
-                for k in ("ptype", "kind"):
+                for k in ("ptype", "kind", *self._CONTEXT):
                     self.f.pop(k, None)
                 self.msg = None
                 self._reset_item(False)
@@ -228,14 +233,20 @@ class CodexReducer:
             return None
         if depth == 2:
             key = path[1]
-            if key in ("type", "kind"):
+            if key in ("type", "kind", "thread_source"):
                 return "small" if kind == "string" else None
+            if key == "source":
+                self.f["srcsub"] = False
+            elif key == "turn_attribution":
+                self.f["ta"], self.f["trig"] = kind == "object", None
             if key == "message":
                 self.msg = StreamText() if kind == "string" else None
                 return "text" if kind == "string" else None
             if key == "item":
                 self._reset_item(kind == "object")
             return None
+        if depth == 3 and path[1] == "turn_attribution" and self.f.get("ta") and path[2] == "turn_trigger":
+            return "small" if kind == "string" else None
         if path[1] != "item" or not self.i_obj:
             return None
         if depth == 3:
@@ -288,6 +299,18 @@ class CodexReducer:
                 self.msg = None
             elif key == "item" and kind != "object":
                 self._reset_item(False)
+            elif key == "thread_source":
+                self.f["tsrc"] = value if kind == "string" else None
+            elif key == "source" and kind != "object":
+                self.f["srcsub"] = False
+            elif key == "turn_attribution" and kind != "object":
+                self.f["ta"], self.f["trig"] = False, None
+            return
+        if depth == 3 and path[1] == "source" and path[2] == "subagent":
+            self.f["srcsub"] = True  # a key of the source object (an array's path holds indices)
+            return
+        if depth == 3 and path[1] == "turn_attribution" and self.f.get("ta") and path[2] == "turn_trigger":
+            self.f["trig"] = value if kind == "string" else None
             return
         if path[1] != "item" or not self.i_obj:
             return
@@ -315,8 +338,16 @@ class CodexReducer:
 
     def verdict(self) -> Verdict:
         f = self.f
-        if f.get("type") != "event_msg" or not self.p_obj:
+        if not self.p_obj:
             return NOT_HUMAN
+        if f.get("type") == "session_meta":
+            return Verdict(False, fact=RowFact(subagent=f.get("tsrc") == "subagent" or f.get("srcsub") is True))
+        if f.get("type") != "event_msg":
+            return NOT_HUMAN
+        if f.get("ptype") == "task_started":
+            if not f.get("ta"):
+                return Verdict(False, fact=RowFact(turn=UNATTRIBUTED))
+            return Verdict(False, fact=RowFact(turn=PERSON if f.get("trig") == "user" else PROGRAM))
         ts = f.get("timestamp")
         if f.get("ptype") == "user_message":
             if f.get("kind") not in (None, "plain"):

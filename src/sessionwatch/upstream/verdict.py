@@ -9,6 +9,21 @@ from typing import Any
 
 from .normalize import digest_text, normalize
 
+# Who started a Codex turn, as its ``task_started`` row says (``turn_attribution.turn_trigger``).
+PERSON = "person"  # "user": typed in the TUI
+PROGRAM = "program"  # "exec", "queue", null (an app-server client), or any other value
+UNATTRIBUTED = "unattributed"  # no turn_attribution at all: a build from before it existed
+
+
+@dataclass(frozen=True, slots=True)
+class RowFact:
+    """A row that is no prompt but says who sends the prompts after it (Codex rollouts): the thread's
+    ``session_meta`` (``subagent``: whether a subagent runs the thread) or a turn's ``task_started``
+    (``turn``: PERSON, PROGRAM or UNATTRIBUTED)."""
+
+    subagent: bool | None = None
+    turn: str | None = None
+
 
 @dataclass(slots=True)
 class Verdict:
@@ -28,6 +43,7 @@ class Verdict:
     joined_digest: str | None = None
     parts_overflow: bool = False
     text_prefix: str | None = None  # for display when only a digest is kept
+    fact: RowFact | None = None  # a context row (never human); see RowFact
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"human": self.human, "timestamp": self.timestamp}
