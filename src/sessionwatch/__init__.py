@@ -9,7 +9,9 @@ The names below are loaded on first use (PEP 562), so ``import sessionwatch.<mod
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not typing.TYPE_CHECKING: importing typing is a noticeable part of a hook run, and type checkers treat
+# any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads each on first use
     from .engine import TOOLS, Gateway, Subscription, Wake
@@ -19,9 +21,11 @@ if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ below loads
         InvalidArgument,
         NotFound,
         PayloadTooLarge,
+        RateLimited,
         SessionwatchError,
         StoreInDoubt,
         StoreUnavailable,
+        StoreUnreachable,
         Unauthorized,
         Unavailable,
         UnknownTool,
@@ -48,7 +52,9 @@ _LAZY = {
             "Unauthorized",
             "PayloadTooLarge",
             "Conflict",
+            "RateLimited",
             "StoreUnavailable",
+            "StoreUnreachable",
             "StoreInDoubt",
             "Unavailable",
         ),
@@ -71,14 +77,16 @@ __all__ = [
     "Unauthorized",
     "PayloadTooLarge",
     "Conflict",
+    "RateLimited",
     "StoreUnavailable",
+    "StoreUnreachable",
     "StoreInDoubt",
     "Unavailable",
     "__version__",
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'sessionwatch' has no attribute {name!r}")

@@ -8,9 +8,6 @@ modules when it first needs them.
 from __future__ import annotations
 
 import sys
-from typing import Any
-
-from .exitcodes import CONFLICT, DENIED, ERROR, NOT_FOUND, OK, TEMPFAIL, USAGE
 
 
 def main() -> None:
@@ -27,11 +24,18 @@ def main() -> None:
     cli(prog_name="sessionwatch")
 
 
-def __getattr__(name: str) -> Any:
+_EXIT_CODES = ("OK", "ERROR", "USAGE", "NOT_FOUND", "DENIED", "CONFLICT", "TEMPFAIL")
+
+
+def __getattr__(name: str) -> object:  # loaded on first use: nothing of it is on a hook's path
     if name == "cli":
         from .app import cli
 
         return cli
+    if name in _EXIT_CODES:
+        from . import exitcodes
+
+        return getattr(exitcodes, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NamedTuple
 
 GLOBAL_VALUES = {"--store": "store", "--gateway": "gateway", "--token": "token", "--log-level": "log_level"}
 GLOBAL_FLAGS = {"--json": "json"}
@@ -25,10 +24,21 @@ HOSTS = ("claude-code", "codex")
 MAX_NUDGE_WAIT_MS = 10_000
 
 
-class Invocation(NamedTuple):
-    opts: dict[str, str]  # what was understood; a value that was not valid is left out
-    problems: list[str]  # what was left out and why (logged once the log is open)
-    help: bool = False
+class Invocation:  # a plain class: importing typing (NamedTuple) is a noticeable part of a hook run
+    def __init__(self, opts: dict[str, str], problems: list[str], help: bool = False) -> None:
+        self.opts = opts  # what was understood; a value that was not valid is left out
+        self.problems = problems  # what was left out and why (logged once the log is open)
+        self.help = help
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Invocation) and (self.opts, self.problems, self.help) == (
+            other.opts,
+            other.problems,
+            other.help,
+        )
+
+    def __repr__(self) -> str:
+        return f"Invocation({self.opts!r}, {self.problems!r}, help={self.help!r})"
 
 
 def split(args: list[str]) -> tuple[list[str], list[str]] | None:
@@ -125,9 +135,14 @@ def _run(inv: Invocation) -> None:
     if inv.help:
         _help()
         return
-    from ..hooks.run import log, main, setup_logging
+    from ..hooks import quick
 
     opts = inv.opts
+    given = quick.stdin()
+    if not inv.problems and quick.nothing_to_do(opts, given.raw):
+        return  # the common run: nothing to deliver, settled before the engine loads (hooks/quick.py)
+    from ..hooks.run import log, main, setup_logging
+
     level = opts.get("log_level", "warning")
     setup_logging(opts.get("log_file"), "info" if level == "warning" else level)
     for problem in inv.problems:
@@ -143,6 +158,7 @@ def _run(inv: Invocation) -> None:
         nudge="no_nudge" not in opts,
         nudge_retry_ms=int(opts.get("nudge_wait", "2000")),
         foreground_nudge="foreground_nudge" in opts,
+        stdin=given,
     )
 
 

@@ -477,8 +477,9 @@ def _nudge(opts: Options, links: list[dict[str, Any]], retry_ms: int) -> None:
         backend.close()
 
 
-def main(host: str | None, **kwargs: Any) -> int:
-    stdin = getattr(sys.stdin, "buffer", None)
+def main(host: str | None, *, stdin: Any = None, **kwargs: Any) -> int:
+    """One run for ``host``; ``stdin``: the input already taken from the process's stdin (``quick.Input``)."""
+    stdin = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
     if host not in HOSTS:  # told in the log already: take the input off the host's hands, answer nothing
         try:
             if stdin is not None:

@@ -1,0 +1,150 @@
+"""The hook's quick answer: "nothing to do", decided with the standard library alone.
+
+A host runs the hook before every prompt and after every tool call, and nearly every run has nothing
+to deliver. Loading the engine and the store costs several times what Python's own start does, so
+before any of that this module settles the common case from the input and one read-only SQLite query:
+
+- an event the hook does not answer, one from inside a subagent (``agent_id``), or a ``Stop`` that
+  follows a block: nothing to do, whatever the store holds (the same rules as ``run.run``);
+- a local SQLite store, the session named by ``--session`` or ``$SESSIONWATCH_SESSION`` (an agent key),
+  no earlier answer waiting to be acknowledged (no answer file, ``delivery.AnswerState``), and the
+  session's queue head showing nothing appended since the last drain (``queue_heads.appended <=
+  drained``: no entry is live, see the schema's queue notes); on ``UserPromptSubmit`` also no adopted
+  thread in the host's catalog (a nudge may be due).
+
+Anything else, or any doubt (another store, a gateway, a read that fails, ``--log-level debug``), returns
+False and the full run decides. It never writes and never creates a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+MAX_INPUT_BYTES = 1 << 20  # twin: run.MAX_INPUT_BYTES
+EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")  # twin: hosts.HOSTS[*].events
+CATALOG = {"claude-code": "claude", "codex": "codex"}  # twin: hosts.HOSTS[*].catalog
+
+
+class Input:
+    """The hook's stdin, read once: the bytes (at most MAX_INPUT_BYTES + 1) and, for the full run, a
+    stream that gives them again, then whatever is still unread."""
+
+    def __init__(self, stdin: object) -> None:
+        self._stdin = stdin
+        try:
+            self.raw: bytes = stdin.read(MAX_INPUT_BYTES + 1)  # type: ignore[attr-defined]
+        except (OSError, ValueError, AttributeError):
+            self.raw = b""
+            self._stdin = None
+        self._pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if self._pos < len(self.raw):
+            end = len(self.raw) if n < 0 else self._pos + n
+            out = self.raw[self._pos : end]
+            self._pos += len(out)
+            return out
+        return self._stdin.read(n) if self._stdin is not None else b""  # type: ignore[attr-defined]
+
+
+def _state_dir() -> str:
+    # twin: delivery.state_dir
+    env = os.environ.get("SESSIONWATCH_STATE_DIR")
+    if env:
+        return env
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "sessionwatch")
+
+
+def _answer_file(where: str, key: str, agent: str | None) -> str:
+    # twin: delivery.AnswerState (the same digest, so both find the same file)
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - not CPython
+        from hashlib import blake2b
+    digest = blake2b(f"{where}\0{agent or ''}\0{key}".encode(), digest_size=12).hexdigest()
+    return os.path.join(_state_dir(), "hooks", f"{digest}.json")
+
+
+def _store_url(opts: dict[str, str]) -> str:
+    # twin: run._store_url (the same choice; only SQLite files are handled here)
+    return (
+        opts.get("store")
+        or os.environ.get("SESSIONWATCH_STORE")
+        or "sqlite:///" + os.path.join(_state_dir_for_store(), "sessionwatch", "sessionwatch.db")
+    )
+
+
+def _state_dir_for_store() -> str:
+    # twin: store.default_sqlite_path (the store's folder does not follow SESSIONWATCH_STATE_DIR)
+    return os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+
+
+def nothing_to_do(opts: dict[str, str], raw: bytes) -> bool:
+    """True when the full run would certainly deliver nothing, acknowledge nothing and nudge nothing."""
+    host = opts.get("host")
+    if host not in CATALOG or opts.get("log_level") == "debug" or len(raw) > MAX_INPUT_BYTES:
+        return False
+    try:
+        data = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):
+        return False  # the full run says why in the log
+    if not isinstance(data, dict):
+        return False
+    event = data.get("hook_event_name")
+    if event not in EVENTS:
+        return True
+    if isinstance(data.get("agent_id"), str) and data["agent_id"]:
+        return True  # inside a subagent: the parent's notices are not its to take (run.run)
+    if event == "Stop" and data.get("stop_hook_active") is True:
+        return True  # never blocked twice in a row (run.run)
+    if opts.get("gateway") or os.environ.get("SESSIONWATCH_GATEWAY"):
+        return False
+    key = opts.get("session") or os.environ.get("SESSIONWATCH_SESSION") or ""
+    if not key.startswith("agent:"):
+        return False  # found through an adoption link, or a bare key with an agent: the full run
+    agent = opts.get("agent") or os.environ.get("SESSIONWATCH_AGENT") or None
+    url = _store_url(opts)
+    if not url.startswith("sqlite:///") or os.path.exists(_answer_file(url, key, agent)):
+        return False
+    path = url[len("sqlite:///") :]
+    if not path or path == ":memory:":
+        return False
+    try:
+        if os.path.getsize(path) == 0:
+            return True  # no store yet: the full run would find nothing either (and creates none)
+    except OSError:
+        return True  # no store file at all: likewise
+    try:
+        import sqlite3
+
+        conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True, timeout=0.5)
+    except Exception:  # noqa: BLE001 - any doubt: the full run decides
+        return False
+    try:
+        head = conn.execute("SELECT appended, drained FROM queue_heads WHERE session_key = ?", (key,)).fetchone()
+        if head is not None and head[0] > head[1]:
+            return False  # something may be live
+        if event == "UserPromptSubmit" and "no_nudge" not in opts:
+            link = conn.execute("SELECT 1 FROM upstream_links WHERE catalog_id = ? LIMIT 1", (CATALOG[host],))
+            if link.fetchone() is not None:
+                return False  # an adopted thread may be this one: the full run nudges it
+        return True
+    except Exception:  # noqa: BLE001 - an old or foreign schema, a locked file: the full run decides
+        return False
+    finally:
+        conn.close()
+
+
+def _uri_path(path: str) -> str:
+    """A filesystem path as the path part of a ``file:`` URI (``?`` and ``#`` would end it)."""
+    out = os.path.abspath(os.path.expanduser(path))
+    for ch, esc in (("%", "%25"), ("?", "%3F"), ("#", "%23")):
+        out = out.replace(ch, esc)
+    return out
+
+
+def stdin() -> Input:
+    return Input(getattr(sys.stdin, "buffer", None))

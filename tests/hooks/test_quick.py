@@ -1,0 +1,132 @@
+"""The hook's quick answer (``hooks/quick.py``) never says "nothing to do" while something is pending.
+
+It decides from the queue head alone (``appended <= drained``), so the property is held against the
+store's own peek through random operations on a real SQLite store: whatever happened (notices from
+watched children, plain system events, drains, acknowledgements by id, unwatching, sweeps), whenever the
+quick check says nothing, the session's queue is empty. And the other way round where it matters for
+speed: a quiet session is answered quickly.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sessionwatch import Gateway
+from sessionwatch.hooks import quick
+from tests.support.commands import SESSIONWATCH
+
+MANAGER = "agent:main:main"
+CHILDREN = [f"agent:main:subagent:c{i}" for i in range(3)]
+PROMPT = {"hook_event_name": "PostToolUse", "session_id": "s", "tool_name": "Read"}
+
+
+def _quick(store: str, event: dict[str, object] | None = None) -> bool:
+    raw = json.dumps(event or PROMPT).encode()
+    return quick.nothing_to_do({"host": "claude-code", "store": store, "session": MANAGER}, raw)
+
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("person"), st.sampled_from(CHILDREN)),
+        st.tuples(st.just("enqueue"), st.integers(0, 40)),
+        st.tuples(st.just("drain"), st.none()),
+        st.tuples(st.just("ack_some"), st.integers(0, 3)),
+        st.tuples(st.just("unwatch"), st.sampled_from(CHILDREN)),
+        st.tuples(st.just("watch"), st.sampled_from(CHILDREN)),
+        st.tuples(st.just("sweep"), st.none()),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_quick_says_nothing_only_when_the_queue_is_empty(tmp_path_factory, ops) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path_factory.mktemp("quick")
+    store = f"sqlite:///{folder / 'sw.db'}"
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+        for child in CHILDREN:
+            gw.put_session(child)
+            gw.watch(MANAGER, child)
+        assert _quick(store)
+        for op, arg in ops:
+            if op == "person":
+                gw.inbound(arg, "a person", channel="web")
+            elif op == "enqueue":
+                for i in range(1 + int(arg) % 3):
+                    gw.enqueue_system_event(MANAGER, f"event {arg}.{i}")
+            elif op == "drain":
+                gw.drain_system_events(MANAGER)
+            elif op == "ack_some":
+                pending = gw.peek_system_events(MANAGER)
+                gw.ack_system_events(MANAGER, [e["id"] for e in pending[: int(arg)]])
+            elif op == "unwatch":
+                gw.unwatch(MANAGER, arg)
+            elif op == "watch":
+                gw.watch(MANAGER, arg)
+            elif op == "sweep":
+                gw.sweep()
+            empty = gw.peek_system_events(MANAGER) == []
+            if _quick(store):
+                assert empty, f"quick said nothing to do after {op} with entries pending"
+
+
+def test_the_decisions_that_need_no_store(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'none.db'}"
+    assert _quick(store, {"hook_event_name": "Notification"})  # an event the hook does not answer
+    assert _quick(store, {**PROMPT, "agent_id": "a1"})  # from inside a subagent
+    assert _quick(store, {"hook_event_name": "Stop", "stop_hook_active": True})  # never blocked twice
+    assert _quick(store)  # no store file: the full run would find nothing (and creates none)
+    assert not (tmp_path / "none.db").exists()
+    assert not quick.nothing_to_do({"host": "claude-code", "store": store}, json.dumps(PROMPT).encode())  # a link
+    assert not quick.nothing_to_do({"host": "claude-code", "store": store, "session": MANAGER}, b"{not json")
+    gateway = {"host": "codex", "gateway": "http://127.0.0.1:9", "session": MANAGER}
+    assert not quick.nothing_to_do(gateway, json.dumps(PROMPT).encode())
+
+
+def test_a_prompt_in_a_store_with_adopted_threads_takes_the_full_run(tmp_path: Path) -> None:
+    """The nudge of an adopted worker is the full run's: with links in the catalog, UserPromptSubmit is
+    never settled quickly (other events still are)."""
+    from tests.upstream.writers import ClaudeTranscript
+
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    root = tmp_path / "claude"
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+        gw.upstream.configure(claude_root=root)
+        worker = ClaudeTranscript(root)
+        worker.assistant("ready")
+        assert gw.continue_thread("claude", worker.session_id)["linked"]
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": worker.session_id, "prompt": "hi"}
+    assert not _quick(store, prompt)
+    assert _quick(store)
+
+
+def test_a_quick_run_answers_nothing_and_exits_0(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+    out = subprocess.run(
+        [*SESSIONWATCH, "--store", store, "hook", "claude-code", "--session", MANAGER, "--log-level", "info"],
+        input=json.dumps(PROMPT).encode(),
+        capture_output=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path / "state")},
+    )
+    assert (out.returncode, out.stdout) == (0, b"")
+    with Gateway.open(store, timers=False) as gw:
+        gw.enqueue_system_event(MANAGER, "now there is one")
+    out = subprocess.run(
+        [*SESSIONWATCH, "--store", store, "hook", "claude-code", "--session", MANAGER],
+        input=json.dumps(PROMPT).encode(),
+        capture_output=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path / "state")},
+    )
+    assert out.returncode == 0 and b"now there is one" in out.stdout  # the full run delivered it
