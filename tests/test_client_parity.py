@@ -29,6 +29,7 @@ GATEWAY_ONLY = {
     "subscribe_wakes": "takes a Python callback; a client streams wakes with stream_wakes",
     "wait_for_reply": "blocks on an in-process condition; sessions_send timeoutSeconds does it remotely",
     "own_user_texts": "upstream monitor helper",
+    "dropped_recordings_of": "engine helper: the drop counts of some agents (a scoped token's health figures)",
     "add_periodic": "registers timed work with this process's timer thread",
     "run_due": "runs this process's due timers (tests with an injected clock)",
     "readiness": "the engine's write probe; a client asks the gateway with health",

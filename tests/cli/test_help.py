@@ -51,10 +51,12 @@ def test_top_level_help_lists_exit_codes(sw: Runner) -> None:
 def test_every_command_has_help_with_examples(sw: Runner, name: str) -> None:
     r = sw(name, "--help")
     assert r.code == 0, r
-    assert f"Usage: sessionwatch {name}" in r.out
-    assert "Examples:" in r.out
-    assert f"sessionwatch {name}" in r.out.split("Examples:")[1] or f" {name} " in r.out.split("Examples:")[1]
-    assert "--json" in r.out
+    # A host reads a hook's stdout as its answer, so the hook's help goes to stderr.
+    shown = r.err if name == "hook" else r.out
+    assert f"Usage: sessionwatch {name}" in shown
+    assert "Examples:" in shown
+    assert f"sessionwatch {name}" in shown.split("Examples:")[1] or f" {name} " in shown.split("Examples:")[1]
+    assert "--json" in shown
 
 
 def test_unknown_command_and_missing_argument_are_usage_errors(sw: Runner) -> None:

@@ -13,8 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessionwatch import Gateway
 from sessionwatch.hooks import quick

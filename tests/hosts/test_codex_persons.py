@@ -12,7 +12,6 @@ The last test reads the same rollouts on another machine, through ``sessionwatch
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,17 +82,7 @@ class RoutedModel(FakeModel):
 
     def __init__(self, route: Callable[[FakeModel, dict], Reply | None]) -> None:
         super().__init__("openai")
-        self.route = route
-        self._local = threading.local()  # the request a handler thread is answering
-
-    def _record(self, path: str, body: dict | None) -> None:
-        super()._record(path, body)
-        self._local.body = body
-
-    def _next(self) -> Reply:
-        body = getattr(self._local, "body", None)
-        reply = self.route(self, body) if body is not None else None
-        return reply if reply is not None else super()._next()
+        self.respond = lambda body: route(self, body)
 
 
 def spawn_and_wait(model: FakeModel, body: dict) -> Reply | None:

@@ -66,6 +66,11 @@ class World:
         res = self.h.prompt(prompt)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
 
+    def hook_log(self) -> str:
+        """The hooks' own log (what each run did, and why it gave nothing), for a failure's message."""
+        path = self.h.root / "state" / "sessionwatch" / "hooks.log"
+        return path.read_text()[-3000:] if path.exists() else "(no hooks.log)"
+
     def requests_with(self, needle: str, start: int = 0) -> list[int]:
         return [i for i in self.model.seen(needle) if i >= start]
 
@@ -94,7 +99,7 @@ def test_a_stale_notice_reaches_the_model_once_and_not_on_the_next_prompt(world:
     line = world.person_writes_into_child()
     world.run("what is the status?")
     first = len(world.model.requests)
-    assert world.requests_with(line), "the notice never reached the model"
+    assert world.requests_with(line), f"the notice never reached the model; hooks.log:\n{world.hook_log()}"
     assert sum(world.new_input(i).count(line) for i in range(first)) == 1  # given once, not per event
     world.run("and now?")  # a new host session of the same manager
     assert world.requests_with(line, start=first) == []
@@ -109,7 +114,7 @@ def test_a_change_during_a_tool_loop_reaches_the_same_turn(world: World) -> None
         Reply.say("done reading"),
     )
     world.run("read notes.txt")
-    assert notice and world.requests_with(notice[0]) == [1], [world.new_input(i)[:300] for i in range(2)]
+    assert notice and world.requests_with(notice[0]) == [1], world.hook_log()
 
 
 def test_a_change_during_the_final_answer_holds_the_turn_open_once(world: World) -> None:

@@ -53,9 +53,9 @@ class FakeModel:
         self.requests: list[dict[str, Any]] = []  # model requests only (not count_tokens)
         self.paths: list[str] = []  # every request path, in order
         self._script: list[Reply] = []
-        # Instead of the script: a function of the request (for hosts that run several agents at once,
-        # whose requests arrive in no fixed order).
-        self.respond: Callable[[dict[str, Any]], Reply] | None = None
+        # Before the script: a function of the request (for hosts that run several agents at once, whose
+        # requests arrive in no fixed order); None from it means "the script's next reply".
+        self.respond: Callable[[dict[str, Any]], Reply | None] | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -80,13 +80,10 @@ class FakeModel:
             self._script.extend(replies)
 
     def _next(self, request: dict[str, Any]) -> Reply:
-        if self.respond is not None:
-            reply = self.respond(request)
-            if reply.before is not None:
-                reply.before()
-            return reply
-        with self._lock:
-            reply = self._script.pop(0) if self._script else Reply.say(self.default)
+        reply = self.respond(request) if self.respond is not None else None
+        if reply is None:
+            with self._lock:
+                reply = self._script.pop(0) if self._script else Reply.say(self.default)
         if reply.before is not None:
             reply.before()
         return reply
