@@ -13,6 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import httpx
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessionwatch import Gateway
@@ -129,3 +130,41 @@ def test_a_quick_run_answers_nothing_and_exits_0(tmp_path: Path) -> None:
         env={"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path / "state")},
     )
     assert out.returncode == 0 and b"now there is one" in out.stdout  # the full run delivered it
+
+
+def test_two_hook_runs_of_one_session_at_once_give_a_notice_once(tmp_path: Path) -> None:
+    """A host may start two hooks of a session together (its start and the first prompt, or parallel
+    tools): one of them gives the notice, the other sees it given. Through a gateway, where nothing else
+    puts the two runs one after the other."""
+    from tests.support.ports import listening_socket, spawn_serving, url_of
+    from tests.support.procs import stop
+    from tests.support.waiting import wait_http
+
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    env = {"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path / "state")}
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+    sock = listening_socket()
+    url = url_of(sock)
+    server = spawn_serving([*SESSIONWATCH, "serve", "--store", store, "--no-monitor"], sock, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(f"{url}/v1/health", server, timeout=30)
+        cmd = [*SESSIONWATCH, "--gateway", url, "hook", "claude-code", "--session", MANAGER]
+        for round_ in range(10):
+            with httpx.Client(base_url=url, timeout=10) as http:
+                http.post(f"/v1/sessions/{MANAGER}/system-events", json={"text": f"notice {round_}"}).raise_for_status()
+            procs = [
+                subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                for _ in range(2)
+            ]
+            for p in procs:  # both get their input before either is read: they run side by side
+                assert p.stdin is not None
+                p.stdin.write(json.dumps(PROMPT).encode())
+                p.stdin.close()
+            outs = [p.stdout.read() if p.stdout else b"" for p in procs]
+            for p in procs:
+                p.wait(60)
+            assert [p.returncode for p in procs] == [0, 0]
+            assert sum(f"notice {round_}".encode() in o for o in outs) == 1, (round_, outs)
+    finally:
+        stop(server)

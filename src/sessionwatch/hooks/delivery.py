@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,29 @@ class AnswerState:
         tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"sessionKey": self.session_key, "ids": ids, "answered": answered}), encoding="utf-8")
         os.replace(tmp, self.path)  # atomic: a concurrent hook of the same session reads old or new
+
+    @contextmanager
+    def exclusive(self, wait_s: float = 2.0) -> Iterator[None]:
+        """Hold this session's lock (a file beside the state) for one delivery; after ``wait_s`` without
+        it, go on unlocked (a notice may then be given twice, never lost)."""
+        import fcntl
+        import time
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.01)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def clear(self) -> None:
         try:

@@ -384,8 +384,17 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
 
 
 def deliver(backend: _Local | _Remote, key: str, agent: str | None, host: Host, event: str, stdout: IO[str]) -> None:
-    """Acknowledge the previous complete answer, then print what is pending (see delivery.py)."""
+    """Acknowledge the previous complete answer, then print what is pending (see delivery.py). One run
+    of a session at a time: a host may start two hooks at once (its start and the first prompt), and the
+    second must see the first's answer as given, not print the same notices again."""
     state = AnswerState(backend.where, key, agent)
+    with state.exclusive():
+        _deliver(backend, state, key, agent, host, event, stdout)
+
+
+def _deliver(
+    backend: _Local | _Remote, state: AnswerState, key: str, agent: str | None, host: Host, event: str, stdout: IO[str]
+) -> None:
     prev = state.load()
     held: set[int] = set()
     if prev is not None and prev["answered"]:
