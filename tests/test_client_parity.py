@@ -50,6 +50,7 @@ CLIENT_ONLY = {
     "health": "the gateway process's readiness",
     "stream_wakes": "the SSE wake stream (in-process: subscribe_wakes)",
     "follow_log": "the SSE log stream with resume (in-process: events_after)",
+    "answer_hook": "a host's hook answered by the gateway (in-process: hooks.run.answer_in_process)",
 }
 
 

@@ -415,6 +415,12 @@ class GatewayClient(_ClientBase):
         timeout = _nudge_timeout(self.timeout, wait_ms)
         return self._session("POST", session_key, "/nudge", body=body, timeout=timeout)
 
+    def answer_hook(
+        self, session_key: object, host: str, payload: Mapping[str, Any], *, agent_id: object = None
+    ) -> dict[str, Any]:
+        """The gateway's answer to a host's hook input for the session ({} when nothing is pending)."""
+        return self._session("POST", session_key, f"/hooks/{host}", body=dict(payload), params={"agentId": agent_id})
+
     def upstream_results(self) -> dict[str, Any]:
         return self._request("GET", "/v1/upstream/results")
 
@@ -713,6 +719,14 @@ class AsyncGatewayClient(_ClientBase):
         body = {"agentId": agent_id, "waitMs": wait_ms}
         timeout = _nudge_timeout(self.timeout, wait_ms)
         return await self._session("POST", session_key, "/nudge", body=body, timeout=timeout)
+
+    async def answer_hook(
+        self, session_key: object, host: str, payload: Mapping[str, Any], *, agent_id: object = None
+    ) -> dict[str, Any]:
+        """The gateway's answer to a host's hook input for the session ({} when nothing is pending)."""
+        return await self._session(
+            "POST", session_key, f"/hooks/{host}", body=dict(payload), params={"agentId": agent_id}
+        )
 
     async def upstream_results(self) -> dict[str, Any]:
         return await self._request("GET", "/v1/upstream/results")

@@ -30,8 +30,9 @@ CHANGED = "changed (other actor)"
 
 
 class World:
-    def __init__(self, host: str, h: HostHome, model: FakeModel) -> None:
-        self.host, self.h, self.model = host, h, model
+    def __init__(self, host: str, h: HostHome, model: FakeModel, mode: str = "local") -> None:
+        self.host, self.h, self.model, self.mode = host, h, model, mode
+        self.server: subprocess.Popen[bytes] | None = None
         state = h.root / "state"
         h.extra_env["XDG_STATE_HOME"] = str(state)  # the default store, the hook's state, install snapshots
         self.store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
@@ -40,8 +41,23 @@ class World:
         self.gw.put_session(MANAGER)
         self.gw.put_session(CHILD)
         assert self.gw.watch(MANAGER, CHILD)
+        where: list[str] = []
+        if mode == "gateway":  # Claude Code's hooks then post to the gateway (HTTP hooks), SessionStart aside
+            from tests.support.ports import listening_socket, spawn_serving, url_of
+            from tests.support.waiting import wait_http
+
+            sock = listening_socket()
+            url = url_of(sock)
+            self.server = spawn_serving(
+                [*SESSIONWATCH, "serve", "--store", self.store, "--no-monitor"],
+                sock,
+                stderr=subprocess.DEVNULL,
+                env=h.env(),
+            )
+            wait_http(f"{url}/v1/health", self.server, timeout=60)
+            where = ["--gateway", url]
         out = subprocess.run(
-            [*SESSIONWATCH, "install", host, "--dir", str(h.project), "--session", MANAGER],
+            [*SESSIONWATCH, *where, "install", host, "--dir", str(h.project), "--session", MANAGER],
             capture_output=True,
             text=True,
             env=h.env(),
@@ -85,14 +101,19 @@ class World:
         return "\n".join(fresh)
 
 
-@pytest.fixture(params=["claude-code", "codex"])
+@pytest.fixture(params=["claude-code", "codex", "claude-code/gateway"])
 def world(request: Any, tmp_path: Path) -> Iterator[World]:
-    with FakeModel(WIRE[request.param], default="noted") as model, host_home(request.param, tmp_path, model.url) as h:
-        w = World(request.param, h, model)
+    host, _, mode = str(request.param).partition("/")
+    with FakeModel(WIRE[host], default="noted") as model, host_home(host, tmp_path, model.url) as h:
+        w = World(host, h, model, mode or "local")
         try:
             yield w
         finally:
             w.gw.close()
+            if w.server is not None:
+                from tests.support.procs import stop
+
+                stop(w.server)
 
 
 def test_a_stale_notice_reaches_the_model_once_and_not_on_the_next_prompt(world: World) -> None:

@@ -170,6 +170,8 @@ def test_unknown_sessions_and_bad_keys(http: httpx.Client, seeded: dict[str, Any
 
 
 def _minimal_body(path: str) -> dict[str, Any]:
+    if "/hooks/" in path:
+        return {"hook_event_name": "UserPromptSubmit"}
     if path.endswith("/inbound"):
         return {"text": "t", "channel": "web"}
     if path.endswith("/goal"):

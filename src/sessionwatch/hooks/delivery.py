@@ -57,14 +57,16 @@ class AnswerState:
         os.replace(tmp, self.path)  # atomic: a concurrent hook of the same session reads old or new
 
     @contextmanager
-    def exclusive(self, wait_s: float = 2.0) -> Iterator[None]:
-        """Hold this session's lock (a file beside the state) for one delivery; after ``wait_s`` without
-        it, go on unlocked (a notice may then be given twice, never lost)."""
+    def exclusive(self, wait_s: float = 0.25) -> Iterator[None]:
+        """Hold this session's lock (a file in ``hook-locks/``) for one delivery. A delivery takes a few
+        milliseconds; one stuck on a server that does not answer must not hold the others past their own
+        budget, so after ``wait_s`` a run goes on unlocked (a notice may then be given twice, never lost)."""
         import fcntl
         import time
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        folder = self.path.parent.parent / "hook-locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / self.path.with_suffix(".lock").name, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             deadline = time.monotonic() + wait_s
             while True:

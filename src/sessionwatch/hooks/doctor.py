@@ -35,6 +35,7 @@ from .install import (
     codex_user_config,
     fix_command,
     is_our_hook,
+    is_our_http_hook,
     is_our_server,
     trust_step,
 )
@@ -116,6 +117,7 @@ class Found:
     hooks: dict[str, str]  # event -> our command
     server: dict[str, Any] | None
     problems: list[Check]
+    http: dict[str, str] = field(default_factory=dict)  # event -> the gateway URL of our HTTP hook
 
 
 def _read(path: Path, fmt: type[JsonFormat] | type[TomlFormat]) -> tuple[Any, Check | None]:
@@ -134,6 +136,7 @@ def _read(path: Path, fmt: type[JsonFormat] | type[TomlFormat]) -> tuple[Any, Ch
 def find(t: Target) -> Found:
     problems: list[Check] = []
     hooks: dict[str, str] = {}
+    http: dict[str, str] = {}
     data, problem = _read(t.hooks_path, JsonFormat)
     if problem:
         problems.append(problem)
@@ -145,6 +148,8 @@ def find(t: Target) -> Found:
                 for h in handlers if isinstance(handlers, list) else []:
                     if isinstance(h, dict) and is_our_hook(h.get("command"), t.host):
                         hooks.setdefault(event, h["command"])
+                    elif is_our_http_hook(h, t.host):
+                        http.setdefault(event, h["url"])
     server: dict[str, Any] | None = None
     if t.host == "claude-code":
         mcp, problem = _read(t.mcp_path, JsonFormat)
@@ -159,7 +164,7 @@ def find(t: Target) -> Found:
         problems.append(problem)
     if is_our_server(entry):
         server = dict(entry)  # type: ignore[arg-type]
-    return Found(hooks, server, problems)
+    return Found(hooks, server, problems, http)
 
 
 def installed_target(t: Target, found: Found) -> Target:
@@ -399,14 +404,16 @@ def _safe(url: str) -> str:
 def diagnose(base: Target, *, probe: bool = True) -> ScopeReport:
     found = find(base)
     t = installed_target(base, found)
-    report = ScopeReport(t.host, t.scope, None if t.scope == "user" else str(t.dir), bool(found.hooks or found.server))
+    report = ScopeReport(
+        t.host, t.scope, None if t.scope == "user" else str(t.dir), bool(found.hooks or found.server or found.http)
+    )
     report.checks += found.problems
     if not report.installed:
         return report
     fix = fix_command(t)
     checks = report.checks
     events = HOSTS[t.host].events
-    missing = [e for e in events if e not in found.hooks]
+    missing = [e for e in events if e not in found.hooks and e not in found.http]
     if missing:
         checks.append(Check("hooks", False, f"missing in {t.hooks_path}: {', '.join(missing)}", fix))
     else:
@@ -636,7 +643,9 @@ def verify(t: Target) -> Verification:
     """Fire a sample UserPromptSubmit through the hook command as written in the host's file, and start
     the MCP server as the host would."""
     found = find(t)
-    command = found.hooks.get(USER_PROMPT_SUBMIT)
+    # With HTTP hooks (gateway mode) the command hook of SessionStart stands in: firing the gateway's own
+    # route would hand a real pending notice to the sample.
+    command = found.hooks.get(USER_PROMPT_SUBMIT) or next(iter(found.hooks.values()), None)
     hook = run_hook(t.host, command, t.dir) if command is not None else None
     mcp = probe_mcp(t.host, found.server, t.dir) if found.server is not None else None
     return Verification(command, hook, mcp)

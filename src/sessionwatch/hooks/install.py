@@ -41,11 +41,12 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import InvalidArgument
 from ..keys import parse_key
 from . import install_state as snapshots
-from .hosts import HOSTS, POST_TOOL_USE
+from .hosts import HOSTS, POST_TOOL_USE, SESSION_START
 
 SERVER_NAME = "sessionwatch"
 HOOK_TIMEOUT_S = 10  # the host's limit for one run; ours answers in well under a second
@@ -89,6 +90,23 @@ def _is_sessionwatch(tokens: list[str]) -> bool:
         if tok == "-m" and i + 1 < len(tokens) and tokens[i + 1] == "sessionwatch":
             return True
     return False
+
+
+HTTP_HOOK_PATH = "/hooks/"  # .../v1/sessions/{key}/hooks/{host}: the gateway's hook route
+TOKEN_ENV = "SESSIONWATCH_TOKEN"
+
+
+def is_our_http_hook(handler: object, host: str) -> bool:
+    """A Claude Code HTTP hook posting to a gateway's hook route for ``host``."""
+    if not isinstance(handler, dict) or handler.get("type") != "http" or not isinstance(handler.get("url"), str):
+        return False
+    path = handler["url"].split("?", 1)[0]
+    return "/v1/sessions/" in path and path.endswith(f"{HTTP_HOOK_PATH}{host}")
+
+
+def is_ours(handler: object, host: str) -> bool:
+    """One of our hook handlers: a command running ``sessionwatch ... hook HOST``, or an HTTP hook."""
+    return isinstance(handler, dict) and (is_our_hook(handler.get("command"), host) or is_our_http_hook(handler, host))
 
 
 def is_our_hook(command: object, host: str) -> bool:
@@ -186,9 +204,35 @@ class Target:
             out["required"] = True  # Codex waits for it (otherwise a slow start misses the first request)
         return out
 
+    def gateway(self) -> str | None:
+        for flag, value in zip(self.global_args, self.global_args[1:], strict=False):
+            if flag == "--gateway":
+                return value
+        return None
+
+    def http_hook_url(self, event: str) -> str | None:
+        """In gateway mode with a session, Claude Code posts its hooks to the gateway (no process per
+        prompt or tool call), except SessionStart, which Claude Code never sends to an HTTP hook."""
+        gateway = self.gateway()
+        if self.host != "claude-code" or gateway is None or self.session is None or event == SESSION_START:
+            return None
+        url = f"{gateway.rstrip('/')}/v1/sessions/{quote(self.session, safe=':@')}{HTTP_HOOK_PATH}{self.host}"
+        return url + (f"?agentId={quote(self.agent, safe='')}" if self.agent else "")
+
+    def handler(self, event: str) -> dict[str, Any]:
+        url = self.http_hook_url(event)
+        if url is not None:
+            return {
+                "type": "http",
+                "url": url,
+                "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
+                "allowedEnvVars": [TOKEN_ENV],
+                "timeout": HOOK_TIMEOUT_S,
+            }
+        return {"type": "command", "command": self.hook_command(), "timeout": HOOK_TIMEOUT_S}
+
     def group(self, event: str) -> dict[str, Any]:
-        handler: dict[str, Any] = {"type": "command", "command": self.hook_command(), "timeout": HOOK_TIMEOUT_S}
-        out: dict[str, Any] = {"hooks": [handler]}
+        out: dict[str, Any] = {"hooks": [self.handler(event)]}
         if event == POST_TOOL_USE and self.host == "claude-code":
             out = {"matcher": "*", **out}  # every tool (Codex: no matcher means every tool)
         return out
@@ -331,9 +375,9 @@ def _add_hooks(t: Target, data: dict[str, Any], path: Path) -> list[str]:
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidArgument(f"{path}: 'hooks' is not an object; nothing was changed")
-    want = t.hook_command()
     what: list[str] = []
     for event in HOSTS[t.host].events:
+        want = t.handler(event)
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise InvalidArgument(f"{path}: hooks.{event} is not a list; nothing was changed")
@@ -343,12 +387,13 @@ def _add_hooks(t: Target, data: dict[str, Any], path: Path) -> list[str]:
             if not isinstance(handlers, list):
                 continue
             for h in list(handlers):
-                if isinstance(h, dict) and is_our_hook(h.get("command"), t.host):
+                if is_ours(h, t.host):
                     if seen:  # a duplicate of ours: one is enough
                         handlers.remove(h)
                         what.append(f"hook {event} (duplicate removed)")
-                    elif h.get("command") != want:
-                        h["command"] = want
+                    elif h != want:
+                        h.clear()
+                        h.update(want)
                         what.append(f"hook {event} (updated)")
                     seen = True
         if not seen:
@@ -370,7 +415,7 @@ def _strip_hooks(t: Target, data: dict[str, Any]) -> list[str]:
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(handlers, list):
                 continue
-            ours = [h for h in handlers if isinstance(h, dict) and is_our_hook(h.get("command"), t.host)]
+            ours = [h for h in handlers if is_ours(h, t.host)]
             if not ours:
                 continue
             for h in ours:

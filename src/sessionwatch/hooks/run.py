@@ -195,6 +195,24 @@ class _Remote:
     def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
         return list(self._call(lambda: self.client.peek_system_events(key, agent_id=agent)))
 
+    def answer(self, host: Host, key: str, agent: str | None, data: dict[str, Any], stdout: IO[str]) -> bool:
+        """Have the gateway answer the hook and print its answer; False when it has no hook route."""
+        from ..errors import NotFound
+
+        try:
+            answer = self._call(lambda: self.client.answer_hook(key, host.name, data, agent_id=agent))
+        except NotFound as exc:
+            log.debug("the gateway has no hook route (%s): peeking instead", exc)
+            return False
+        if answer:
+            try:
+                stdout.write(json.dumps(answer) + "\n")
+                stdout.flush()
+            except (BrokenPipeError, OSError, ValueError) as exc:
+                log.warning("the answer for %s was not taken (%s)", key, exc)
+                _discard(stdout)
+        return True
+
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
         self._call(lambda: self.client.ack_system_events(key, ids, agent_id=agent))
 
@@ -323,25 +341,61 @@ def resolve_session(opts: Options, links: list[dict[str, Any]]) -> tuple[str, st
     return None
 
 
+def answerable(host: Host, data: dict[str, Any]) -> str | None:
+    """The event of a hook input the hook answers, or None (twin: quick.nothing_to_do's first checks)."""
+    event = data.get("hook_event_name")
+    if not isinstance(event, str) or event not in host.events:
+        log.debug("event %r: nothing to do", event)
+        return None
+    if _text(data.get("agent_id")):
+        # From inside a subagent: the host sends the parent's session_id, but what we print would reach
+        # only the subagent's context. The parent's notices wait for the parent's own next hook.
+        log.debug("%s hook from subagent %s: nothing for it", event, data.get("agent_id"))
+        return None
+    if event == STOP and data.get("stop_hook_active") is True:
+        log.debug("Stop hook after a block: the turn ends (never blocked twice in a row)")
+        return None
+    return event
+
+
+class InProcess:
+    """A gateway's own engine, for the hook it answers over HTTP (``POST /v1/sessions/{key}/hooks/{host}``)."""
+
+    def __init__(self, gw: Any, where: str) -> None:
+        self.gw = gw
+        self.where = where
+        self.remote = False
+
+    def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
+        return list(self.gw.peek_system_events(key, agent_id=agent))
+
+    def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
+        self.gw.ack_system_events(key, ids, agent_id=agent)
+
+
+def answer_in_process(gw: Any, where: str, host: str, key: str, agent: str | None, data: dict[str, Any]) -> str:
+    """What a command hook would print for ``data`` (the host's hook input) as session ``key``, answered by
+    the gateway itself: the same rules, the same at-least-once state (kept in the gateway's state folder,
+    per ``where``). An empty string when there is nothing to give."""
+    spec = HOSTS[host]
+    event = answerable(spec, data)
+    if event is None:
+        return ""
+    import io
+
+    out = io.StringIO()
+    deliver(InProcess(gw, where), key, agent, spec, event, out)
+    return out.getvalue()
+
+
 def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
     """One hook run. Always returns 0: the person's prompt must go through whatever happens here."""
     started = time.monotonic()
     data = _read_input(stdin)
     if data is None:
         return 0
-    event = data.get("hook_event_name")
-    if not isinstance(event, str):
-        event = None
-    if event not in opts.host.events:
-        log.debug("event %r: nothing to do", event)
-        return 0
-    if _text(data.get("agent_id")):
-        # From inside a subagent: the host sends the parent's session_id, but what we print would reach
-        # only the subagent's context. The parent's notices wait for the parent's own next hook.
-        log.debug("%s hook from subagent %s: nothing for it", event, data.get("agent_id"))
-        return 0
-    if event == STOP and data.get("stop_hook_active") is True:
-        log.debug("Stop hook after a block: the turn ends (never blocked twice in a row)")
+    event = answerable(opts.host, data)
+    if event is None:
         return 0
     thread_id, path = _text(data.get("session_id")), _text(data.get("transcript_path"))
     nudge_links: list[dict[str, Any]] = []
@@ -365,11 +419,21 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
             except Exception as exc:  # noqa: BLE001 - the hook still answers, without the link
                 log.warning("looking up the link of thread %s failed: %s", thread_id, exc)
         who = resolve_session(opts, links)
+        answered_there = False
         if who is None:
             log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event, thread_id)
+        elif isinstance(backend, _Remote):
+            # The gateway answers it (its hook route): one answer state per session, shared with the HTTP
+            # hooks a host may post to the same gateway, and the nudge done there. An older gateway without
+            # the route: peek and acknowledge from here.
+            answered_there = backend.answer(opts.host, who[0], who[1], data, stdout)
+            if not answered_there:
+                deliver(backend, who[0], who[1], opts.host, event, stdout)
         else:
             deliver(backend, who[0], who[1], opts.host, event, stdout)
-        if event == USER_PROMPT_SUBMIT and opts.nudge:  # after the answer: a slow link lookup cannot delay it
+        if (
+            event == USER_PROMPT_SUBMIT and opts.nudge and not answered_there
+        ):  # after the answer: a slow link lookup cannot delay it
             nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
     except Missed as exc:
         log.warning("%s hook: no answer, %s (the notices wait for a later run)", event, exc)
@@ -383,7 +447,9 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
     return 0
 
 
-def deliver(backend: _Local | _Remote, key: str, agent: str | None, host: Host, event: str, stdout: IO[str]) -> None:
+def deliver(
+    backend: _Local | _Remote | InProcess, key: str, agent: str | None, host: Host, event: str, stdout: IO[str]
+) -> None:
     """Acknowledge the previous complete answer, then print what is pending (see delivery.py). One run
     of a session at a time: a host may start two hooks at once (its start and the first prompt), and the
     second must see the first's answer as given, not print the same notices again."""
@@ -393,7 +459,13 @@ def deliver(backend: _Local | _Remote, key: str, agent: str | None, host: Host, 
 
 
 def _deliver(
-    backend: _Local | _Remote, state: AnswerState, key: str, agent: str | None, host: Host, event: str, stdout: IO[str]
+    backend: _Local | _Remote | InProcess,
+    state: AnswerState,
+    key: str,
+    agent: str | None,
+    host: Host,
+    event: str,
+    stdout: IO[str],
 ) -> None:
     prev = state.load()
     held: set[int] = set()
