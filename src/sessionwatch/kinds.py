@@ -14,6 +14,13 @@ COMPACTED = "compacted"
 CREATED = "created"
 ADOPTED = "adopted"
 IMPORTED = "imported"
+# Lifecycle (beyond v1): a session's own state changes, content-free (see docs/lifecycle.md).
+SESSION_WORKING = "session_working"
+SESSION_WAITING = "session_waiting"
+SESSION_IDLE = "session_idle"
+SESSION_ENDED = "session_ended"
+SESSION_LOST = "session_lost"
+SESSION_BACK = "session_back"
 
 ALL_KINDS = frozenset(
     {
@@ -27,16 +34,53 @@ ALL_KINDS = frozenset(
         CREATED,
         ADOPTED,
         IMPORTED,
+        SESSION_WORKING,
+        SESSION_WAITING,
+        SESSION_IDLE,
+        SESSION_ENDED,
+        SESSION_LOST,
+        SESSION_BACK,
     }
 )
-# Kinds that advance watcher cursors and queue a stale notice.
-NOTIFY_ELIGIBLE = frozenset({HUMAN_DIRECT_MESSAGE, GOAL_CHANGED, UPSTREAM_MISSING})
+# Kinds that advance watcher cursors and queue a stale notice. Of the lifecycle kinds only the end of a
+# session, its loss and its return do: working/waiting/idle change with every turn and are log-only.
+NOTIFY_ELIGIBLE = frozenset(
+    {HUMAN_DIRECT_MESSAGE, GOAL_CHANGED, UPSTREAM_MISSING, SESSION_ENDED, SESSION_LOST, SESSION_BACK}
+)
 # Kinds that seed (overwrite) the producer watchers' cursors at the event's sequence.
 SEEDING = frozenset({CHILD_SPAWNED})
 
 ACTOR_TYPES = frozenset({"human", "agent", "system"})
 RUN_STATUSES = ("ok", "error", "timeout", "cancelled")
 GOAL_ACTIONS = ("create", "edit", "status", "clear")
+
+# Lifecycle states: the four a host reports, and ``lost``, which only the engine decides.
+REPORTED_STATES = ("working", "waiting", "idle", "ended")
+LIFECYCLE_STATES = (*REPORTED_STATES, "lost")
+# States the lost timer watches: a turn running, or a prompt waiting on a person.
+LIVE_STATES = ("working", "waiting")
+END_OUTCOMES = ("ok", "failed", "cancelled", "error", "timeout")
+STATE_KINDS = {
+    "working": SESSION_WORKING,
+    "waiting": SESSION_WAITING,
+    "idle": SESSION_IDLE,
+    "ended": SESSION_ENDED,
+    "lost": SESSION_LOST,
+}
+_STATE_SUMMARY = {
+    "working": "session working",
+    "waiting": "session waiting on a person",
+    "idle": "session idle",
+    "ended": "session ended",
+    "lost": "session lost",
+}
+SESSION_BACK_SUMMARY = "session back"
+
+
+def lifecycle_summary(state: str, outcome: str | None = None) -> str:
+    base = _STATE_SUMMARY[state]
+    return f"{base} ({outcome})" if state == "ended" and outcome and outcome != "ok" else base
+
 
 _RUN_FAILED_SUMMARY = {
     "error": "child run failed",
@@ -104,7 +148,8 @@ def project_payload(payload: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     outcome = payload.get("outcome")
-    if outcome in ("error", "timeout", "cancelled"):
+    # "ok" and "failed" appear only on session_ended (v1 payloads never hold them)
+    if outcome in ("error", "timeout", "cancelled", "ok", "failed"):
         out["outcome"] = outcome
     channel = payload.get("channel")
     if isinstance(channel, str) and channel:

@@ -13,7 +13,8 @@ walk's first page (it is returned at most once); a deleted one at most once.
 
 The cursor is the base64url text (no padding) of compact JSON naming the last row returned and the
 filter it was issued for: ``{"v": 1, "c": created_at, "k": session_key, "a": agent_id,
-"f": [agentId or null, sorted kinds or null]}``. Callers treat it as opaque. A cursor is refused
+"f": [agentId or null, sorted kinds or null]}`` (a third item, the sorted lifecycle states,
+when that filter is given). Callers treat it as opaque. A cursor is refused
 (``invalid_argument``) when it is malformed or was issued for another ``agentId``/``kinds`` filter:
 positions are only compared within one listing. The ``limit`` may change from page to page; a scoped
 token's agents are not part of the filter (they are the credential's, checked on every page).
@@ -71,23 +72,30 @@ def list_filter(agent_id: str | None, kinds: Sequence[str] | None, agents: Seque
     return ListFilter(allowed, tuple(sorted(set(kinds))) if kinds else None)
 
 
-def _filter_tag(agent_id: str | None, kinds: Sequence[str] | None) -> list[Any]:
-    return [agent_id, sorted(set(kinds)) if kinds else None]
+def _filter_tag(agent_id: str | None, kinds: Sequence[str] | None, states: Sequence[str] | None = None) -> list[Any]:
+    tag: list[Any] = [agent_id, sorted(set(kinds)) if kinds else None]
+    if states is not None:  # a lifecycle filter (beyond v1); a cursor without one keeps its v1 shape
+        tag.append(sorted(set(states)))
+    return tag
 
 
-def encode_cursor(pos: ListPosition, agent_id: str | None, kinds: Sequence[str] | None) -> str:
+def encode_cursor(
+    pos: ListPosition, agent_id: str | None, kinds: Sequence[str] | None, states: Sequence[str] | None = None
+) -> str:
     body = {
         "v": CURSOR_VERSION,
         "c": pos.created_at,
         "k": pos.session_key,
         "a": pos.agent_id,
-        "f": _filter_tag(agent_id, kinds),
+        "f": _filter_tag(agent_id, kinds, states),
     }
     raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def decode_cursor(cursor: object, agent_id: str | None, kinds: Sequence[str] | None) -> ListPosition:
+def decode_cursor(
+    cursor: object, agent_id: str | None, kinds: Sequence[str] | None, states: Sequence[str] | None = None
+) -> ListPosition:
     """The position a cursor names, or ``InvalidArgument`` (malformed, or issued for another filter)."""
     bad = "cursor is not a sessions_list cursor; pass a nextCursor exactly as it was returned"
     if not isinstance(cursor, str) or not cursor:
@@ -113,10 +121,10 @@ def decode_cursor(cursor: object, agent_id: str | None, kinds: Sequence[str] | N
         check_agent_id(agent)
     except InvalidArgument:
         raise InvalidArgument(bad) from None
-    if body["f"] != _filter_tag(agent_id, kinds):
+    if body["f"] != _filter_tag(agent_id, kinds, states):
         raise InvalidArgument(
-            "cursor was issued for a different agentId/kinds filter: pass the same agentId and "
-            "kinds as on the first page, or start again without a cursor"
+            "cursor was issued for a different agentId/kinds filter (or lifecycle filter): pass the same "
+            "agentId, kinds and lifecycle as on the first page, or start again without a cursor"
         )
     return ListPosition(created, key, agent)
 

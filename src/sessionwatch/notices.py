@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
+from urllib.parse import quote
 
 from .keys import shown
 
 CONTEXT_PREFIX = "session-state:"
+_URI_COMPONENT_SAFE = "!'()*"  # what encodeURIComponent leaves as it is, beyond quote()'s own
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,18 +27,32 @@ class NoticeTemplate:
         return f"{self.prefix}{last_seen}{self.suffix}"
 
 
-def notice_template(target: str) -> NoticeTemplate:
-    # byte-exact v1 for every valid key; a key stored with characters no key may hold now is escaped
+def notice_template(target: str, public_url: str | None = None) -> NoticeTemplate:
+    """The notice for ``target``. Without ``public_url`` it is byte-exact v1 for every valid key (a key
+    stored with characters no key may hold now is escaped); with one it also names the target's page on
+    the dashboard, in angle brackets so the sentence's full stop is never read as part of the address."""
     name = shown(target)
+    link = "" if public_url is None else f"Open: <{dashboard_url(public_url, target)}>. "
     return NoticeTemplate(
         target=target,
         prefix=(
-            f'Session "{name}" changed (other actor). Reconcile before acting: '
+            f'Session "{name}" changed (other actor). {link}Reconcile before acting: '
             f'session_status sessionKey "{name}" changesSince '
         ),
         suffix=".",
         context_key=context_key_for(target),
     )
+
+
+def notice_renderer(public_url: str | None) -> Callable[[str], NoticeTemplate]:
+    """The ``render`` a process hands its store: v1's template, or the one linking to ``public_url``."""
+    return notice_template if public_url is None else partial(notice_template, public_url=public_url)
+
+
+def dashboard_url(public_url: str, target: str) -> str:
+    """The dashboard page of a session: the address the dashboard itself uses (``#session/`` and the key
+    percent-encoded as the page's ``encodeURIComponent`` does)."""
+    return f"{public_url}/ui/#session/{quote(target, safe=_URI_COMPONENT_SAFE)}"
 
 
 def notice_text(target: str, last_seen: int) -> str:
@@ -77,12 +95,15 @@ def format_line(ts_ms: int, text: str) -> str:
     return "\n".join(lines)
 
 
-def parse_notice(text: str, context_key: str | None) -> tuple[str, int] | None:
-    """(target, last_seen) when ``text`` is exactly the notice for the target its context key names."""
+def parse_notice(
+    text: str, context_key: str | None, render: Callable[[str], NoticeTemplate] = notice_template
+) -> tuple[str, int] | None:
+    """(target, last_seen) when ``text`` is exactly the notice (as ``render`` words it) for the target its
+    context key names."""
     target = target_from_context_key(context_key)
     if target is None:
         return None
-    t = notice_template(target)
+    t = render(target)
     framed = text.startswith(t.prefix) and text.endswith(t.suffix)
     middle = text[len(t.prefix) : len(text) - len(t.suffix)] if framed else ""
     if not middle.isascii() or not middle.isdigit() or (len(middle) > 1 and middle[0] == "0"):

@@ -36,6 +36,12 @@ class Settings:
     # Beyond v1: a watcher's session_status with changesSince acknowledges what it returned (its cursor
     # moves, a covered notice is withdrawn). False restores strict v1: reads never move cursors.
     reconcile_acknowledges: bool = True
+    # Lifecycle (docs/lifecycle.md): a session working or waiting that reports nothing for this long (and
+    # whose process, where one was reported on this machine, is gone) becomes ``lost``.
+    lost_after_ms: int = 600_000
+    # The dashboard's public address (https://host/sw): notices then carry a link to the session's page.
+    # None: the notice text is exactly v1's.
+    public_url: str | None = None
     # Data settings given on purpose, with where they came from ("SESSIONWATCH_MAX_EVENTS=...", a flag):
     # they must agree with the store's stored values. Not part of equality.
     explicit: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -74,7 +80,32 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 PROCESS_ENV = {
     "SESSIONWATCH_MONITOR_INTERVAL_MS": "monitor_interval_ms",
     "SESSIONWATCH_MONITOR_FIRST_TICK_MS": "monitor_first_tick_ms",
+    "SESSIONWATCH_LOST_AFTER_MS": "lost_after_ms",
 }
+# Per-process text settings read from the environment by every face, each with its check.
+PUBLIC_URL_ENV = "SESSIONWATCH_PUBLIC_URL"
+
+
+def check_public_url(value: object, source: str = PUBLIC_URL_ENV) -> str:
+    """A dashboard address to link to: absolute http(s), no query or fragment; kept without a final ``/``."""
+    from urllib.parse import urlsplit
+
+    from .errors import InvalidArgument
+
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument(f"{source} must be an http(s) URL such as https://host/sw")
+    url = value.strip()
+    parts = urlsplit(url)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.netloc
+        or parts.query
+        or parts.fragment
+        or "#" in url
+        or any(c.isspace() or ord(c) < 0x21 or c in "<>\"" for c in url)
+    ):
+        raise InvalidArgument(f"{source} must be an http(s) URL such as https://host/sw (no query, fragment or spaces)")
+    return url.rstrip("/")
 
 
 def data_values(settings: Settings) -> dict[str, int]:
@@ -144,6 +175,9 @@ def settings_from_env(base: Settings | None = None, environ: Mapping[str, str] |
         if value < 0:
             raise InvalidArgument(f"{var} must be >= 0, got {value}")
         changes[name] = value
+    raw_url = env.get(PUBLIC_URL_ENV)
+    if raw_url is not None and raw_url.strip():
+        changes["public_url"] = check_public_url(raw_url)
     return dataclasses.replace(base, explicit=explicit, **changes)
 
 

@@ -53,6 +53,14 @@ class Message(TypedDict):
     imported: NotRequired[bool]
 
 
+class Lifecycle(TypedDict):
+    """A session's lifecycle state (absent from results until the session first reported one)."""
+
+    state: Literal["working", "waiting", "idle", "ended", "lost"]
+    since: int  # when it entered the state, ms since the epoch
+    outcome: NotRequired[str]  # state "ended" only: ok, failed, cancelled, error or timeout
+
+
 class ListedSession(TypedDict):
     sessionKey: str
     agentId: str
@@ -60,6 +68,7 @@ class ListedSession(TypedDict):
     spawnedBy: NotRequired[str]
     label: NotRequired[str]
     stateVersion: NotRequired[int]
+    lifecycle: NotRequired[Lifecycle]
 
 
 class SpawnResult(TypedDict):
@@ -88,6 +97,7 @@ class StatusResult(TypedDict):
     spawnedBy: NotRequired[str]
     activeRunId: NotRequired[str]
     goal: NotRequired[dict[str, Any]]
+    lifecycle: NotRequired[Lifecycle]
     stateChanges: NotRequired[StateChanges]  # only with changesSince
 
 

@@ -24,7 +24,7 @@ from ..notices import (
     CONTEXT_PREFIX,
     context_key_for,
     format_line,
-    notice_template,
+    notice_renderer,
     parse_notice,
     target_from_context_key,
 )
@@ -46,6 +46,7 @@ from ..store.records import (
 )
 from ..types import QueueEntry as QueueEntryJSON
 from . import data_settings
+from . import lifecycle
 from .drops import DropCounter
 from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
 from .wakes import Subscription, Wake, WakeCallback, WakeHub
@@ -139,7 +140,8 @@ class Gateway:
         self.wakes = WakeHub(
             self.clock, self.settings.wake_coalesce_ms, self._still_pending, on_schedule=self._timer_event.set
         )
-        self._render = notice_template
+        self._render = notice_renderer(self.settings.public_url)
+        self.machine = lifecycle.this_machine()  # reported pids of this machine are checked before "lost"
         self._upstream: UpstreamService | None = None
         self.swept = 0
         self.swept_at: int | None = None  # when this process's restart sweep last ran (the dashboard shows it)
@@ -154,6 +156,10 @@ class Gateway:
             if tracer is not None:
                 self.enable_tracing(tracer)
         self.store.listen_wakes(lambda w: self.wakes.request([w]))
+        self.lost_timer: lifecycle.LostTimer | None = None
+        if not read_only:
+            self.lost_timer = lifecycle.LostTimer(self)
+            self._periodic.append(self.lost_timer)
         if not read_only and (timers if timers is not None else not self._injected_clock):
             self._timer_thread = threading.Thread(target=self._timer_loop, name="sessionwatch-timers", daemon=True)
             self._timer_thread.start()
@@ -484,7 +490,41 @@ class Gateway:
         row = self.session(key, agent_id)
         out = row.to_json()
         out["stateVersion"] = self.state_version(row.session_key, row.agent_id)
+        state = self.lifecycle_of(row.session_key, row.agent_id)
+        if state is not None:
+            out["lifecycle"] = state
         return out
+
+    # -- lifecycle (engine/lifecycle.py) ---------------------------------------------------------
+    def report_lifecycle(
+        self,
+        key: object,
+        state: object,
+        *,
+        agent_id: object = None,
+        pid: object = None,
+        host: object = None,
+        machine: object = None,
+        outcome: object = None,
+        at: object = None,
+    ) -> dict[str, Any]:
+        """A host reports what a session is doing: ``working`` (a turn runs), ``waiting`` (on a person),
+        ``idle`` (the turn ended) or ``ended`` (``outcome`` ok, failed, cancelled, error or timeout).
+        ``lost`` is the engine's to decide. Returns ``{sessionKey, agentId, lifecycle: {state, since},
+        changed, stale, events}``; see docs/lifecycle.md."""
+        return lifecycle.report(
+            self, key, state, agent_id=agent_id, pid=pid, host=host, machine=machine, outcome=outcome, at=at
+        )
+
+    def lifecycle_of(self, session_key: str, agent_id: str) -> dict[str, Any] | None:
+        """``{state, since}`` of a session, None when it never reported one."""
+        row = self._host_read(lambda: self.store.get_lifecycle(session_key, agent_id), "reading the lifecycle")
+        return None if row is None else row.to_json()
+
+    def check_lost(self, now: int | None = None) -> list[dict[str, Any]]:
+        """Run the lost timer's look now (``run_due`` runs it on its cadence); returns the events recorded."""
+        timer = self.lost_timer or lifecycle.LostTimer(self)
+        return [e.to_json() for e in timer.check(self.clock() if now is None else now)]
 
     def list_sessions(
         self,
@@ -494,10 +534,14 @@ class Gateway:
         limit: int = 50,
         agents: frozenset[str] | None = None,
         cursor: str | None = None,
+        lifecycle: list[str] | None = None,
     ) -> list[SessionRow]:
         """One page of sessions, newest created first (``list_sessions_page`` also gives the next cursor).
-        ``agents`` given: only sessions of those agents (a scoped token's view)."""
-        return self.list_sessions_page(agent_id=agent_id, kinds=kinds, limit=limit, agents=agents, cursor=cursor).rows
+        ``agents`` given: only sessions of those agents (a scoped token's view). ``lifecycle``: only
+        sessions in one of these states."""
+        return self.list_sessions_page(
+            agent_id=agent_id, kinds=kinds, limit=limit, agents=agents, cursor=cursor, lifecycle=lifecycle
+        ).rows
 
     def list_sessions_page(
         self,
@@ -507,21 +551,24 @@ class Gateway:
         limit: int = 50,
         agents: frozenset[str] | None = None,
         cursor: str | None = None,
+        lifecycle: list[str] | None = None,
     ) -> SessionPage:
-        """A page of sessions after ``cursor`` (a ``next_cursor`` of a page with the same ``agent_id``
-        and ``kinds``; see ``listing.py`` for the order and what a walk guarantees). A malformed cursor,
-        or one of another filter, raises ``InvalidArgument`` before anything is read."""
-        after = None if cursor is None else decode_cursor(cursor, agent_id, kinds)
+        """A page of sessions after ``cursor`` (a ``next_cursor`` of a page with the same ``agent_id``,
+        ``kinds`` and ``lifecycle``; see ``listing.py`` for the order and what a walk guarantees). A
+        malformed cursor, or one of another filter, raises ``InvalidArgument`` before anything is read."""
+        states = None if lifecycle is None else sorted(set(lifecycle))
+        after = None if cursor is None else decode_cursor(cursor, agent_id, kinds, states)
         scope = None if agents is None else sorted(agents)
         # One row more than asked tells whether a next page exists, so the last page has no cursor.
         rows = self._host_read(
-            lambda: self.store.list_sessions(agent_id, kinds, limit + 1, agents=scope, after=after), "listing sessions"
+            lambda: self.store.list_sessions(agent_id, kinds, limit + 1, agents=scope, after=after, states=states),
+            "listing sessions",
         )
         if len(rows) <= limit:
             return SessionPage(rows, None)
         last = rows[limit - 1]
         position = ListPosition(last.created_at, last.session_key, last.agent_id)
-        return SessionPage(rows[:limit], encode_cursor(position, agent_id, kinds))
+        return SessionPage(rows[:limit], encode_cursor(position, agent_id, kinds, states))
 
     def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
         row = self.session(key, agent_id)
@@ -806,7 +853,7 @@ class Gateway:
         if context_key is not None:
             ctx = validation.text(context_key, "contextKey", max_bytes=MAX_CONTEXT_KEY).lower()
         entry = self.store.enqueue(
-            skey, body, ctx, self.clock(), self.settings.queue_cap, notice=parse_notice(body, ctx)
+            skey, body, ctx, self.clock(), self.settings.queue_cap, notice=parse_notice(body, ctx, self._render)
         )
         return {"queued": entry is not None, "entry": entry_json(entry) if entry else None}
 

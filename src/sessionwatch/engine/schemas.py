@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..keys import SESSION_KINDS
+from ..kinds import END_OUTCOMES, LIFECYCLE_STATES
 
 Schema = dict[str, Any]
 
@@ -95,6 +96,14 @@ QUEUE_ENTRY: Schema = obj(
     },
     ["id", "text", "ts", "contextKey", "line"],
 )
+LIFECYCLE: Schema = obj(
+    {
+        "state": {"type": "string", "enum": list(LIFECYCLE_STATES)},
+        "since": {"type": "integer", "description": "When the session entered this state (ms since the epoch)."},
+        "outcome": {"type": "string", "enum": list(END_OUTCOMES), "description": "How it ended (state ended only)."},
+    },
+    ["state", "since"],
+)
 LISTED_SESSION: Schema = obj(
     {
         "sessionKey": STR,
@@ -103,6 +112,7 @@ LISTED_SESSION: Schema = obj(
         "spawnedBy": STR,
         "label": STR,
         "stateVersion": INT,
+        "lifecycle": LIFECYCLE,
     },
     ["sessionKey", "agentId", "kind"],
 )
@@ -133,6 +143,7 @@ TOOL_RESULTS: dict[str, Schema] = {
             "spawnedBy": STR,
             "activeRunId": STR,
             "goal": ANY_OBJECT,
+            "lifecycle": LIFECYCLE,
             "stateChanges": STATE_CHANGES,
             "text": STR,
         },
@@ -144,7 +155,7 @@ TOOL_RESULTS: dict[str, Schema] = {
             "nextCursor": {
                 "type": "string",
                 "description": "Present when more sessions follow: "
-                "pass it as cursor, with the same agentId and kinds, for the next page.",
+                "pass it as cursor, with the same agentId, kinds and lifecycle, for the next page.",
             },
             "text": STR,
         },

@@ -14,10 +14,12 @@ from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key, shown, shown_text
 from ..listing import MAX_CURSOR_LENGTH
+from ..notices import format_timestamp
 from ..repeats import RepeatedFailures
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EMPTY_PAGE, EventInput, MessageRow, SessionRow
-from ..types import HistoryResult, ListedSession, ListResult, SendResult, SpawnResult, StatusResult, UnwatchResult
+from ..kinds import LIFECYCLE_STATES
+from ..types import HistoryResult, Lifecycle, ListedSession, ListResult, SendResult, SpawnResult, StatusResult, UnwatchResult
 from .schemas import TOOL_RESULTS, result_or_error
 
 if TYPE_CHECKING:
@@ -316,6 +318,9 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
         out["activeRunId"] = row.active_run_id
     if row.goal:
         out["goal"] = row.goal
+    state = _degraded(notes, "the lifecycle", lambda: gw.lifecycle_of(row.session_key, row.agent_id), None)
+    if state is not None:
+        out["lifecycle"] = state
     lines = [
         f"Session {shown(row.session_key)} (agent {shown(row.agent_id)}, {row.kind})",
         f"sessionId: {row.session_id}",
@@ -327,6 +332,8 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
         lines.append(f"activeRun: {row.active_run_id}")
     if row.goal:
         lines.append(f"goal: {row.goal.get('objective', '')} [{row.goal.get('status', '')}]")
+    if state is not None:
+        lines.append(f"lifecycle: {_state_text(state)}")
     if since is not None:
         page = _degraded(
             notes,
@@ -344,6 +351,13 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
     return cast(StatusResult, _flag(out, notes))
 
 
+def _state_text(state: dict[str, Any]) -> str:
+    """``waiting since 2026-...Z`` (``ended (failed) since ...`` for an end with an outcome)."""
+    outcome = state.get("outcome")
+    name = f"{state['state']} ({outcome})" if outcome and outcome != "ok" else state["state"]
+    return f"{name} since {format_timestamp(int(state['since']))}"
+
+
 # -- sessions_list -------------------------------------------------------------------------------
 def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
     limit = 50
@@ -353,20 +367,33 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
     wanted_kinds: list[str] | None = None
     if args.get("kinds") is not None:
         wanted_kinds = validation.string_list(args["kinds"], "kinds", SESSION_KINDS)
+    wanted_states: list[str] | None = None
+    if args.get("lifecycle") is not None:
+        raw = args["lifecycle"]
+        wanted_states = validation.string_list([raw] if isinstance(raw, str) else raw, "lifecycle", LIFECYCLE_STATES)
+        if not wanted_states:
+            raise InvalidArgument("lifecycle must name at least one state")
     if agent is not None:
         check_scope(caller.scope, agent, "the sessions")
     cursor = args.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidArgument("cursor must be a string (a nextCursor of sessions_list)")
-    page = gw.list_sessions_page(agent_id=agent, kinds=wanted_kinds, limit=limit, agents=caller.scope, cursor=cursor)
+    page = gw.list_sessions_page(
+        agent_id=agent, kinds=wanted_kinds, limit=limit, agents=caller.scope, cursor=cursor, lifecycle=wanted_states
+    )
     rows = page.rows
     notes: list[str] = []
+    pairs = [(r.session_key, r.agent_id) for r in rows]
     versions = _degraded(
         notes,
         "the stateVersions",
-        lambda: gw._host_read(
-            lambda: gw.store.state_versions([(r.session_key, r.agent_id) for r in rows]), "reading stateVersions"
-        ),
+        lambda: gw._host_read(lambda: gw.store.state_versions(pairs), "reading stateVersions"),
+        {},
+    )
+    states = _degraded(
+        notes,
+        "the lifecycle states",
+        lambda: gw._host_read(lambda: gw.store.lifecycles(pairs), "reading lifecycle states") if pairs else {},
         {},
     )
     sessions: list[ListedSession] = []
@@ -380,18 +407,22 @@ def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
         version = versions.get((r.session_key, r.agent_id), 0)
         if version:
             item["stateVersion"] = version
+        state = states.get((r.session_key, r.agent_id))
+        if state is not None:
+            item["lifecycle"] = cast(Lifecycle, state.to_json())
         sessions.append(item)
         lines.append(
             f"- {shown(r.session_key)} [{r.kind}]"
             + (f" stateVersion {version}" if version else "")
             + (f" spawnedBy {shown(r.spawned_by)}" if r.spawned_by else "")
+            + (f" {_state_text(state.to_json())}" if state is not None else "")
         )
     out: dict[str, Any] = {"sessions": sessions, "text": "\n".join(lines) if lines else "No sessions."}
     if page.next_cursor is not None:
         out["nextCursor"] = page.next_cursor
         out["text"] += (
             f"\n\nMore sessions: call sessions_list again with cursor {page.next_cursor!r} "
-            "(and the same agentId and kinds)."
+            "(and the same agentId, kinds and lifecycle)."
         )
     return cast(ListResult, _flag(out, notes))
 
@@ -496,14 +527,26 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "sessions_list",
             "List sessions",
-            "List sessions with kind, spawn parent and stateVersion (when non-zero), newest created first. "
-            "When more exist the result has nextCursor: pass it as cursor (with the same agentId and kinds) "
-            "for the next page.",
+            "List sessions with kind, spawn parent, stateVersion (when non-zero) and lifecycle state (when "
+            "reported: working, waiting on a person, idle, ended, lost), newest created first. lifecycle "
+            "filters by state. When more exist the result has nextCursor: pass it as cursor (with the same "
+            "agentId, kinds and lifecycle) for the next page.",
             _obj(
                 {
                     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT},
                     "agentId": {"type": "string", "maxLength": 200},
                     "kinds": {"type": "array", "items": {"type": "string", "enum": list(SESSION_KINDS)}},
+                    "lifecycle": {
+                        "description": "Only sessions in this lifecycle state, or in one of these states.",
+                        "anyOf": [
+                            {"type": "string", "enum": list(LIFECYCLE_STATES)},
+                            {
+                                "type": "array",
+                                "items": {"type": "string", "enum": list(LIFECYCLE_STATES)},
+                                "minItems": 1,
+                            },
+                        ],
+                    },
                     "cursor": {
                         "type": "string",
                         "minLength": 1,

@@ -1,6 +1,6 @@
 """The storage interface, split by role like an event store's recorders.
 
-Six small role interfaces, each an ABC a backend implements in a module named for it
+Seven small role interfaces, each an ABC a backend implements in a module named for it
 (``store/sqlite/log.py``, ``store/sqlite/queue.py``, ...):
 
 - :class:`SignalLog`: record events, read them (pages, the whole log, bounds, heads), prune.
@@ -9,6 +9,7 @@ Six small role interfaces, each an ABC a backend implements in a module named fo
 - :class:`UpstreamLinks`: adopted upstream sessions and paired nodes.
 - :class:`Tokens`: hashed bearer tokens.
 - :class:`DataSettings`: the settings stored with the data.
+- :class:`SessionStates`: each session's lifecycle state (working, waiting, idle, ended, lost).
 
 :class:`Store` is their composite plus the lifecycle (open/close, cross-process wakes, the readiness
 probe, single-runner locks); the engine depends on it where it needs several roles, and code that
@@ -34,6 +35,7 @@ from .records import (
     Cursor,
     EventInput,
     EventRecord,
+    LifecycleRow,
     Link,
     LogBounds,
     MessageRow,
@@ -199,10 +201,13 @@ class Sessions(ABC):
         limit: int,
         agents: Sequence[str] | None = None,
         after: ListPosition | None = None,
+        states: Sequence[str] | None = None,
     ) -> list[SessionRow]:
         """At most ``limit`` sessions in the listing order (newest created first, see ``listing.py``),
         starting after ``after`` when given. ``agents`` given: only sessions of those agents (a scoped
-        token's view). Reads about ``limit`` rows per agent and kind asked for, never the whole table."""
+        token's view). Reads about ``limit`` rows per agent and kind asked for, never the whole table.
+        ``states`` given: only sessions in one of those lifecycle states (rows are then filtered as the
+        walk goes, so a page may read more rows than it returns)."""
 
     @abstractmethod
     def update_session(self, session_key: str, agent_id: str, now: int, **fields: Any) -> bool:
@@ -309,7 +314,37 @@ class DataSettings(ABC):
         """Change stored values in one transaction; returns (old, new)."""
 
 
-class Store(SignalLog, CursorQueue, Sessions, UpstreamLinks, Tokens, DataSettings):
+class SessionStates(ABC):
+    """Each session's lifecycle state, one row per session (docs/lifecycle.md). The rules of a report are
+    ``records.apply_report``; a store applies them in one transaction, so of two reports racing for the
+    same change exactly one sees it changed. Deleting a session deletes its state."""
+
+    @abstractmethod
+    def report_lifecycle(self, report: LifecycleRow) -> tuple[LifecycleRow | None, str]:
+        """Apply ``report`` (``records.apply_report``): returns (the state before, the verdict)."""
+
+    @abstractmethod
+    def get_lifecycle(self, session_key: str, agent_id: str) -> LifecycleRow | None: ...
+
+    @abstractmethod
+    def lifecycles(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], LifecycleRow]:
+        """The states of these sessions (those never reported are missing), in one read."""
+
+    @abstractmethod
+    def lost_candidates(self, cutoff: int, limit: int) -> list[LifecycleRow]:
+        """Sessions working or waiting whose last report is at or before ``cutoff``, oldest seen first."""
+
+    @abstractmethod
+    def mark_lost(self, session_key: str, agent_id: str, cutoff: int, now: int) -> LifecycleRow | None:
+        """Make the session ``lost`` (since ``now``) if it is still working or waiting and was last seen at
+        or before ``cutoff``; returns the state it was in, or None when it changed nothing."""
+
+    @abstractmethod
+    def lifecycle_counts(self, agents: Sequence[str] | None = None) -> dict[str, int]:
+        """How many sessions are in each state (of ``agents`` when given); states with none are missing."""
+
+
+class Store(SignalLog, CursorQueue, Sessions, UpstreamLinks, Tokens, DataSettings, SessionStates):
     """Storage backend: every role plus the lifecycle. ``url`` names it; ``multi_process`` says whether
     other processes share it. Opening (and applying migrations) is the backend's constructor."""
 

@@ -338,3 +338,70 @@ class TokenRow:
             "revokedAt": self.revoked_at,
             "revoked": self.revoked_at is not None,
         }
+
+
+@dataclass(slots=True)
+class LifecycleRow:
+    """A session's lifecycle state (docs/lifecycle.md): ``since`` when it entered the state, ``seen_at``
+    the last report or activity (what the lost timer measures), and the host process when reported."""
+
+    session_key: str
+    agent_id: str
+    state: str
+    since: int
+    seen_at: int
+    pid: int | None = None
+    machine: str | None = None
+    host: str | None = None
+    outcome: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The public shape: ``{state, since}`` (plus ``outcome`` for an ended session that has one)."""
+        out: dict[str, Any] = {"state": self.state, "since": self.since}
+        if self.state == "ended" and self.outcome is not None:
+            out["outcome"] = self.outcome
+        return out
+
+
+LIFECYCLE_COLS = "session_key, agent_id, state, since, seen_at, pid, machine, host, outcome"
+
+
+def lifecycle_from_row(row: Any) -> LifecycleRow:
+    return LifecycleRow(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8])
+
+
+def apply_report(current: LifecycleRow | None, report: LifecycleRow) -> tuple[LifecycleRow | None, str]:
+    """What one report does to the stored state (both stores run this inside their transaction):
+    ``(row to store or None, verdict)``. Verdicts: ``new`` (first report), ``changed`` (another state),
+    ``same`` (the state it is in: only the last-seen time and the process move on) and ``stale`` (older
+    than the state's own start, a report that arrived late: nothing changes)."""
+    if current is None:
+        return report, "new"
+    if current.state == report.state:
+        kept = LifecycleRow(
+            current.session_key,
+            current.agent_id,
+            current.state,
+            current.since,
+            max(current.seen_at, report.seen_at),
+            report.pid if report.pid is not None else current.pid,
+            report.machine if report.pid is not None else current.machine,
+            report.host if report.host is not None else current.host,
+            current.outcome,
+        )
+        return kept, "same"
+    if report.since < current.since:
+        return None, "stale"
+    pid_given = report.pid is not None
+    changed = LifecycleRow(
+        report.session_key,
+        report.agent_id,
+        report.state,
+        report.since,
+        max(current.seen_at, report.seen_at),
+        report.pid if pid_given else current.pid,
+        report.machine if pid_given else current.machine,
+        report.host if report.host is not None else current.host,
+        report.outcome,
+    )
+    return changed, "changed"

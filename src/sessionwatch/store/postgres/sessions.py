@@ -78,6 +78,7 @@ class PostgresSessions(PostgresConnection, Sessions):
         limit: int,
         agents: Sequence[str] | None = None,
         after: ListPosition | None = None,
+        states: Sequence[str] | None = None,
     ) -> list[SessionRow]:
         flt = list_filter(agent_id, kinds, agents)
         if flt.empty:
@@ -101,6 +102,12 @@ class PostgresSessions(PostgresConnection, Sessions):
             # The first term bounds the index range; the second skips the rows of that millisecond already shown.
             where.append("s.created_at <= %s AND (s.created_at < %s OR (s.session_key, s.agent_id) > (%s, %s))")
             args += [after.created_at, after.created_at, after.session_key, after.agent_id]
+        if states is not None:  # a lifecycle filter: checked per row as the walk goes (one key lookup each)
+            where.append(
+                "EXISTS (SELECT 1 FROM session_states l WHERE l.session_key = s.session_key"
+                " AND l.agent_id = s.agent_id AND l.state = ANY (%s::text[]))"
+            )
+            args.append(list(states))
         walk = (
             f"SELECT {SESSION_COLS_S} FROM sessions s"
             + (" WHERE " + " AND ".join(where) if where else "")

@@ -8,6 +8,7 @@ from .log import PostgresLog
 from .queue import PostgresQueue
 from .sessions import PostgresSessions
 from .settings import PostgresDataSettings
+from .states import PostgresStates
 from .tokens import PostgresTokens
 from .wakes import PostgresWakes
 
@@ -19,6 +20,7 @@ class PostgresStore(
     PostgresLinks,
     PostgresTokens,
     PostgresDataSettings,
+    PostgresStates,
     PostgresWakes,
     Store,
 ):

@@ -78,6 +78,7 @@ class SQLiteSessions(SQLiteConnection, Sessions):
         limit: int,
         agents: Sequence[str] | None = None,
         after: ListPosition | None = None,
+        states: Sequence[str] | None = None,
     ) -> list[SessionRow]:
         flt = list_filter(agent_id, kinds, agents)
         if flt.empty:
@@ -87,17 +88,17 @@ class SQLiteSessions(SQLiteConnection, Sessions):
         # cost follows the page, not the table. Past MAX_LIST_BRANCHES pairs one filtered walk is used.
         pairs = list(product(flt.agents or (None,), flt.kinds or (None,)))
         if len(pairs) > MAX_LIST_BRANCHES:
-            sql, args = self._list_walk(flt.agents, flt.kinds, after, limit)
+            sql, args = self._list_walk(flt.agents, flt.kinds, after, limit, states)
         elif len(pairs) == 1:
             agent, kind = pairs[0]
             sql, args = self._list_walk(
-                None if agent is None else (agent,), None if kind is None else (kind,), after, limit
+                None if agent is None else (agent,), None if kind is None else (kind,), after, limit, states
             )
         else:
             parts, args = [], []
             for agent, kind in pairs:
                 part, part_args = self._list_walk(
-                    None if agent is None else (agent,), None if kind is None else (kind,), after, limit
+                    None if agent is None else (agent,), None if kind is None else (kind,), after, limit, states
                 )
                 parts.append(f"SELECT * FROM ({part})")
                 args += part_args
@@ -108,7 +109,11 @@ class SQLiteSessions(SQLiteConnection, Sessions):
 
     @staticmethod
     def _list_walk(
-        agents: Sequence[str] | None, kinds: Sequence[str] | None, after: ListPosition | None, limit: int
+        agents: Sequence[str] | None,
+        kinds: Sequence[str] | None,
+        after: ListPosition | None,
+        limit: int,
+        states: Sequence[str] | None = None,
     ) -> tuple[str, list[Any]]:
         """One walk of the listing order from ``after`` on; one agent and one kind use an index prefix."""
         where: list[str] = []
@@ -126,6 +131,12 @@ class SQLiteSessions(SQLiteConnection, Sessions):
             # The first term bounds the index range; the second skips the rows of that millisecond already shown.
             where.append("created_at <= ? AND (created_at < ? OR (session_key, agent_id) > (?, ?))")
             args += [after.created_at, after.created_at, after.session_key, after.agent_id]
+        if states is not None:  # a lifecycle filter: checked per row as the walk goes (one key lookup each)
+            where.append(
+                "EXISTS (SELECT 1 FROM session_states l WHERE l.session_key = sessions.session_key"
+                " AND l.agent_id = sessions.agent_id AND l.state IN (SELECT value FROM json_each(?)))"
+            )
+            args.append(json.dumps(list(states)))
         sql = f"SELECT {SESSION_COLS} FROM sessions" + (" WHERE " + " AND ".join(where) if where else "")
         return sql + f" ORDER BY {LIST_ORDER} LIMIT ?", [*args, limit]
 
@@ -207,6 +218,7 @@ class SQLiteSessions(SQLiteConnection, Sessions):
                 ],
             )
             conn.execute("DELETE FROM heads WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
+            conn.execute("DELETE FROM session_states WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
             conn.execute("DELETE FROM messages WHERE session_key = ? AND agent_id = ?", (session_key, agent_id))
             touched = {
                 w for (w,) in conn.execute("DELETE FROM cursors WHERE target = ? RETURNING watcher", (session_key,))

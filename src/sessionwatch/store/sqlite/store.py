@@ -8,10 +8,13 @@ from .log import SQLiteLog
 from .queue import SQLiteQueue
 from .sessions import SQLiteSessions
 from .settings import SQLiteDataSettings
+from .states import SQLiteStates
 from .tokens import SQLiteTokens
 
 
-class SQLiteStore(SQLiteLog, SQLiteQueue, SQLiteSessions, SQLiteLinks, SQLiteTokens, SQLiteDataSettings, Store):
+class SQLiteStore(
+    SQLiteLog, SQLiteQueue, SQLiteSessions, SQLiteLinks, SQLiteTokens, SQLiteDataSettings, SQLiteStates, Store
+):
     """The embedded default backend: one file, WAL, one transaction per write, set-based fan-out.
     Thread-safe: one connection behind a lock (connection.py); open and close are ``SQLiteConnection``'s."""
 
