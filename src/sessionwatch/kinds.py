@@ -142,14 +142,14 @@ COMPACTED_SUMMARY = "session compacted"
 CREATED_SUMMARY = "session created"
 
 
-def project_payload(payload: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What ``session_status`` shows of a payload: outcome, channel and turns only."""
+def project_payload(payload: dict[str, Any] | None, kind: str | None = None) -> dict[str, Any] | None:
+    """What ``session_status`` shows of a payload: outcome, channel and turns only. A session's end also
+    shows the outcomes ``ok`` and ``failed`` (v1 kinds never show those)."""
     if not payload:
         return None
     out: dict[str, Any] = {}
     outcome = payload.get("outcome")
-    # "ok" and "failed" appear only on session_ended (v1 payloads never hold them)
-    if outcome in ("error", "timeout", "cancelled", "ok", "failed"):
+    if outcome in ("error", "timeout", "cancelled") or (kind == SESSION_ENDED and outcome in ("ok", "failed")):
         out["outcome"] = outcome
     channel = payload.get("channel")
     if isinstance(channel, str) and channel:

@@ -64,7 +64,7 @@ class EventRecord:
             out["actorId"] = self.actor_id
         if self.run_id is not None:
             out["runId"] = self.run_id
-        payload = project_payload(self.payload)
+        payload = project_payload(self.payload, self.kind)
         if payload is not None:
             out["payload"] = payload
         return out
@@ -126,7 +126,7 @@ class ChangesPage:
         for e in self.events:
             if "payload" in e:
                 e = dict(e)
-                projected = project_payload(e.pop("payload"))
+                projected = project_payload(e.pop("payload"), e.get("kind"))
                 if projected is not None:
                     e["payload"] = projected
             events.append(e)

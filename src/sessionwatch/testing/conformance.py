@@ -3,7 +3,7 @@
 The tests go through the public ``Gateway`` API only, so they hold every backend to the same
 user-visible behaviour: the signal log, ids scoped to their agent, watchers and the notice queue,
 delivery and reconciliation, sweep and prune, wakes, bad input, tokens, data settings, listing pages,
-flat costs and a hypothesis state machine against a reference model.
+flat costs, lifecycle states and hypothesis state machines against a reference model.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .edge_input import EdgeInputTests
 from .flat_costs import FlatCostTests
 from .helpers import MAIN, spawn
 from .hostile_text import HostileTextTests
+from .lifecycle import LifecycleTests
 from .list_pages import ListPageTests
 from .queue import QueueTests
 from .reconciliation import ReconciliationTests
@@ -52,6 +53,7 @@ class StoreConformance(
     DataSettingsTests,
     ListPageTests,
     FlatCostTests,
+    LifecycleTests,
     StatefulTests,
 ):
     """Subclass as ``Test<YourStore>`` in a test module and implement :meth:`make_store`; pytest collects
