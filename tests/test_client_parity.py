@@ -38,6 +38,8 @@ GATEWAY_ONLY = {
     "set_observer": "installs this process's metrics hooks (engine/observe.py)",
     "pending_wake": "the wake a (re)connecting subscriber gets; a client gets it from stream_wakes",
     "enable_tracing": "this process's OpenTelemetry spans (sessionwatch/tracing.py)",
+    "lifecycle_of": "engine helper: one session's {state, since}; remotely get_session or session_status show it",
+    "check_lost": "runs this process's lost timer now (its timer runs it on its own)",
 }
 # Parameters only the in-process engine takes: a client's credentials decide them on the server side.
 GATEWAY_ONLY_PARAMS = {

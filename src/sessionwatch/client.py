@@ -22,6 +22,8 @@ parity test (tests/test_client_parity.py) fails when their methods or signatures
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -126,6 +128,25 @@ def _stream_refused(res: httpx.Response) -> SessionwatchError:
     data = _decode(res)
     return (
         error_from_json(data) if isinstance(data, dict) else StoreUnavailable(f"HTTP {res.status_code} from /v1/stream")
+    )
+
+
+def _lifecycle_body(
+    state: object, agent_id: object, pid: object, host: object, machine: object, outcome: object, at: object
+) -> dict[str, Any]:
+    if pid is not None and machine is None:
+        # twin: engine/lifecycle.py::this_machine (not imported: the client stays light to import)
+        machine = os.environ.get("SESSIONWATCH_MACHINE") or socket.gethostname()
+    return _drop_none(
+        {
+            "state": state,
+            "agentId": agent_id,
+            "pid": pid,
+            "host": host,
+            "machine": machine,
+            "outcome": outcome,
+            "at": at,
+        }
     )
 
 
@@ -325,6 +346,24 @@ class GatewayClient(_ClientBase):
     def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
         return self._session(
             "POST", key, "/compactions", body=_drop_none({"operationId": operation_id, "agentId": agent_id})
+        )
+
+    def report_lifecycle(
+        self,
+        key: object,
+        state: object,
+        *,
+        agent_id: object = None,
+        pid: object = None,
+        host: object = None,
+        machine: object = None,
+        outcome: object = None,
+        at: object = None,
+    ) -> dict[str, Any]:
+        """``Gateway.report_lifecycle`` over HTTP. A pid without a machine is one of this machine (the
+        client's, not the gateway's), so a remote gateway still checks it only where it runs."""
+        return self._session(
+            "POST", key, "/lifecycle", body=_lifecycle_body(state, agent_id, pid, host, machine, outcome, at)
         )
 
     def append_message(
@@ -626,6 +665,23 @@ class AsyncGatewayClient(_ClientBase):
     async def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
         return await self._session(
             "POST", key, "/compactions", body=_drop_none({"operationId": operation_id, "agentId": agent_id})
+        )
+
+    async def report_lifecycle(
+        self,
+        key: object,
+        state: object,
+        *,
+        agent_id: object = None,
+        pid: object = None,
+        host: object = None,
+        machine: object = None,
+        outcome: object = None,
+        at: object = None,
+    ) -> dict[str, Any]:
+        """``Gateway.report_lifecycle`` over HTTP (see ``GatewayClient.report_lifecycle``)."""
+        return await self._session(
+            "POST", key, "/lifecycle", body=_lifecycle_body(state, agent_id, pid, host, machine, outcome, at)
         )
 
     async def append_message(

@@ -102,7 +102,7 @@ def check_public_url(value: object, source: str = PUBLIC_URL_ENV) -> str:
         or parts.query
         or parts.fragment
         or "#" in url
-        or any(c.isspace() or ord(c) < 0x21 or c in "<>\"" for c in url)
+        or any(c.isspace() or ord(c) < 0x21 or c in '<>"' for c in url)
     ):
         raise InvalidArgument(f"{source} must be an http(s) URL such as https://host/sw (no query, fragment or spaces)")
     return url.rstrip("/")

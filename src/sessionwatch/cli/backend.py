@@ -93,7 +93,12 @@ class Backend:
         return list(self.list_sessions_page(limit=limit, agent_id=agent_id)["sessions"])
 
     def list_sessions_page(
-        self, *, limit: int = 200, agent_id: str | None = None, cursor: str | None = None
+        self,
+        *,
+        limit: int = 200,
+        agent_id: str | None = None,
+        cursor: str | None = None,
+        lifecycle: list[str] | None = None,
     ) -> dict[str, Any]:
         """One page of the sessions_list tool: ``sessions`` and, when more follow, ``nextCursor``."""
         args: dict[str, Any] = {"limit": limit}
@@ -101,6 +106,8 @@ class Backend:
             args["agentId"] = agent_id
         if cursor is not None:
             args["cursor"] = cursor
+        if lifecycle:
+            args["lifecycle"] = lifecycle
         # With --agent the listing runs as that agent's main session (it need not exist), so a gateway
         # token scoped to that agent may list; the bare operator identity is of no token's agents.
         caller = f"agent:{agent_id}:main" if agent_id else OPERATOR

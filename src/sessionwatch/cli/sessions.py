@@ -1,4 +1,4 @@
-"""Everyday commands: sessions, status, send, watch, drain, log, prune, put, inbound, cursors."""
+"""Everyday commands: sessions, status, send, watch, drain, log, prune, put, inbound, lifecycle, cursors."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ..errors import InvalidArgument
 from ..keys import parse_key
+from ..kinds import END_OUTCOMES, LIFECYCLE_STATES, REPORTED_STATES
 from .app import State, cli, command, pass_state
 from .output import console, emit, event_line, kv_table, print_jsonl, table, ts
 
@@ -28,9 +29,19 @@ AGENT = click.option(
 @click.option("--agent", "agent_id", metavar="AGENT_ID", help="Only sessions of this agent.")
 @click.option("--cursor", metavar="CURSOR", help="Show the page after this one (the nextCursor a listing printed).")
 @click.option("--all", "walk_all", is_flag=True, help="Walk every page and show every session.")
+@click.option(
+    "--lifecycle",
+    "states",
+    multiple=True,
+    type=click.Choice(LIFECYCLE_STATES),
+    help="Only sessions in this lifecycle state (repeat for several).",
+)
 @pass_state
-def sessions_cmd(state: State, limit: int, agent_id: str | None, cursor: str | None, walk_all: bool) -> None:
-    """List sessions (newest created first) with kind, spawn parent, stateVersion and pending notices.
+def sessions_cmd(
+    state: State, limit: int, agent_id: str | None, cursor: str | None, walk_all: bool, states: tuple[str, ...]
+) -> None:
+    """List sessions (newest created first) with kind, spawn parent, stateVersion, lifecycle state and
+    pending notices.
 
     Pending is the number of entries waiting in the session's system-event queue
     (notices it has not consumed yet). When more sessions follow, the listing ends
@@ -40,15 +51,17 @@ def sessions_cmd(state: State, limit: int, agent_id: str | None, cursor: str | N
     Examples:
       sessionwatch sessions
       sessionwatch sessions --agent main --json
+      sessionwatch sessions --lifecycle waiting --lifecycle lost
       sessionwatch sessions --limit 50 --cursor <nextCursor of the previous page>
       sessionwatch sessions --all --json
     """
     be = state.backend(read_only=True)
-    page = be.list_sessions_page(limit=limit, agent_id=agent_id, cursor=cursor)
+    wanted = list(states) or None
+    page = be.list_sessions_page(limit=limit, agent_id=agent_id, cursor=cursor, lifecycle=wanted)
     rows = list(page["sessions"])
     next_cursor = page.get("nextCursor")
     while walk_all and next_cursor:
-        page = be.list_sessions_page(limit=limit, agent_id=agent_id, cursor=next_cursor)
+        page = be.list_sessions_page(limit=limit, agent_id=agent_id, cursor=next_cursor, lifecycle=wanted)
         rows += page["sessions"]
         next_cursor = page.get("nextCursor")
     for r in rows:
@@ -62,15 +75,23 @@ def sessions_cmd(state: State, limit: int, agent_id: str | None, cursor: str | N
             c.print(
                 table(
                     f"Sessions ({be.where})",
-                    ["key", "kind", "parent", "stateVersion", "pending"],
+                    ["key", "kind", "parent", "stateVersion", "state", "pending"],
                     [
-                        [r["sessionKey"], r.get("kind"), r.get("spawnedBy"), r["stateVersion"], r["pending"]]
+                        [
+                            r["sessionKey"],
+                            r.get("kind"),
+                            r.get("spawnedBy"),
+                            r["stateVersion"],
+                            state_cell(r.get("lifecycle")),
+                            r["pending"],
+                        ]
                         for r in rows
                     ],
                 )
             )
         if next_cursor:
             again = ["sessionwatch", "sessions", "--limit", str(limit)] + (["--agent", agent_id] if agent_id else [])
+            again += [arg for s in states for arg in ("--lifecycle", s)]
             c.print(f"More sessions: {' '.join(again)} --cursor {next_cursor}", soft_wrap=True)
 
     out: dict[str, Any] = {"sessions": rows}
@@ -412,6 +433,66 @@ def inbound_cmd(
             else f"Stored the turn in {key}; no signal recorded (actor {out.get('actorType')}, or nobody watches it).",
             markup=False,
         )
+
+    emit(state.json, out, human)
+
+
+def state_cell(lifecycle: dict[str, Any] | None) -> str:
+    """``waiting since <time>`` (``-`` for a session that never reported a state)."""
+    if not lifecycle:
+        return "-"
+    outcome = lifecycle.get("outcome")
+    name = f"{lifecycle['state']} ({outcome})" if outcome and outcome != "ok" else lifecycle["state"]
+    return f"{name} since {ts(lifecycle.get('since'))}"
+
+
+@command(cli, "lifecycle")
+@KEY
+@click.argument("lifecycle_state", metavar="STATE", type=click.Choice(REPORTED_STATES))
+@click.option("--pid", type=click.IntRange(1, 2**31 - 1), help="The host process (lost only once it is gone).")
+@click.option("--host", "host_name", metavar="HOST", help="The host program (claude, codex, ...).")
+@click.option("--outcome", type=click.Choice(END_OUTCOMES), help="How it ended (STATE ended only).")
+@click.option("--machine", metavar="NAME", help="Where --pid runs (default: this machine).")
+@AGENT
+@pass_state
+def lifecycle_cmd(
+    state: State,
+    key: str,
+    lifecycle_state: str,
+    pid: int | None,
+    host_name: str | None,
+    outcome: str | None,
+    machine: str | None,
+    agent_id: str | None,
+) -> None:
+    """Report what session KEY is doing: working, waiting (on a person), idle or ended.
+
+    A change records one typed event (session_working, ...). An end tells the spawn
+    parent and the watchers once; a session working or waiting that reports nothing
+    for SESSIONWATCH_LOST_AFTER_MS (10 minutes) becomes lost and tells them too.
+
+    \b
+    Examples:
+      sessionwatch lifecycle agent:main:subagent:kid working --pid 4242 --host claude
+      sessionwatch lifecycle agent:main:subagent:kid ended --outcome failed
+    """
+    if pid is not None and machine is None:
+        from ..engine.lifecycle import this_machine
+
+        machine = this_machine()  # the CLI's machine, also when it talks to a remote gateway
+    out = state.backend().report_lifecycle(
+        key, lifecycle_state, agent_id=agent_id, pid=pid, host=host_name, machine=machine, outcome=outcome
+    )
+
+    def human(c: Console) -> None:
+        shown_state = state_cell(out.get("lifecycle"))
+        if out.get("changed"):
+            kinds = ", ".join(f"{e['kind']} #{e['sequence']}" for e in out.get("events", []))
+            c.print(f"{key}: {shown_state} (recorded {kinds or 'nothing'}).", markup=False)
+        elif out.get("stale"):
+            c.print(f"{key}: still {shown_state}; the report was older than that state (ignored).", markup=False)
+        else:
+            c.print(f"{key}: still {shown_state}.", markup=False)
 
     emit(state.json, out, human)
 

@@ -1,4 +1,5 @@
-"""``sessionwatch top``: a live terminal view of the stale pairs and the tail of the signal log."""
+"""``sessionwatch top``: a live terminal view of the sessions' lifecycle states (waiting first), the stale
+pairs and the tail of the signal log."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from .backend import Backend
 from .output import console, print_json, table, ts
 
 PAGE = 1000  # the largest page the log read allows
+STATES_SHOWN = 20  # sessions listed by state in a frame (the counts cover them all)
+# The order sessions are shown in: who needs a person first, then what may need looking after.
+STATE_ORDER = ("waiting", "lost", "working", "idle", "ended")
 
 
 class Snapshot:
@@ -30,6 +34,8 @@ class Snapshot:
         self.stale: list[dict[str, Any]] = []
         self.cursors = 0
         self.taken_at = 0
+        self.states: list[dict[str, Any]] = []
+        self.state_counts: dict[str, int] = {}
 
     def refresh(self) -> None:
         be = self.backend
@@ -60,10 +66,25 @@ class Snapshot:
             }
             for c in sorted(stale, key=lambda c: (c["watcher"], c["target"]))
         ]
+        self._refresh_states()
         self.taken_at = int(time.time() * 1000)
+
+    def _refresh_states(self) -> None:
+        """Sessions that reported a lifecycle state (one listing page of at most 1000), waiting first."""
+        listed = self.backend.list_sessions_page(limit=PAGE, lifecycle=list(STATE_ORDER))["sessions"]
+        rows = [
+            {"sessionKey": r["sessionKey"], "agentId": r["agentId"], "spawnedBy": r.get("spawnedBy"), **r["lifecycle"]}
+            for r in listed
+            if r.get("lifecycle")
+        ]
+        rows.sort(key=lambda r: (STATE_ORDER.index(r["state"]), r["since"]))
+        self.state_counts = {s: n for s in STATE_ORDER if (n := sum(1 for r in rows if r["state"] == s))}
+        self.states = rows
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "lifecycle": self.state_counts,
+            "sessions": self.states,
             "stale": self.stale,
             "cursors": self.cursors,
             "log": list(self.events),
@@ -77,7 +98,26 @@ class Snapshot:
             f"  {redact_url(where)}  ",
             (ts(self.taken_at), "dim"),
             f"  {len(self.stale)} stale of {self.cursors} pairs  last sequence {self.after}",
+            "  " + "  ".join(f"{n} {s}" for s, n in self.state_counts.items()),
         )
+        if self.states:
+            shown = self.states[:STATES_SHOWN]
+            more = len(self.states) - len(shown)
+            states: Table = table(
+                "Sessions by state (waiting first)" + (f", {more} more" if more else ""),
+                ["session", "state", "since", "parent"],
+                [
+                    [
+                        r["sessionKey"],
+                        r["state"] + (f" ({r['outcome']})" if r.get("outcome") not in (None, "ok") else ""),
+                        ts(r["since"]),
+                        r.get("spawnedBy") or "-",
+                    ]
+                    for r in shown
+                ],
+            )
+        else:
+            states = table("Sessions by state", ["state"], [["no session reported a state"]])
         if self.stale:
             pairs: Table = table(
                 "Stale pairs (material > lastSeen)",
@@ -104,7 +144,7 @@ class Snapshot:
                 for e in self.events
             ],
         )
-        return Group(head, pairs, log)
+        return Group(head, states, pairs, log)
 
 
 @command(cli, "top")
@@ -122,7 +162,8 @@ class Snapshot:
 )
 @pass_state
 def top_cmd(state: State, once: bool, interval: float, tail: int) -> None:
-    """A live view of the stale pairs (with their pending notice) and the log tail.
+    """A live view of the sessions by lifecycle state (waiting first), the stale pairs
+    (with their pending notice) and the log tail.
 
     Reads only: a local store is opened read-only; with --gateway it reads the gateway.
     Ctrl-C quits.

@@ -45,8 +45,7 @@ from ..store.records import (
     WakeRequest,
 )
 from ..types import QueueEntry as QueueEntryJSON
-from . import data_settings
-from . import lifecycle
+from . import data_settings, lifecycle
 from .drops import DropCounter
 from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
 from .wakes import Subscription, Wake, WakeCallback, WakeHub

@@ -13,13 +13,22 @@ from .. import kinds, validation
 from ..access import check_scope
 from ..errors import Conflict, InvalidArgument, NotFound, SessionwatchError, StoreUnavailable, UnknownTool
 from ..keys import SESSION_KINDS, SessionKey, check_agent_id, parse_key, shown, shown_text
+from ..kinds import LIFECYCLE_STATES
 from ..listing import MAX_CURSOR_LENGTH
 from ..notices import format_timestamp
 from ..repeats import RepeatedFailures
 from ..settings import MAX_LIST_LIMIT
 from ..store.records import EMPTY_PAGE, EventInput, MessageRow, SessionRow
-from ..kinds import LIFECYCLE_STATES
-from ..types import HistoryResult, Lifecycle, ListedSession, ListResult, SendResult, SpawnResult, StatusResult, UnwatchResult
+from ..types import (
+    HistoryResult,
+    Lifecycle,
+    ListedSession,
+    ListResult,
+    SendResult,
+    SpawnResult,
+    StatusResult,
+    UnwatchResult,
+)
 from .schemas import TOOL_RESULTS, result_or_error
 
 if TYPE_CHECKING:

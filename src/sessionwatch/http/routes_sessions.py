@@ -84,6 +84,20 @@ def _message(c: Call) -> Any:
     )
 
 
+def _lifecycle(c: Call) -> Any:
+    b = c.body
+    return c.gw.report_lifecycle(
+        c.path["key"],
+        b.get("state"),
+        agent_id=b.get("agentId"),
+        pid=b.get("pid"),
+        host=b.get("host"),
+        machine=b.get("machine"),
+        outcome=b.get("outcome"),
+        at=b.get("at"),
+    )
+
+
 def _peek(c: Call) -> Any:
     return {"entries": c.gw.peek_system_events(c.path["key"], agent_id=c.query.get("agentId"))}
 
@@ -172,6 +186,17 @@ ROUTES: list[Endpoint] = [
         _reset,
         body=schemas.AGENT_ONLY,
         result=schemas.ref("Session"),
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/lifecycle",
+        "report_lifecycle",
+        "Report the session's lifecycle state: working, waiting (on a person), idle or ended. A change "
+        "records one typed event (session_working, ...); an end, and a return after lost, tell the spawn "
+        "parent and watchers once. The same state again only keeps the session from being lost.",
+        _lifecycle,
+        body=schemas.LIFECYCLE,
+        result=schemas.R_LIFECYCLE,
     ),
     Endpoint(
         "POST",

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..engine import schemas as engine_schemas
 from ..keys import SESSION_KINDS
-from ..kinds import GOAL_ACTIONS, RUN_STATUSES
+from ..kinds import END_OUTCOMES, GOAL_ACTIONS, REPORTED_STATES, RUN_STATUSES
 from ..settings import MAX_LIST_LIMIT
 
 Schema = dict[str, Any]
@@ -132,6 +132,33 @@ ACK = body(
     },
     ["ids"],
 )
+LIFECYCLE = body(
+    {
+        "state": {
+            "type": "string",
+            "enum": list(REPORTED_STATES),
+            "description": "working (a turn runs), waiting (on a person), idle (the turn ended), ended. "
+            "lost is decided by the gateway, never reported.",
+        },
+        "agentId": OPT_AGENT,
+        "pid": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "maximum": 2**31 - 1,
+            "description": "The host process; on the gateway's machine (or the one named by machine) a session "
+            "is lost only once this process is gone.",
+        },
+        "machine": {**OPT_NAME, "description": "Where pid runs (default: the gateway's machine)."},
+        "host": {**OPT_NAME, "description": "The host program, e.g. claude or codex."},
+        "outcome": {
+            "type": ["string", "null"],
+            "enum": [*END_OUTCOMES, None],
+            "description": "How the session ended (state ended only).",
+        },
+        "at": {"type": ["number", "null"], "description": "When it happened (ms since the epoch; default now)."},
+    },
+    ["state"],
+)
 PRUNE = body({"force": {"type": "boolean"}})
 EMPTY = body({})
 WATCH = body({"watcher": KEY, "target": KEY, "agentId": OPT_AGENT}, ["watcher", "target"])
@@ -161,6 +188,7 @@ COMPONENTS: dict[str, Schema] = {
             "activeRunId": STR,
             "goal": ANY_OBJECT,
             "stateVersion": INT,
+            "lifecycle": engine_schemas.LIFECYCLE,
             "created": BOOL,
         },
         ["sessionKey", "agentId", "sessionId", "kind", "createdAt", "updatedAt"],
@@ -217,6 +245,17 @@ R_GOAL = obj(
 )
 R_RUN_BEGIN = obj({"sessionKey": STR, "activeRunId": STR}, ["sessionKey", "activeRunId"])
 R_RECORDED = obj({"recorded": BOOL, "wasActive": BOOL, "event": nullable("Event")}, ["recorded", "event"])
+R_LIFECYCLE = obj(
+    {
+        "sessionKey": STR,
+        "agentId": STR,
+        "lifecycle": engine_schemas.LIFECYCLE,
+        "changed": {"type": "boolean", "description": "The state changed (its events were recorded)."},
+        "stale": {"type": "boolean", "description": "Older than the current state's start: ignored."},
+        "events": {"type": "array", "items": ref("Event")},
+    },
+    ["sessionKey", "agentId", "lifecycle", "changed", "stale", "events"],
+)
 R_DELETED = obj({"deleted": BOOL}, ["deleted"])
 R_ENTRIES = listing("entries", ref("QueueEntry"))
 R_ACKED = obj({"acknowledged": INT}, ["acknowledged"])

@@ -304,7 +304,9 @@ class LifecycleTests(SuiteBase):
         wrong = gw.call_tool("sessions_list", {"limit": 2, "cursor": first["nextCursor"]}, caller=MAIN)
         assert "different agentId/kinds filter" in err(wrong, "invalid_argument")
         plain = ok(gw.call_tool("sessions_list", {"limit": 2}, caller=MAIN))
-        refused = gw.call_tool("sessions_list", {"limit": 2, "lifecycle": "idle", "cursor": plain["nextCursor"]}, caller=MAIN)
+        refused = gw.call_tool(
+            "sessions_list", {"limit": 2, "lifecycle": "idle", "cursor": plain["nextCursor"]}, caller=MAIN
+        )
         err(refused, "invalid_argument")
 
     def test_counts_per_state_for_every_or_some_agents(self, family: Gateway) -> None:

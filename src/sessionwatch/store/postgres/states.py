@@ -24,7 +24,8 @@ class PostgresStates(PostgresConnection, SessionStates):
         def _all(self, query: str, params: Any = None) -> list[Any]: ...
         def _durable_read(self) -> str: ...
 
-    # twin: store/sqlite/states.py::SQLiteStates.report_lifecycle (bound by sessionwatch/testing/lifecycle.py)
+    # twin: store/sqlite/states.py::SQLiteStates.report_lifecycle (bound by
+    #   sessionwatch/testing/lifecycle.py::test_lifecycle_machine_matches_the_model)
     def report_lifecycle(self, report: LifecycleRow) -> tuple[LifecycleRow | None, str]:
         def work(conn: psycopg.Connection[Any]) -> tuple[LifecycleRow | None, str]:
             with conn.transaction():
@@ -77,7 +78,8 @@ class PostgresStates(PostgresConnection, SessionStates):
             )
         ]
 
-    # twin: store/sqlite/states.py::SQLiteStates.mark_lost
+    # twin: store/sqlite/states.py::SQLiteStates.mark_lost (bound by
+    #   sessionwatch/testing/lifecycle.py::test_silence_while_working_is_lost_once_and_the_parent_is_told_once)
     def mark_lost(self, session_key: str, agent_id: str, cutoff: int, now: int) -> LifecycleRow | None:
         def work(conn: psycopg.Connection[Any]) -> LifecycleRow | None:
             with conn.transaction():

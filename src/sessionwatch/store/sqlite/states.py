@@ -15,7 +15,7 @@ _LIVE = ", ".join(f"'{s}'" for s in LIVE_STATES)  # the partial index's own pred
 
 class SQLiteStates(SQLiteConnection, SessionStates):
     # twin: store/postgres/states.py::PostgresStates.report_lifecycle (bound by
-    #   sessionwatch/testing/lifecycle.py and its state machine)
+    #   sessionwatch/testing/lifecycle.py::test_lifecycle_machine_matches_the_model)
     def report_lifecycle(self, report: LifecycleRow) -> tuple[LifecycleRow | None, str]:
         with self._tx() as conn:
             found = conn.execute(
@@ -71,7 +71,8 @@ class SQLiteStates(SQLiteConnection, SessionStates):
             ).fetchall()
         return [lifecycle_from_row(r) for r in rows]
 
-    # twin: store/postgres/states.py::PostgresStates.mark_lost
+    # twin: store/postgres/states.py::PostgresStates.mark_lost (bound by
+    #   sessionwatch/testing/lifecycle.py::test_silence_while_working_is_lost_once_and_the_parent_is_told_once)
     def mark_lost(self, session_key: str, agent_id: str, cutoff: int, now: int) -> LifecycleRow | None:
         with self._tx() as conn:
             found = conn.execute(
@@ -95,4 +96,4 @@ class SQLiteStates(SQLiteConnection, SessionStates):
             sql += " WHERE agent_id IN (SELECT value FROM json_each(?))"
             args.append(json.dumps(list(agents)))
         with self._lock:
-            return {state: n for state, n in self._conn.execute(sql + " GROUP BY state", args)}
+            return dict(self._conn.execute(sql + " GROUP BY state", args))
