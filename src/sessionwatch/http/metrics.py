@@ -9,6 +9,7 @@ collector when Prometheus scrapes. The list with meanings is in docs/operations.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,11 +20,14 @@ from starlette.responses import Response
 
 from ..engine.drops import CAUSES
 from ..engine.observe import Observer
+from ..kinds import LIFECYCLE_STATES
+from ..repeats import RepeatedFailures
 from .auth import ADMIN_ONLY
 from .endpoints import Call, Endpoint
 from .runtime import Runtime
 
 NS = "sessionwatch"
+log = RepeatedFailures(logging.getLogger("sessionwatch.http.metrics"))
 # Store operations take from tens of microseconds (a cached read) to seconds (a locked SQLite file).
 STORE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 TICK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -140,7 +144,8 @@ class PrometheusObserver(Observer):
 
 
 class ScrapeTimeCollector(Collector):
-    """Values read when Prometheus scrapes: dropped recordings, SSE subscribers, the PostgreSQL pool."""
+    """Values read when Prometheus scrapes: dropped recordings, SSE subscribers, sessions per lifecycle
+    state, the PostgreSQL pool."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
@@ -164,6 +169,17 @@ class ScrapeTimeCollector(Collector):
             "1 when the gateway's store is open and its restart sweep has run.",
             value=1 if gw is not None and self.runtime.state == "ok" and gw.sweep_ran else 0,
         )
+        states = self._lifecycle_counts(gw)
+        if states is not None:
+            gauge = GaugeMetricFamily(
+                f"{NS}_sessions_lifecycle",
+                "Sessions in each lifecycle state (working, waiting, idle, ended, lost); "
+                "sessions that never reported one are not counted.",
+                labels=["state"],
+            )
+            for state in LIFECYCLE_STATES:
+                gauge.add_metric([state], states.get(state, 0))
+            yield gauge
         pool = getattr(getattr(gw, "store", None), "_pool", None) if gw is not None else None
         stats = getattr(pool, "get_stats", None)
         if callable(stats):
@@ -180,6 +196,20 @@ class ScrapeTimeCollector(Collector):
                 "Requests that timed out waiting for a PostgreSQL connection.",
                 value=values.get("requests_errors", 0),
             )
+
+
+    @staticmethod
+    def _lifecycle_counts(gw: Any) -> dict[str, int] | None:
+        """One grouped count (the scrape runs off the event loop); None when it cannot be read: the
+        gauge is left out of that scrape rather than showing zeros."""
+        if gw is None:
+            return None
+        try:
+            counts: dict[str, int] = gw.store.lifecycle_counts()
+        except Exception as exc:  # noqa: BLE001 - a scrape never fails for one gauge (logged once)
+            log.warning("reading the lifecycle counts for /metrics failed: %s", exc, per="lifecycle-counts")
+            return None
+        return counts
 
 
 class Metrics:
@@ -200,7 +230,7 @@ class Metrics:
 
 
 def routes(metrics: Metrics) -> list[Endpoint]:
-    async def scrape(c: Call) -> Response:
+    def scrape(c: Call) -> Response:  # on a worker thread: the lifecycle gauge reads the store
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     return [

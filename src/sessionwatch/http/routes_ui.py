@@ -70,6 +70,7 @@ def _overview(c: Call) -> Any:
     rows = gw.list_sessions(limit=MAX_LIST_LIMIT, agents=agents)
     pairs = [(r.session_key, r.agent_id) for r in rows]
     versions = _read(gw, lambda: gw.store.state_versions(pairs), "reading stateVersions")
+    states = _read(gw, lambda: gw.store.lifecycles(pairs), "reading lifecycle states")
     links = {(x.session_key, x.agent_id): x for x in _read(gw, gw.store.links, "reading upstream links")}
     bounds = gw.log_bounds(agents=agents)
     recent = gw.events_after(max(0, bounds.last - RECENT_EVENTS), 1000, agents=agents)
@@ -83,6 +84,8 @@ def _overview(c: Call) -> Any:
         item.pop("goal", None)
         item["stateVersion"] = versions.get((r.session_key, r.agent_id), 0)
         item["lastActivity"] = active.get((r.session_key, r.agent_id), r.updated_at)
+        lifecycle = states.get((r.session_key, r.agent_id))
+        item["lifecycle"] = lifecycle.to_json() if lifecycle is not None else None
         link = links.get((r.session_key, r.agent_id))
         item["link"] = _link_state(link) if link is not None else None
         sessions_out.append(item)
@@ -186,7 +189,7 @@ ROUTES: list[Endpoint] = [
         "GET",
         "/v1/ui/overview",
         "ui_overview",
-        "Dashboard: sessions (with stateVersion, last activity and "
+        "Dashboard: sessions (with stateVersion, last activity, lifecycle state and "
         "upstream link state), watch pairs (stale ones with their pending notice text) and the log's head.",
         _overview,
         tag="dashboard",

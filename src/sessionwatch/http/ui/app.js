@@ -3,7 +3,10 @@
 "use strict";
 
 const KINDS = ["human_direct_message", "goal_changed", "upstream_missing", "child_spawned", "run_completed",
-  "run_failed", "compacted", "created", "adopted", "imported"];
+  "run_failed", "compacted", "created", "adopted", "imported", "session_working", "session_waiting", "session_idle",
+  "session_ended", "session_lost", "session_back"];
+// Lifecycle states in the order the Sessions view puts them: who waits on a person first.
+const STATES = ["waiting", "lost", "working", "idle", "ended"];
 const TOKEN_KEY = "sessionwatch.token"; // sessionStorage: this tab only, gone when it closes
 const LOG_KEEP = 1000;
 
@@ -119,13 +122,30 @@ function report(err) {
   setStatus(String(err.message || err), "down");
 }
 
+// A session's lifecycle badge (nothing for a session that never reported a state).
+function stateBadge(lc) {
+  if (!lc) return null;
+  const outcome = lc.outcome && lc.outcome !== "ok" ? " (" + lc.outcome + ")" : "";
+  return el("span", { class: "badge state state-" + lc.state, "data-state": lc.state,
+    title: lc.state + outcome + " since " + when(lc.since), text: lc.state + outcome + " " + ago(lc.since) });
+}
+// Waiting sessions first, then lost, working, idle, ended, then those without a state; stable otherwise.
+function stateRank(s) {
+  const i = s.lifecycle ? STATES.indexOf(s.lifecycle.state) : -1;
+  return i < 0 ? STATES.length : i;
+}
+
 // Sessions: a tree of spawn parents and children, grouped by agent.
 function renderSessions(ov) {
   const box = document.getElementById("sessions-tree");
-  const byKey = new Map(ov.sessions.map((s) => [s.sessionKey + "\u0000" + s.agentId, s]));
+  const wanted = document.getElementById("filter-lifecycle").value;
+  const shown = ov.sessions
+    .filter((s) => !wanted || (wanted === "none" ? !s.lifecycle : s.lifecycle && s.lifecycle.state === wanted))
+    .map((s, i) => [s, i]).sort((a, b) => stateRank(a[0]) - stateRank(b[0]) || a[1] - b[1]).map((p) => p[0]);
+  const byKey = new Map(shown.map((s) => [s.sessionKey + "\u0000" + s.agentId, s]));
   const children = new Map();
   const roots = [];
-  for (const s of ov.sessions) {
+  for (const s of shown) {
     const parent = s.spawnedBy ? byKey.get(s.spawnedBy + "\u0000" + s.agentId) : null;
     if (parent) {
       const k = parent.sessionKey + "\u0000" + parent.agentId;
@@ -133,13 +153,14 @@ function renderSessions(ov) {
       children.get(k).push(s);
     } else roots.push(s);
   }
-  const agents = [...new Set(ov.sessions.map((s) => s.agentId))].sort();
+  const agents = [...new Set(shown.map((s) => s.agentId))].sort();
   const node = (s) => {
     const link = s.link;
     const li = el("li", { "data-session": s.sessionKey },
       el("span", { class: "node" },
         el("a", { class: "key mono", href: "#session/" + seg(s.sessionKey), text: s.sessionKey }),
         el("span", { class: "badge kind-" + s.kind, text: s.kind }),
+        stateBadge(s.lifecycle),
         s.label ? el("span", { class: "meta", text: "“" + s.label + "”" }) : null,
         el("span", { class: "meta", text: "stateVersion " + s.stateVersion }),
         el("span", { class: "meta", title: when(s.lastActivity), text: "active " + ago(s.lastActivity) }),
@@ -153,9 +174,12 @@ function renderSessions(ov) {
   box.replaceChildren(...(agents.length ? agents.map((agent) => el("div", { class: "agent-group", "data-agent": agent },
     el("h3", {}, "agent ", el("code", { text: agent })),
     el("ul", { class: "tree root" }, ...roots.filter((s) => s.agentId === agent).map(node)))) :
-    [el("p", { class: "empty", text: "No sessions yet." })]));
+    [el("p", { class: "empty", text: ov.sessions.length ? "No session in this state." : "No sessions yet." })]));
+  const counts = STATES.map((st) => [st, ov.sessions.filter((s) => s.lifecycle && s.lifecycle.state === st).length])
+    .filter((c) => c[1]).map((c) => c[1] + " " + c[0]);
   document.getElementById("sessions-count").textContent =
-    ov.sessions.length + " session" + (ov.sessions.length === 1 ? "" : "s") + (ov.truncated ? " (first page)" : "");
+    ov.sessions.length + " session" + (ov.sessions.length === 1 ? "" : "s") + (ov.truncated ? " (first page)" : "") +
+    (counts.length ? " · " + counts.join(", ") : "") + (wanted ? " · showing " + shown.length : "");
 }
 
 // Watch graph: watchers -> targets; stale pairs in red with their pending notice.
@@ -327,6 +351,7 @@ async function loadSession(key) {
         el("dt", { text: "agent" }), el("dd", { text: s.agentId }),
         el("dt", { text: "kind" }), el("dd", { text: s.kind }),
         el("dt", { text: "stateVersion" }), el("dd", { text: s.stateVersion }),
+        el("dt", { text: "lifecycle" }), el("dd", { id: "session-lifecycle" }, stateBadge(s.lifecycle) || "—"),
         el("dt", { text: "spawned by" }), el("dd", { class: "mono", text: s.spawnedBy || "—" }),
         el("dt", { text: "active run" }), el("dd", { text: s.activeRunId || "—" }),
         el("dt", { text: "updated" }), el("dd", { text: when(s.updatedAt) }),
@@ -409,6 +434,10 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const id of ["filter-session", "filter-agent", "filter-kind"]) {
     document.getElementById(id).addEventListener("input", renderLog);
   }
+  const lifecycle = document.getElementById("filter-lifecycle");
+  for (const st of STATES) lifecycle.append(el("option", { value: st, text: st }));
+  lifecycle.append(el("option", { value: "none", text: "never reported" }));
+  lifecycle.addEventListener("input", () => { if (state.overview) renderSessions(state.overview); });
   document.getElementById("session-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const key = document.getElementById("session-input").value.trim();
