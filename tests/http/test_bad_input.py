@@ -188,6 +188,8 @@ def _minimal_body(path: str) -> dict[str, Any]:
         return {"role": "user", "text": "t"}
     if path.endswith("/system-events"):
         return {"text": "t"}
+    if path.endswith("/lifecycle"):
+        return {"state": "idle"}
     return {}
 
 

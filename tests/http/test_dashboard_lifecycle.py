@@ -4,11 +4,35 @@ page's state. Same harness as test_dashboard_browser.py (the distribution's chro
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
-from .test_dashboard_browser import CHROMIUM, IMG, TOKEN, Serve, browser, pytestmark, serve  # noqa: F401
+from . import test_dashboard_browser as harness
+from .test_dashboard_browser import IMG, TOKEN, Serve
+
+pytestmark = harness.pytestmark
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    s = Serve(tmp_path, TOKEN)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    with harness.sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=harness.CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
 
 MAIN, KID, PEER, QUIET = "agent:main:main", "agent:main:subagent:kid", "agent:main:peer", "agent:main:quiet"
 

@@ -18,7 +18,6 @@ from sessionwatch.store import open_store
 from sessionwatch.tokens import create_token
 from tests.support.waiting import wait_until
 
-from .conftest import GatewayProcess
 from .test_metrics import scrape
 
 MAIN, KID = "agent:lc:main", "agent:lc:subagent:kid"
@@ -47,18 +46,16 @@ def test_reports_over_http_change_state_and_an_end_tells_the_parent(http: httpx.
     again = http.post(f"/v1/sessions/{kid}/lifecycle", json={"state": "working"}).json()
     assert again["changed"] is False and again["events"] == []
     assert _notices(http, MAIN) == []
-    status = http.post(
-        "/v1/tools/session_status", json={"sessionKey": kid}, headers={"X-Session-Key": MAIN}
-    ).json()
+    status = http.post("/v1/tools/session_status", json={"sessionKey": kid}, headers={"X-Session-Key": MAIN}).json()
     assert status["lifecycle"]["state"] == "working"
     assert http.get(f"/v1/sessions/{kid}").json()["lifecycle"]["state"] == "working"
     ended = http.post(f"/v1/sessions/{kid}/lifecycle", json={"state": "ended", "outcome": "failed"}).json()
     assert [e["kind"] for e in ended["events"]] == ["session_ended"]
     (text,) = _notices(http, MAIN)
     assert text.startswith(f'Session "{kid}" changed (other actor). Reconcile before acting: ')
-    listed = http.post(
-        "/v1/tools/sessions_list", json={"lifecycle": "ended"}, headers={"X-Session-Key": MAIN}
-    ).json()["sessions"]
+    listed = http.post("/v1/tools/sessions_list", json={"lifecycle": "ended"}, headers={"X-Session-Key": MAIN}).json()[
+        "sessions"
+    ]
     assert [(s["sessionKey"], s["lifecycle"]["outcome"]) for s in listed if s["agentId"] == "lc"] == [(kid, "failed")]
 
 

@@ -17,7 +17,9 @@ from .helpers import MANAGER, call_ok, structured
 pytestmark = pytest.mark.anyio
 
 
-async def test_states_are_listed_filtered_and_an_end_rides_along(gw: Gateway, binding: SessionBinding, mode: str) -> None:
+async def test_states_are_listed_filtered_and_an_end_rides_along(
+    gw: Gateway, binding: SessionBinding, mode: str
+) -> None:
     async with Client(build_server(binding), mode=mode) as client:
         kid = (await call_ok(client, "sessions_spawn", {"label": "kid"}))["sessionKey"]
         gw.report_lifecycle(kid, "waiting", host="claude")

@@ -197,7 +197,6 @@ class ScrapeTimeCollector(Collector):
                 value=values.get("requests_errors", 0),
             )
 
-
     @staticmethod
     def _lifecycle_counts(gw: Any) -> dict[str, int] | None:
         """One grouped count (the scrape runs off the event loop); None when it cannot be read: the

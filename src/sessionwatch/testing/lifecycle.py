@@ -326,7 +326,8 @@ class LifecycleTests(SuiteBase):
         again = self.open_gateway(clock=clock)
         try:
             assert again.get_session(CHILD)["lifecycle"] == {"state": "waiting", "since": since}
-            assert again.store.get_lifecycle(CHILD, "a").pid == 4321  # type: ignore[union-attr]
+            row = again.store.get_lifecycle(CHILD, "a")
+            assert row is not None and row.pid == 4321
         finally:
             again.close()
 
