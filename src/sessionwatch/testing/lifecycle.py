@@ -228,6 +228,39 @@ class LifecycleTests(SuiteBase):
         assert [e["kind"] for e in out["events"]] == ["session_back", "session_ended"]
         assert len(texts(gw, MAIN)) == 1  # one coalesced notice for the loss, the return and the end
 
+    def test_two_processes_racing_record_each_change_and_each_loss_once(self, clock: ManualClock) -> None:
+        # Two gateways on one store (two processes' worth of connections), each on its own thread.
+        import threading
+
+        first = self.open_gateway(clock=clock)
+        second = self.open_gateway(clock=clock)
+        try:
+            first.put_session(MAIN)
+            kids = [spawn(first, MAIN, f"r{i}")["sessionKey"] for i in range(8)]
+            barrier = threading.Barrier(2)
+
+            def race(gw: Gateway, job: Any) -> None:
+                barrier.wait()
+                for k in kids:
+                    job(gw, k)
+
+            def run(job: Any) -> None:
+                threads = [threading.Thread(target=race, args=(g, job)) for g in (first, second)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(60)
+
+            run(lambda gw, k: gw.report_lifecycle(k, "working"))
+            clock.advance(LOST_AFTER)
+            run(lambda gw, k: gw.check_lost())
+            run(lambda gw, k: gw.report_lifecycle(k, "ended"))
+            for k in kids:
+                assert kinds_of(first, k) == ["session_working", "session_lost", "session_back", "session_ended"], k
+        finally:
+            first.close()
+            second.close()
+
     # -- bad input, unknown sessions ---------------------------------------------------------------------------
     def test_a_report_for_an_unknown_session_is_not_found_and_creates_nothing(self, gw: Gateway) -> None:
         with pytest.raises(NotFound):
