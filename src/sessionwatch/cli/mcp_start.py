@@ -56,8 +56,16 @@ def parse(args: list[str]) -> dict[str, str] | None:
         if nxt is None:
             return None
         i = nxt
-    if opts.get("transport", "stdio") != "stdio" or "session" not in opts:
+    if opts.get("transport", "stdio") != "stdio":
         return None
+    if "session" not in opts:  # started by Claude Code without a key: its session id makes one
+        from ..hooks.identity import mcp_session_key
+
+        derived = mcp_session_key(opts.get("agent"))
+        if derived is None:
+            return None
+        opts["session"] = derived
+        opts.pop("agent", None)
     if opts.get("log_level", "warning") not in LEVELS:
         return None
     try:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from . import host_sessions
 from .delivery import AnswerState, state_dir
 from .down import BUDGET_S, REMEMBER_S, Budget, DownMark, Missed, bounded, public
 from .hosts import HOSTS, STOP, USER_PROMPT_SUBMIT, Host
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("sessionwatch.hook")
 T = TypeVar("T")
 
-SESSION_ENV = "SESSIONWATCH_SESSION"
-AGENT_ENV = "SESSIONWATCH_AGENT"
+SESSION_ENV = host_sessions.SESSION_ENV
+AGENT_ENV = host_sessions.AGENT_ENV
 NUDGE_RETRY_MS = 2000  # how long the nudge keeps looking for the prompt's row
 MAX_INPUT_BYTES = 1 << 20  # the hosts' JSON is a few KiB; more is not a hook input we can use
 _DISCARD_CHUNK = 1 << 16
@@ -122,7 +123,28 @@ def _postgres_exists(url: str, budget: Budget) -> None:
         raise NoStore(f"{public(url)} holds no sessionwatch store")
 
 
-class _Local:
+class _EngineWrites:
+    """host_sessions.Writes on an engine in this process (a local store, or the gateway's own)."""
+
+    gw: Any
+
+    def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]:
+        from ..errors import NotFound
+
+        try:
+            return dict(self.gw.upstream.continue_thread(catalog, thread_id, session_key=key))
+        except NotFound as exc:  # the host has not written the transcript yet: the session, without its link
+            out = self.gw.put_session(key)
+            return {"sessionKey": key, "linked": False, "reason": str(exc), "created": out.get("created")}
+
+    def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]:
+        return dict(self.gw.call_tool("sessions_spawn", {"sessionKey": child, "runId": run_id}, caller=parent))
+
+    def end_child(self, child: str, run_id: str) -> dict[str, Any]:
+        return dict(self.gw.end_run(child, run_id, "ok"))
+
+
+class _Local(_EngineWrites):
     """The engine on a local store, opened without a sweep, a prune or timers (a hook is a short client)."""
 
     def __init__(self, url: str, budget: Budget) -> None:
@@ -216,17 +238,39 @@ class _Remote:
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
         self._call(lambda: self.client.ack_system_events(key, ids, agent_id=agent))
 
+    def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]:
+        from ..errors import NotFound
+
+        try:
+            link = self._call(lambda: self.client.link(key))
+        except NotFound:  # no such session yet
+            link = None
+        if link and link.get("threadId") == thread_id:
+            return {"sessionKey": key, "linked": True}
+        try:
+            return dict(self._call(lambda: self.client.continue_thread(catalog, thread_id, session_key=key)))
+        except NotFound as exc:  # the host has not written the transcript yet (or the gateway cannot see it)
+            out = self._call(lambda: self.client.put_session(key))
+            return {"sessionKey": key, "linked": False, "reason": str(exc), "created": out.get("created")}
+
+    def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]:
+        args = {"sessionKey": child, "runId": run_id}
+        return dict(self._call(lambda: self.client.call_tool("sessions_spawn", args, caller=parent)))
+
+    def end_child(self, child: str, run_id: str) -> dict[str, Any]:
+        return dict(self._call(lambda: self.client.end_run(child, run_id, "ok")))
+
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
         return []  # a gateway lists no links by thread: give --session (or $SESSIONWATCH_SESSION) there
 
-    def own_link(self, who: tuple[str, str | None, str] | None, thread_id: str | None) -> list[dict[str, Any]]:
+    def own_link(self, who: host_sessions.Who | None, thread_id: str | None) -> list[dict[str, Any]]:
         """The session's link when it is this very thread (a worker installed with its own --session)."""
         if who is None or thread_id is None:
             return []
         try:
-            link = self._call(lambda: self.client.link(who[0], who[1]))
+            link = self._call(lambda: self.client.link(who.key, who.agent))
         except Exception as exc:  # noqa: BLE001 - no link (or no gateway: logged by _call) means no nudge
-            log.debug("no link for %s: %s", who[0], exc)
+            log.debug("no link for %s: %s", who.key, exc)
             return []
         return [link] if link and link.get("threadId") == thread_id else []
 
@@ -328,29 +372,13 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def resolve_session(opts: Options, links: list[dict[str, Any]]) -> tuple[str, str | None, str] | None:
-    """(session key, agent id, where it came from), or None when the host session stands for none."""
-    agent = opts.agent or os.environ.get(AGENT_ENV) or None
-    if opts.session:
-        return opts.session, agent, "--session"
-    env = os.environ.get(SESSION_ENV)
-    if env:
-        return env, agent, SESSION_ENV
-    if links:
-        return links[0]["sessionKey"], links[0]["agentId"], "adoption link"
-    return None
-
-
 def answerable(host: Host, data: dict[str, Any]) -> str | None:
-    """The event of a hook input the hook answers, or None (twin: quick.nothing_to_do's first checks)."""
+    """The event of a hook input the hook answers, or None (twin: quick.nothing_to_do's first checks).
+    An event from inside a subagent is answered with the subagent's own notices (host_sessions.apply):
+    what it prints reaches only the subagent's context, so the parent's wait for the parent's next hook."""
     event = data.get("hook_event_name")
     if not isinstance(event, str) or event not in host.events:
         log.debug("event %r: nothing to do", event)
-        return None
-    if _text(data.get("agent_id")):
-        # From inside a subagent: the host sends the parent's session_id, but what we print would reach
-        # only the subagent's context. The parent's notices wait for the parent's own next hook.
-        log.debug("%s hook from subagent %s: nothing for it", event, data.get("agent_id"))
         return None
     if event == STOP and data.get("stop_hook_active") is True:
         log.debug("Stop hook after a block: the turn ends (never blocked twice in a row)")
@@ -358,7 +386,7 @@ def answerable(host: Host, data: dict[str, Any]) -> str | None:
     return event
 
 
-class InProcess:
+class InProcess(_EngineWrites):
     """A gateway's own engine, for the hook it answers over HTTP (``POST /v1/sessions/{key}/hooks/{host}``)."""
 
     def __init__(self, gw: Any, where: str) -> None:
@@ -379,12 +407,18 @@ def answer_in_process(gw: Any, where: str, host: str, key: str, agent: str | Non
     per ``where``). An empty string when there is nothing to give."""
     spec = HOSTS[host]
     event = answerable(spec, data)
+    raw_event = data.get("hook_event_name")
+    if event is None and raw_event not in spec.observes:
+        return ""
+    backend = InProcess(gw, where)
+    who = host_sessions.Who(key, agent, "hook route", True)
+    target = host_sessions.apply(backend, spec.catalog, str(raw_event), data, who)
     if event is None:
         return ""
     import io
 
     out = io.StringIO()
-    deliver(InProcess(gw, where), key, agent, spec, event, out)
+    deliver(backend, target, agent, spec, event, out)
     return out.getvalue()
 
 
@@ -395,7 +429,8 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
     if data is None:
         return 0
     event = answerable(opts.host, data)
-    if event is None:
+    raw_event = data.get("hook_event_name")
+    if event is None and raw_event not in opts.host.observes:
         return 0
     thread_id, path = _text(data.get("session_id")), _text(data.get("transcript_path"))
     nudge_links: list[dict[str, Any]] = []
@@ -418,21 +453,27 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
                 links = backend.thread_links(opts.host.catalog, thread_id, path)
             except Exception as exc:  # noqa: BLE001 - the hook still answers, without the link
                 log.warning("looking up the link of thread %s failed: %s", thread_id, exc)
-        who = resolve_session(opts, links)
+        who = host_sessions.resolve(opts.host.name, opts.session, opts.agent, data, links)
         answered_there = False
+        key = who.key if who is not None else ""
         if who is None:
             log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event, thread_id)
         elif isinstance(backend, _Remote):
-            # The gateway answers it (its hook route): one answer state per session, shared with the HTTP
-            # hooks a host may post to the same gateway, and the nudge done there. An older gateway without
-            # the route: peek and acknowledge from here.
-            answered_there = backend.answer(opts.host, who[0], who[1], data, stdout)
+            # The gateway answers it (its hook route, which also writes what the event says of subagents):
+            # one answer state per session, shared with the HTTP hooks a host may post to the same
+            # gateway, and the nudge done there. An older gateway without the route: all of it from here.
+            who = host_sessions.adopted(backend, opts.host.catalog, data, who)
+            answered_there = backend.answer(opts.host, who.key, who.agent, data, stdout)
             if not answered_there:
-                deliver(backend, who[0], who[1], opts.host, event, stdout)
+                key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who)
+                if event is not None:
+                    deliver(backend, key, who.agent, opts.host, event, stdout)
         else:
-            deliver(backend, who[0], who[1], opts.host, event, stdout)
+            key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who)
+            if event is not None:
+                deliver(backend, key, who.agent, opts.host, event, stdout)
         if (
-            event == USER_PROMPT_SUBMIT and opts.nudge and not answered_there
+            who is not None and event == USER_PROMPT_SUBMIT and opts.nudge and not answered_there and key == who.key
         ):  # after the answer: a slow link lookup cannot delay it
             nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
     except Missed as exc:
