@@ -81,7 +81,9 @@ def test_the_decisions_that_need_no_store(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'none.db'}"
     assert _quick(store, {"hook_event_name": "Notification"})  # an event the hook does not answer
     assert _quick(store, {**PROMPT, "agent_id": "a1"})  # from inside a subagent
-    assert _quick(store, {"hook_event_name": "Stop", "stop_hook_active": True})  # never blocked twice
+    # the end of a turn is written down (idle), blocked before or not; so is a wait on a person
+    assert not _quick(store, {"hook_event_name": "Stop", "stop_hook_active": True})
+    assert not _quick(store, {"hook_event_name": "PermissionRequest"})
     assert _quick(store)  # no store file: the full run would find nothing (and creates none)
     assert not (tmp_path / "none.db").exists()
     assert not quick.nothing_to_do(

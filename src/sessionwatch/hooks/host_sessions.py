@@ -28,6 +28,16 @@ SESSION_ENV = "SESSIONWATCH_SESSION"
 AGENT_ENV = "SESSIONWATCH_AGENT"
 SUBAGENT_START = "SubagentStart"
 SUBAGENT_STOP = "SubagentStop"
+# What each event says the session is doing (docs/lifecycle.md); Stop is decided after the answer (a
+# Stop the hook blocks goes on working), SubagentStart/Stop are the subagent's own.
+STATES = {
+    "SessionStart": "idle",
+    "UserPromptSubmit": "working",
+    "PostToolUse": "working",
+    "PermissionRequest": "waiting",
+    "SessionEnd": "ended",
+}
+WAITING_NOTICES = frozenset({"permission_prompt", "elicitation_dialog"})  # Claude Code's Notification types
 
 
 class Who(NamedTuple):
@@ -43,6 +53,17 @@ class Writes(Protocol):
     def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]: ...
     def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]: ...
     def end_child(self, child: str, run_id: str) -> dict[str, Any]: ...
+    def lifecycle(self, key: str, state: str, report: Report) -> dict[str, Any]: ...
+
+
+class Report(NamedTuple):
+    """Who reports a lifecycle state: the host, its process (None through an HTTP hook), when."""
+
+    host: str
+    at: int  # ms since the epoch, taken as the hook started: of two racing reports the later one wins
+    pid: int | None = None
+    machine: str | None = None
+    outcome: str | None = None
 
 
 def resolve(
@@ -81,19 +102,40 @@ def adopted(backend: Writes, catalog: str, data: dict[str, Any], who: Who) -> Wh
     return who._replace(linked=True)
 
 
-def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: Who) -> str:
+def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: Who, report: Report) -> str:
     """Write what the event says; the key whose notices the hook may deliver for it (the subagent's
     own key for an event from inside a subagent)."""
     who = adopted(backend, catalog, data, who)
     child = child_key(who, data)
     if child is None:
+        state = STATES.get(event)
+        if event == "Notification":
+            state = "waiting" if data.get("notification_type") in WAITING_NOTICES else None
+        if event == "SessionStart" and data.get("source") == "compact":
+            state = None  # a compaction in the middle of a turn: still working
+        if state is not None:
+            _report(backend, who.key, state, report._replace(outcome="ok" if state == "ended" else None))
         return who.key
     run = str(data["agent_id"])
     if event == SUBAGENT_START:
         _best_effort(f"spawning {child} from {who.key}", lambda: backend.spawn_child(who.key, child, run))
-    elif event == SUBAGENT_STOP and data.get("agent_type") != "":  # Claude Code's compaction: no subagent
-        _best_effort(f"ending {child}", lambda: backend.end_child(child, run))
+        _report(backend, child, "working", report)
+    elif event == SUBAGENT_STOP:
+        if data.get("agent_type") != "":  # Claude Code's compaction fires one with no subagent
+            _best_effort(f"ending {child}", lambda: backend.end_child(child, run))
+            _report(backend, child, "ended", report._replace(outcome="ok"))
+    elif event in ("PostToolUse", "PermissionRequest"):
+        _report(backend, child, STATES[event], report)
     return child
+
+
+def turn_ended(backend: Writes, key: str, report: Report) -> None:
+    """A Stop the hook did not block: the turn is over."""
+    _report(backend, key, "idle", report)
+
+
+def _report(backend: Writes, key: str, state: str, report: Report) -> None:
+    _best_effort(f"{key} is {state}", lambda: backend.lifecycle(key, state, report))
 
 
 def _best_effort(what: str, fn: Any) -> None:
@@ -108,5 +150,5 @@ def _brief(out: object) -> object:
     if isinstance(out, dict):
         if "error" in out:
             return out["error"]
-        return {k: out[k] for k in ("sessionKey", "linked", "recorded", "reason", "runId") if k in out}
+        return {k: out[k] for k in ("sessionKey", "linked", "recorded", "reason", "runId", "changed") if k in out}
     return out

@@ -20,6 +20,9 @@ POST_TOOL_USE = "PostToolUse"
 STOP = "Stop"
 SUBAGENT_START = "SubagentStart"
 SUBAGENT_STOP = "SubagentStop"
+PERMISSION_REQUEST = "PermissionRequest"
+NOTIFICATION = "Notification"  # Claude Code only (Codex ignores the name)
+SESSION_END = "SessionEnd"
 
 
 class Host(NamedTuple):  # not a dataclass: its import is a noticeable part of a hook run
@@ -40,8 +43,8 @@ class Host(NamedTuple):  # not a dataclass: its import is a noticeable part of a
 
 
 ANSWERED = (SESSION_START, USER_PROMPT_SUBMIT, POST_TOOL_USE, STOP)
-OBSERVED = (SUBAGENT_START, SUBAGENT_STOP)
+OBSERVED = (SUBAGENT_START, SUBAGENT_STOP, PERMISSION_REQUEST, SESSION_END)  # lifecycle (host_sessions)
 HOSTS: dict[str, Host] = {
-    "claude-code": Host("claude-code", "claude", ANSWERED, OBSERVED),
+    "claude-code": Host("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION)),
     "codex": Host("codex", "codex", ANSWERED, OBSERVED),
 }

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 from . import host_sessions
 from .delivery import AnswerState, state_dir
 from .down import BUDGET_S, REMEMBER_S, Budget, DownMark, Missed, bounded, public
-from .hosts import HOSTS, STOP, USER_PROMPT_SUBMIT, Host
+from .hosts import HOSTS, SESSION_START, STOP, USER_PROMPT_SUBMIT, Host
 
 if TYPE_CHECKING:
     from ..types import QueueEntry
@@ -142,6 +142,19 @@ class _EngineWrites:
 
     def end_child(self, child: str, run_id: str) -> dict[str, Any]:
         return dict(self.gw.end_run(child, run_id, "ok"))
+
+    def lifecycle(self, key: str, state: str, report: host_sessions.Report) -> dict[str, Any]:
+        return dict(
+            self.gw.report_lifecycle(
+                key,
+                state,
+                pid=report.pid,
+                host=report.host,
+                machine=report.machine,
+                outcome=report.outcome,
+                at=report.at,
+            )
+        )
 
 
 class _Local(_EngineWrites):
@@ -259,6 +272,21 @@ class _Remote:
 
     def end_child(self, child: str, run_id: str) -> dict[str, Any]:
         return dict(self._call(lambda: self.client.end_run(child, run_id, "ok")))
+
+    def lifecycle(self, key: str, state: str, report: host_sessions.Report) -> dict[str, Any]:
+        return dict(
+            self._call(
+                lambda: self.client.report_lifecycle(
+                    key,
+                    state,
+                    pid=report.pid,
+                    host=report.host,
+                    machine=report.machine,
+                    outcome=report.outcome,
+                    at=report.at,
+                )
+            )
+        )
 
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
         return []  # a gateway lists no links by thread: give --session (or $SESSIONWATCH_SESSION) there
@@ -408,17 +436,18 @@ def answer_in_process(gw: Any, where: str, host: str, key: str, agent: str | Non
     spec = HOSTS[host]
     event = answerable(spec, data)
     raw_event = data.get("hook_event_name")
-    if event is None and raw_event not in spec.observes:
+    if event is None and raw_event not in (*spec.events, *spec.observes):
         return ""
     backend = InProcess(gw, where)
     who = host_sessions.Who(key, agent, "hook route", True)
-    target = host_sessions.apply(backend, spec.catalog, str(raw_event), data, who)
-    if event is None:
-        return ""
+    report = host_sessions.Report(spec.name, int(time.time() * 1000))  # no pid: the host's machine is not ours
+    target = host_sessions.apply(backend, spec.catalog, str(raw_event), data, who, report)
     import io
 
     out = io.StringIO()
-    deliver(backend, target, agent, spec, event, out)
+    printed = event is not None and deliver(backend, target, agent, spec, event, out)
+    if raw_event == STOP and not printed:
+        host_sessions.turn_ended(backend, target, report)
     return out.getvalue()
 
 
@@ -430,8 +459,9 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
         return 0
     event = answerable(opts.host, data)
     raw_event = data.get("hook_event_name")
-    if event is None and raw_event not in opts.host.observes:
+    if event is None and raw_event not in (*opts.host.events, *opts.host.observes):
         return 0
+    report = _report(opts.host.name, started)
     thread_id, path = _text(data.get("session_id")), _text(data.get("transcript_path"))
     nudge_links: list[dict[str, Any]] = []
     try:
@@ -459,19 +489,24 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
         if who is None:
             log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event, thread_id)
         elif isinstance(backend, _Remote):
-            # The gateway answers it (its hook route, which also writes what the event says of subagents):
-            # one answer state per session, shared with the HTTP hooks a host may post to the same
-            # gateway, and the nudge done there. An older gateway without the route: all of it from here.
+            # The gateway answers it (its hook route, which also writes what the event says of subagents
+            # and of the lifecycle): one answer state per session, shared with the HTTP hooks a host may
+            # post to the same gateway, and the nudge done there. An older gateway without the route:
+            # all of it from here. The gateway cannot see this machine's processes: the pid goes first.
             who = host_sessions.adopted(backend, opts.host.catalog, data, who)
+            if raw_event == SESSION_START:
+                host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
             answered_there = backend.answer(opts.host, who.key, who.agent, data, stdout)
             if not answered_there:
-                key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who)
-                if event is not None:
-                    deliver(backend, key, who.agent, opts.host, event, stdout)
+                key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
+                printed = event is not None and deliver(backend, key, who.agent, opts.host, event, stdout)
+                if raw_event == STOP and not printed:
+                    host_sessions.turn_ended(backend, key, report)
         else:
-            key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who)
-            if event is not None:
-                deliver(backend, key, who.agent, opts.host, event, stdout)
+            key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
+            printed = event is not None and deliver(backend, key, who.agent, opts.host, event, stdout)
+            if raw_event == STOP and not printed:
+                host_sessions.turn_ended(backend, key, report)
         if (
             who is not None and event == USER_PROMPT_SUBMIT and opts.nudge and not answered_there and key == who.key
         ):  # after the answer: a slow link lookup cannot delay it
@@ -490,13 +525,13 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
 
 def deliver(
     backend: _Local | _Remote | InProcess, key: str, agent: str | None, host: Host, event: str, stdout: IO[str]
-) -> None:
+) -> bool:
     """Acknowledge the previous complete answer, then print what is pending (see delivery.py). One run
     of a session at a time: a host may start two hooks at once (its start and the first prompt), and the
     second must see the first's answer as given, not print the same notices again."""
     state = AnswerState(backend.where, key, agent)
     with state.exclusive():
-        _deliver(backend, state, key, agent, host, event, stdout)
+        return _deliver(backend, state, key, agent, host, event, stdout)
 
 
 def _deliver(
@@ -507,7 +542,8 @@ def _deliver(
     host: Host,
     event: str,
     stdout: IO[str],
-) -> None:
+) -> bool:
+    """Whether something was printed."""
     prev = state.load()
     held: set[int] = set()
     if prev is not None and prev["answered"]:
@@ -520,7 +556,7 @@ def _deliver(
     entries = [e for e in backend.peek(key, agent) if e["id"] not in held]
     if not entries:
         log.debug("%s hook for %s: nothing pending", event, key)
-        return
+        return False
     ids = [int(e["id"]) for e in entries]
     if not held:
         state.save(ids, answered=False)  # a run killed before the flush below leaves them unanswered
@@ -531,10 +567,20 @@ def _deliver(
     except (BrokenPipeError, OSError, ValueError) as exc:  # the host is gone: they stay queued
         log.warning("%s hook for %s: the answer was not taken (%s); it is given again next run", event, key, exc)
         _discard(stdout)
-        return
+        return False
     if not held:
         state.save(ids, answered=True)
     log.info("%s hook for %s delivered %d notice(s): %s", event, key, len(ids), ids)
+    return True
+
+
+def _report(host: str, started: float) -> host_sessions.Report:
+    """This run's lifecycle reporter: the host's process on this machine, the run's start as the time."""
+    from .host_process import host_pid
+
+    at = int((time.time() - (time.monotonic() - started)) * 1000)
+    machine = os.environ.get("SESSIONWATCH_MACHINE") or os.uname().nodename  # twin: engine.lifecycle.this_machine
+    return host_sessions.Report(host, at, host_pid(), machine)
 
 
 def _discard(stdout: IO[str]) -> None:
