@@ -251,9 +251,13 @@ def test_user_scope_never_binds_every_session_to_one_key(tmp_path: Path) -> None
     assert res.returncode == 0, res.stderr
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     assert "--session" not in ours(settings, "SessionStart")[0] and "--store" in ours(settings, "SessionStart")[0]
-    assert "give --session KEY" in res.stdout and not (home / ".claude.json").exists()
+    # each host session its own key: the MCP server takes it from Claude Code's session id, so no key
+    # and no agent are written (the agent is the folder each session runs in)
+    server = json.loads((home / ".claude.json").read_text())["mcpServers"]["sessionwatch"]
+    assert server["args"][-1] == "mcp" and "--session" not in server["args"] and "--agent" not in server["args"]
+    assert (tmp_path / "sw.db").stat().st_size > 0  # the store each session's first event writes into
     assert sw(tmp_path, "uninstall", "claude-code", "--user").returncode == 0
-    assert not (home / ".claude").exists()
+    assert not (home / ".claude").exists() and not (home / ".claude.json").exists()
 
 
 def test_session_is_validated_and_a_missing_one_is_a_warning(tmp_path: Path) -> None:
@@ -342,14 +346,23 @@ def test_a_foreign_server_of_the_same_name_and_broken_files_are_left_alone(tmp_p
     assert broken.read_text() == "{ not json"
 
 
-def test_without_a_session_only_the_hooks_are_installed(tmp_path: Path) -> None:
-    res = sw(tmp_path, "install", "claude-code", "--dir", str(tmp_path / "q"))
+def test_without_a_session_each_host_session_gets_its_own_key(tmp_path: Path) -> None:
+    """No --session: the hooks and Claude Code's MCP server name the project's agent (its folder's name,
+    written now), and the key comes from each host session's id; Codex registers no server (it tells its
+    servers nothing of the session)."""
+    project = tmp_path / "My Project"
+    res = sw(tmp_path, "install", "claude-code", "--dir", str(project))
     assert res.returncode == 0, res.stderr
-    assert "give --session KEY" in res.stdout
-    assert not (tmp_path / "q" / ".mcp.json").exists()
-    settings = json.loads((tmp_path / "q" / ".claude" / "settings.json").read_text())
-    assert ours(settings, "UserPromptSubmit")[0].endswith("hook claude-code")
-    assert "permissions" not in settings  # no server, no rule for it
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["sessionwatch"]
+    assert server["args"] == ["mcp", "--agent", "my-project"]
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    assert ours(settings, "UserPromptSubmit")[0].endswith("hook claude-code --agent my-project")
+    assert ours(settings, "SubagentStart") and ours(settings, "SubagentStop")  # subagents become children
+    assert settings["permissions"]["allow"] == ["mcp__sessionwatch"]
+    res = sw(tmp_path, "install", "codex", "--dir", str(project), "--no-trust")
+    assert res.returncode == 0, res.stderr
+    assert "Codex does not tell its MCP servers which session" in res.stdout
+    assert not (project / ".codex" / "config.toml").exists()
 
 
 def _pending_notice(store: str) -> str:

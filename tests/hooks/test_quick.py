@@ -81,10 +81,14 @@ def test_the_decisions_that_need_no_store(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'none.db'}"
     assert _quick(store, {"hook_event_name": "Notification"})  # an event the hook does not answer
     assert _quick(store, {**PROMPT, "agent_id": "a1"})  # from inside a subagent
-    assert _quick(store, {"hook_event_name": "Stop", "stop_hook_active": True})  # never blocked twice
+    # the end of a turn is written down (idle), blocked before or not; so is a wait on a person
+    assert not _quick(store, {"hook_event_name": "Stop", "stop_hook_active": True})
+    assert not _quick(store, {"hook_event_name": "PermissionRequest"})
     assert _quick(store)  # no store file: the full run would find nothing (and creates none)
     assert not (tmp_path / "none.db").exists()
-    assert not quick.nothing_to_do({"host": "claude-code", "store": store}, json.dumps(PROMPT).encode())  # a link
+    assert not quick.nothing_to_do(
+        {"host": "claude-code", "store": store}, json.dumps({**PROMPT, "session_id": 7}).encode()
+    )
     assert not quick.nothing_to_do({"host": "claude-code", "store": store, "session": MANAGER}, b"{not json")
     gateway = {"host": "codex", "gateway": "http://127.0.0.1:9", "session": MANAGER}
     assert not quick.nothing_to_do(gateway, json.dumps(PROMPT).encode())
@@ -106,6 +110,35 @@ def test_a_prompt_in_a_store_with_adopted_threads_takes_the_full_run(tmp_path: P
     prompt = {"hook_event_name": "UserPromptSubmit", "session_id": worker.session_id, "prompt": "hi"}
     assert not _quick(store, prompt)
     assert _quick(store)
+
+
+def test_without_a_key_the_thread_s_own_session_is_read_and_an_unknown_thread_takes_the_full_run(
+    tmp_path: Path,
+) -> None:
+    """No --session: the session linked to the hook's thread is the one read (a subagent's events read
+    the subagent's own key); a thread with no session yet takes the full run, which creates it."""
+    from tests.upstream.writers import ClaudeTranscript
+
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    root = tmp_path / "claude"
+    worker = ClaudeTranscript(root)
+    worker.assistant("ready")
+    own = f"agent:proj:claude:{worker.session_id}"
+    opts = {"host": "claude-code", "store": store, "agent": "proj"}
+    tool = {**PROMPT, "session_id": worker.session_id}
+    with Gateway.open(store, timers=False) as gw:
+        gw.upstream.configure(claude_root=root)
+        assert not quick.nothing_to_do(opts, json.dumps(tool).encode())  # not created yet: the full run
+        assert gw.continue_thread("claude", worker.session_id, session_key=own)["linked"]
+        assert quick.nothing_to_do(opts, json.dumps(tool).encode())
+        gw.enqueue_system_event(own, "for the host session")
+        assert not quick.nothing_to_do(opts, json.dumps(tool).encode())
+        sub = {**tool, "agent_id": "a1"}
+        assert quick.nothing_to_do(opts, json.dumps(sub).encode())  # the subagent's own queue is empty
+        gw.put_session("agent:proj:subagent:a1")
+        gw.enqueue_system_event("agent:proj:subagent:a1", "for the subagent")
+        assert not quick.nothing_to_do(opts, json.dumps(sub).encode())
+        assert not quick.nothing_to_do(opts, json.dumps({**sub, "hook_event_name": "SubagentStop"}).encode())
 
 
 def test_a_quick_run_answers_nothing_and_exits_0(tmp_path: Path) -> None:

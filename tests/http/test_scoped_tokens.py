@@ -57,6 +57,7 @@ PATH_VALUES = {
     "catalogId": "claude",
     "threadId": "nope",
     "nodeId": "n1",
+    "host": "claude-code",
 }
 # Bodies for routes whose body must name what they touch; any other route gets {} (a new route too).
 BODIES: dict[str, dict[str, Any]] = {
@@ -70,6 +71,8 @@ BODIES: dict[str, dict[str, Any]] = {
     "record_compaction": {"operationId": "op-1"},
     "set_goal": {"action": "create", "objective": "ship"},
     "pair_node": {"url": "http://127.0.0.1:9/", "token": "x" * 32},
+    # the key is made from the input: agent:own:claude:s1 (the agent: the name of its cwd)
+    "answer_own_hook": {"hook_event_name": "PostToolUse", "session_id": "s1", "cwd": "/work/own"},
 }
 
 

@@ -162,9 +162,16 @@ def _global_args(state: State) -> list[str]:
     "--session",
     "session_key",
     metavar="KEY",
-    help="The session the host stands for: written into the hook and the MCP server (which needs it).",
+    help="One session the host stands for, written into the hook and the MCP server. Default: each host "
+    "session gets its own, agent:AGENT:claude:<session id> or agent:AGENT:codex:<session id>.",
 )
-@click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent of the session (only for bare 'global').")
+@click.option(
+    "--agent",
+    "agent_id",
+    metavar="AGENT_ID",
+    help="The agent of the host sessions' own keys (default: the project folder's name; --user: the folder "
+    "each session runs in). With --session, only for a bare 'global' key.",
+)
 @click.option("--no-trust", is_flag=True, help="Codex: leave trusting the hooks to the person (prints the step).")
 @click.option(
     "--verify", is_flag=True, help="Then fire a sample payload through the installed hook and start the MCP server."
@@ -210,6 +217,12 @@ def install_cmd(
     t = target(host, scope, directory, session_key, agent_id, _global_args(state))
     changes = install(t, trust=not no_trust)
     warnings: list[str] = []
+    if session_key is None and not state.gateway:
+        # each host session creates its own session on its first event, and a hook never creates a
+        # store: make sure the store is there
+        from .backend import Backend
+
+        Backend.open(store=state.store).close()
     if session_key is not None:
         found = check_backend(t.global_args, session_key, agent_id)
         if found.ok is not True:

@@ -56,8 +56,16 @@ def parse(args: list[str]) -> dict[str, str] | None:
         if nxt is None:
             return None
         i = nxt
-    if opts.get("transport", "stdio") != "stdio" or "session" not in opts:
+    if opts.get("transport", "stdio") != "stdio":
         return None
+    if "session" not in opts:  # started by Claude Code without a key: its session id makes one
+        from ..hooks.identity import mcp_session_key
+
+        derived = mcp_session_key(opts.get("agent"))
+        if derived is None:
+            return None
+        opts["session"] = derived
+        opts.pop("agent", None)
     if opts.get("log_level", "warning") not in LEVELS:
         return None
     try:
@@ -130,6 +138,14 @@ def serve(
             Backend.open(store=store, gateway=gateway, token=token, timers=True), session_key, agent_id
         )
         binding.ensure_session()
+        from ..hooks.claude_inbox import start_pusher
+
+        # started by Claude Code: new notices also reach the session between prompts (its inbox socket)
+        start_pusher(
+            gateway or store or "default",
+            session_key,
+            lambda: binding.backend.peek_system_events(session_key, agent_id=agent_id),
+        )
         return build_server(binding, poll_interval=notice_poll)
 
     serve_stdio(session_key, build, quick=os.environ.get("SESSIONWATCH_MCP_QUICKSTART", "1") != "0")

@@ -42,11 +42,17 @@ def serve_cmd(state: State, **options: Any) -> None:
 @click.option(
     "--session",
     "session_key",
-    required=True,
     metavar="KEY",
-    help="The caller session every tool call runs as (created when missing).",
+    help="The caller session every tool call runs as (created when missing). Default, when Claude Code "
+    "starts the server: agent:AGENT:claude:<its session id> (AGENT: --agent, else the project folder's name).",
 )
-@click.option("--agent", "agent_id", metavar="AGENT_ID", help="Agent of the session (only for bare 'global').")
+@click.option(
+    "--agent",
+    "agent_id",
+    metavar="AGENT_ID",
+    help="Agent of the session: of the key made from Claude Code's session id without --session; with "
+    "--session, only for bare 'global'.",
+)
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP transport: interface.")
 @click.option("--port", type=click.IntRange(0, 65535), default=7879, show_default=True, help="HTTP transport: port.")
@@ -69,7 +75,7 @@ def serve_cmd(state: State, **options: Any) -> None:
 @pass_state
 def mcp_cmd(
     state: State,
-    session_key: str,
+    session_key: str | None,
     agent_id: str | None,
     transport: str,
     host: str,
@@ -108,6 +114,17 @@ def mcp_cmd(
     """
     from ..mcpserver import SessionBinding, build_server, run_http
     from ..serving.exposure import check_exposure, resolve_token
+
+    if session_key is None:
+        from ..hooks.identity import mcp_session_key
+
+        session_key = mcp_session_key(agent_id)
+        if session_key is None:
+            raise click.UsageError(
+                "give --session KEY (only a server Claude Code starts finds its session by itself, from "
+                "CLAUDE_CODE_SESSION_ID)"
+            )
+        agent_id = None  # it is the key's agent
     from ..serving.options import limits_of, token_limits_of
     from ..serving.origin import RequestPolicy
 

@@ -412,7 +412,7 @@ def diagnose(base: Target, *, probe: bool = True) -> ScopeReport:
         return report
     fix = fix_command(t)
     checks = report.checks
-    events = HOSTS[t.host].events
+    events = (*HOSTS[t.host].events, *HOSTS[t.host].observes)
     missing = [e for e in events if e not in found.hooks and e not in found.http]
     if missing:
         checks.append(Check("hooks", False, f"missing in {t.hooks_path}: {', '.join(missing)}", fix))

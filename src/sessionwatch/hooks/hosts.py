@@ -18,12 +18,18 @@ SESSION_START = "SessionStart"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 POST_TOOL_USE = "PostToolUse"
 STOP = "Stop"
+SUBAGENT_START = "SubagentStart"
+SUBAGENT_STOP = "SubagentStop"
+PERMISSION_REQUEST = "PermissionRequest"
+NOTIFICATION = "Notification"  # Claude Code only (Codex ignores the name)
+SESSION_END = "SessionEnd"
 
 
 class Host(NamedTuple):  # not a dataclass: its import is a noticeable part of a hook run
     name: str  # as on the command line: claude-code, codex
     catalog: str  # the upstream catalog its transcripts are listed in
     events: tuple[str, ...]  # the events we answer
+    observes: tuple[str, ...] = ()  # the events we only write down (host_sessions.apply), never answer
 
     def answer(self, event: str, text: str) -> str:
         """The stdout of a hook that gives ``text`` to the model ("" gives nothing): as added context, or on
@@ -36,7 +42,9 @@ class Host(NamedTuple):  # not a dataclass: its import is a noticeable part of a
         return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}) + "\n"
 
 
+ANSWERED = (SESSION_START, USER_PROMPT_SUBMIT, POST_TOOL_USE, STOP)
+OBSERVED = (SUBAGENT_START, SUBAGENT_STOP, PERMISSION_REQUEST, SESSION_END)  # lifecycle (host_sessions)
 HOSTS: dict[str, Host] = {
-    "claude-code": Host("claude-code", "claude", (SESSION_START, USER_PROMPT_SUBMIT, POST_TOOL_USE, STOP)),
-    "codex": Host("codex", "codex", (SESSION_START, USER_PROMPT_SUBMIT, POST_TOOL_USE, STOP)),
+    "claude-code": Host("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION)),
+    "codex": Host("codex", "codex", ANSWERED, OBSERVED),
 }

@@ -47,6 +47,7 @@ from ..errors import InvalidArgument
 from ..keys import parse_key
 from . import install_state as snapshots
 from .hosts import HOSTS, POST_TOOL_USE, SESSION_START
+from .identity import agent_from_folder
 
 SERVER_NAME = "sessionwatch"
 HOOK_TIMEOUT_S = 10  # the host's limit for one run; ours answers in well under a second
@@ -93,6 +94,7 @@ def _is_sessionwatch(tokens: list[str]) -> bool:
 
 
 HTTP_HOOK_PATH = "/hooks/"  # .../v1/sessions/{key}/hooks/{host}: the gateway's hook route
+OWN_HOOK_PATH = "/v1/hooks/"  # .../v1/hooks/{host}: the same, for each host session's own key
 TOKEN_ENV = "SESSIONWATCH_TOKEN"
 
 
@@ -101,7 +103,9 @@ def is_our_http_hook(handler: object, host: str) -> bool:
     if not isinstance(handler, dict) or handler.get("type") != "http" or not isinstance(handler.get("url"), str):
         return False
     path = handler["url"].split("?", 1)[0]
-    return "/v1/sessions/" in path and path.endswith(f"{HTTP_HOOK_PATH}{host}")
+    return ("/v1/sessions/" in path and path.endswith(f"{HTTP_HOOK_PATH}{host}")) or path.endswith(
+        f"{OWN_HOOK_PATH}{host}"
+    )
 
 
 def is_ours(handler: object, host: str) -> bool:
@@ -191,9 +195,13 @@ class Target:
         return shlex.join(argv)
 
     def server(self) -> dict[str, Any] | None:
-        if not self.session:
+        """The MCP server entry; without --session only Claude Code gets one (it hands the server its
+        session id, which makes the key); Codex tells its servers nothing of the session."""
+        if not self.session and self.host != "claude-code":
             return None
-        argv = [*self.argv0(), *self.global_args, "mcp", "--session", self.session]
+        argv = [*self.argv0(), *self.global_args, "mcp"]
+        if self.session:
+            argv += ["--session", self.session]
         if self.agent:
             argv += ["--agent", self.agent]
         out: dict[str, Any] = {"command": argv[0], "args": argv[1:]}
@@ -214,9 +222,12 @@ class Target:
         """In gateway mode with a session, Claude Code posts its hooks to the gateway (no process per
         prompt or tool call), except SessionStart, which Claude Code never sends to an HTTP hook."""
         gateway = self.gateway()
-        if self.host != "claude-code" or gateway is None or self.session is None or event == SESSION_START:
+        if self.host != "claude-code" or gateway is None or event == SESSION_START:
             return None
-        url = f"{gateway.rstrip('/')}/v1/sessions/{quote(self.session, safe=':@')}{HTTP_HOOK_PATH}{self.host}"
+        if self.session is None:  # each host session's own key, made by the gateway from the input
+            url = f"{gateway.rstrip('/')}{OWN_HOOK_PATH}{self.host}"
+        else:
+            url = f"{gateway.rstrip('/')}/v1/sessions/{quote(self.session, safe=':@')}{HTTP_HOOK_PATH}{self.host}"
         return url + (f"?agentId={quote(self.agent, safe='')}" if self.agent else "")
 
     def handler(self, event: str) -> dict[str, Any]:
@@ -376,7 +387,7 @@ def _add_hooks(t: Target, data: dict[str, Any], path: Path) -> list[str]:
     if not isinstance(hooks, dict):
         raise InvalidArgument(f"{path}: 'hooks' is not an object; nothing was changed")
     what: list[str] = []
-    for event in HOSTS[t.host].events:
+    for event in (*HOSTS[t.host].events, *HOSTS[t.host].observes):
         want = t.handler(event)
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
@@ -743,7 +754,7 @@ def check_options(t: Target) -> None:
         raise InvalidArgument(
             "--user installs for every session on this machine, so --session would bind them all to one "
             "key. Bind a project with --project or --local --session KEY; for --user, each host session "
-            "finds its own (SESSIONWATCH_SESSION, or the adoption link of its thread)"
+            "gets its own key from its host session id (agent:<folder>:claude:<id>, agent:<folder>:codex:<id>)"
         )
     if t.committed:
         _refuse_machine_paths(t.global_args)
@@ -782,7 +793,12 @@ def target(
 ) -> Target:
     if scope not in SCOPES:
         raise InvalidArgument(f"scope must be one of {', '.join(SCOPES)}")
-    return Target(host, scope, Path(directory or os.getcwd()).resolve(), session, agent, list(global_args or []))
+    folder = Path(directory or os.getcwd()).resolve()
+    if agent is None and session is None and scope != "user":
+        # zero-config keys name the project's agent: its folder's name, fixed now, so a teammate's clone
+        # in another folder (or a session started in a subfolder) is the same agent
+        agent = agent_from_folder(str(folder))
+    return Target(host, scope, folder, session, agent, list(global_args or []))
 
 
 def install(t: Target, *, trust: bool = True) -> list[Change]:
@@ -803,8 +819,9 @@ def install(t: Target, *, trust: bool = True) -> list[Change]:
             Change(
                 str(t.mcp_path),
                 "skipped",
-                note="no MCP server registered: it binds one session, give --session KEY to register it"
-                + (" (with --project or --local)" if t.scope == "user" else ""),
+                note="no MCP server registered: Codex does not tell its MCP servers which session they serve, "
+                "so the server needs one key: give --session KEY to register it"
+                + (" (with --project)" if t.scope == "user" else ""),
             )
         )
     return changes

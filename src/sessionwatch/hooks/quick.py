@@ -4,13 +4,15 @@ A host runs the hook before every prompt and after every tool call, and nearly e
 to deliver. Loading the engine and the store costs several times what Python's own start does, so
 before any of that this module settles the common case from the input and one read-only SQLite query:
 
-- an event the hook does not answer, one from inside a subagent (``agent_id``), or a ``Stop`` that
-  follows a block: nothing to do, whatever the store holds (the same rules as ``run.run``);
-- a local SQLite store, the session named by ``--session`` or ``$SESSIONWATCH_SESSION`` (an agent key),
-  no earlier answer waiting to be acknowledged (no answer file, ``delivery.AnswerState``), and the
-  session's queue head showing nothing appended since the last drain (``queue_heads.appended <=
-  drained``: no entry is live, see the schema's queue notes); on ``UserPromptSubmit`` also no adopted
-  thread in the host's catalog (a nudge may be due).
+- an event the hook neither answers nor writes down: nothing to do, whatever the store holds (the same
+  rules as ``run.run``); an event that changes the session's lifecycle state (a prompt, the end of a
+  turn, a start, a wait, an end, a subagent's start or stop) always takes the full run;
+- a local SQLite store, the session named by ``--session`` or ``$SESSIONWATCH_SESSION`` (an agent key)
+  or, without one, the session already linked to this very thread (``host_sessions.resolve``; the
+  subagent's own key for an event from inside one), no earlier answer waiting to be acknowledged (no
+  answer file, ``delivery.AnswerState``), and the session's queue head showing nothing appended since
+  the last drain (``queue_heads.appended <= drained``: no entry is live, see the schema's queue notes),
+  and its lifecycle state ``working`` or never reported (a tool call then writes nothing).
 
 Anything else, or any doubt (another store, a gateway, a read that fails, ``--log-level debug``), returns
 False and the full run decides. It never writes and never creates a file.
@@ -22,9 +24,14 @@ import json
 import os
 import sys
 
+from . import identity
+
 MAX_INPUT_BYTES = 1 << 20  # twin: run.MAX_INPUT_BYTES
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")  # twin: hosts.HOSTS[*].events
-CATALOG = {"claude-code": "claude", "codex": "codex"}  # twin: hosts.HOSTS[*].catalog
+# twin: hosts.HOSTS[*].observes, and the events whose lifecycle report changes the state: the full run
+OBSERVED = ("SubagentStart", "SubagentStop", "PermissionRequest", "Notification", "SessionEnd")
+CHANGES_STATE = ("UserPromptSubmit", "Stop", "SessionStart")
+CATALOG = identity.CATALOG
 
 
 class Input:
@@ -94,20 +101,21 @@ def nothing_to_do(opts: dict[str, str], raw: bytes) -> bool:
     if not isinstance(data, dict):
         return False
     event = data.get("hook_event_name")
+    if event in OBSERVED or event in CHANGES_STATE:
+        return False  # a write is due (run.run and host_sessions.apply)
     if event not in EVENTS:
         return True
-    if isinstance(data.get("agent_id"), str) and data["agent_id"]:
-        return True  # inside a subagent: the parent's notices are not its to take (run.run)
-    if event == "Stop" and data.get("stop_hook_active") is True:
-        return True  # never blocked twice in a row (run.run)
     if opts.get("gateway") or os.environ.get("SESSIONWATCH_GATEWAY"):
         return False
     key = opts.get("session") or os.environ.get("SESSIONWATCH_SESSION") or ""
-    if not key.startswith("agent:"):
-        return False  # found through an adoption link, or a bare key with an agent: the full run
     agent = opts.get("agent") or os.environ.get("SESSIONWATCH_AGENT") or None
+    thread = identity.host_id(data.get("session_id")) if not key else None
+    if not key and thread is None:
+        return False  # found by the transcript's path, if at all: the full run
+    if key and not key.startswith("agent:"):
+        return False  # a bare key with an agent: the full run
     url = _store_url(opts)
-    if not url.startswith("sqlite:///") or os.path.exists(_answer_file(url, key, agent)):
+    if not url.startswith("sqlite:///"):
         return False
     path = url[len("sqlite:///") :]
     if not path or path == ":memory:":
@@ -124,14 +132,24 @@ def nothing_to_do(opts: dict[str, str], raw: bytes) -> bool:
     except Exception:  # noqa: BLE001 - any doubt: the full run decides
         return False
     try:
+        if not key:  # the session linked to this thread (run.run: the adoption link), else the full run adopts
+            linked = conn.execute(
+                "SELECT session_key, agent_id FROM upstream_links WHERE catalog_id = ? AND thread_id = ? LIMIT 2",
+                (CATALOG[host], thread),
+            ).fetchall()
+            if len(linked) != 1:
+                return False
+            key, agent = linked[0]
+        sub = identity.host_id(data.get("agent_id"))
+        if sub is not None:  # from inside a subagent: its own notices (host_sessions.child_key)
+            key = identity.subagent_key(identity.agent_of_key(key) or agent or "main", sub)
+        if os.path.exists(_answer_file(url, key, agent)):
+            return False
+        state = conn.execute("SELECT state FROM session_states WHERE session_key = ?", (key,)).fetchone()
+        if state is not None and state[0] != "working":
+            return False  # a tool ran after a wait (or after the end of a turn): it works again, to be written
         head = conn.execute("SELECT appended, drained FROM queue_heads WHERE session_key = ?", (key,)).fetchone()
-        if head is not None and head[0] > head[1]:
-            return False  # something may be live
-        if event == "UserPromptSubmit" and "no_nudge" not in opts:
-            link = conn.execute("SELECT 1 FROM upstream_links WHERE catalog_id = ? LIMIT 1", (CATALOG[host],))
-            if link.fetchone() is not None:
-                return False  # an adopted thread may be this one: the full run nudges it
-        return True
+        return head is None or head[0] <= head[1]  # else something may be live
     except Exception:  # noqa: BLE001 - an old or foreign schema, a locked file: the full run decides
         return False
     finally:

@@ -24,9 +24,10 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from . import host_sessions
 from .delivery import AnswerState, state_dir
 from .down import BUDGET_S, REMEMBER_S, Budget, DownMark, Missed, bounded, public
-from .hosts import HOSTS, STOP, USER_PROMPT_SUBMIT, Host
+from .hosts import HOSTS, SESSION_START, STOP, USER_PROMPT_SUBMIT, Host
 
 if TYPE_CHECKING:
     from ..types import QueueEntry
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("sessionwatch.hook")
 T = TypeVar("T")
 
-SESSION_ENV = "SESSIONWATCH_SESSION"
-AGENT_ENV = "SESSIONWATCH_AGENT"
+SESSION_ENV = host_sessions.SESSION_ENV
+AGENT_ENV = host_sessions.AGENT_ENV
 NUDGE_RETRY_MS = 2000  # how long the nudge keeps looking for the prompt's row
 MAX_INPUT_BYTES = 1 << 20  # the hosts' JSON is a few KiB; more is not a hook input we can use
 _DISCARD_CHUNK = 1 << 16
@@ -122,7 +123,41 @@ def _postgres_exists(url: str, budget: Budget) -> None:
         raise NoStore(f"{public(url)} holds no sessionwatch store")
 
 
-class _Local:
+class _EngineWrites:
+    """host_sessions.Writes on an engine in this process (a local store, or the gateway's own)."""
+
+    gw: Any
+
+    def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]:
+        from ..errors import NotFound
+
+        try:
+            return dict(self.gw.upstream.continue_thread(catalog, thread_id, session_key=key))
+        except NotFound as exc:  # the host has not written the transcript yet: the session, without its link
+            out = self.gw.put_session(key)
+            return {"sessionKey": key, "linked": False, "reason": str(exc), "created": out.get("created")}
+
+    def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]:
+        return dict(self.gw.call_tool("sessions_spawn", {"sessionKey": child, "runId": run_id}, caller=parent))
+
+    def end_child(self, child: str, run_id: str) -> dict[str, Any]:
+        return dict(self.gw.end_run(child, run_id, "ok"))
+
+    def lifecycle(self, key: str, state: str, report: host_sessions.Report) -> dict[str, Any]:
+        return dict(
+            self.gw.report_lifecycle(
+                key,
+                state,
+                pid=report.pid,
+                host=report.host,
+                machine=report.machine,
+                outcome=report.outcome,
+                at=report.at,
+            )
+        )
+
+
+class _Local(_EngineWrites):
     """The engine on a local store, opened without a sweep, a prune or timers (a hook is a short client)."""
 
     def __init__(self, url: str, budget: Budget) -> None:
@@ -216,17 +251,54 @@ class _Remote:
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
         self._call(lambda: self.client.ack_system_events(key, ids, agent_id=agent))
 
+    def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]:
+        from ..errors import NotFound
+
+        try:
+            link = self._call(lambda: self.client.link(key))
+        except NotFound:  # no such session yet
+            link = None
+        if link and link.get("threadId") == thread_id:
+            return {"sessionKey": key, "linked": True}
+        try:
+            return dict(self._call(lambda: self.client.continue_thread(catalog, thread_id, session_key=key)))
+        except NotFound as exc:  # the host has not written the transcript yet (or the gateway cannot see it)
+            out = self._call(lambda: self.client.put_session(key))
+            return {"sessionKey": key, "linked": False, "reason": str(exc), "created": out.get("created")}
+
+    def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]:
+        args = {"sessionKey": child, "runId": run_id}
+        return dict(self._call(lambda: self.client.call_tool("sessions_spawn", args, caller=parent)))
+
+    def end_child(self, child: str, run_id: str) -> dict[str, Any]:
+        return dict(self._call(lambda: self.client.end_run(child, run_id, "ok")))
+
+    def lifecycle(self, key: str, state: str, report: host_sessions.Report) -> dict[str, Any]:
+        return dict(
+            self._call(
+                lambda: self.client.report_lifecycle(
+                    key,
+                    state,
+                    pid=report.pid,
+                    host=report.host,
+                    machine=report.machine,
+                    outcome=report.outcome,
+                    at=report.at,
+                )
+            )
+        )
+
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
         return []  # a gateway lists no links by thread: give --session (or $SESSIONWATCH_SESSION) there
 
-    def own_link(self, who: tuple[str, str | None, str] | None, thread_id: str | None) -> list[dict[str, Any]]:
+    def own_link(self, who: host_sessions.Who | None, thread_id: str | None) -> list[dict[str, Any]]:
         """The session's link when it is this very thread (a worker installed with its own --session)."""
         if who is None or thread_id is None:
             return []
         try:
-            link = self._call(lambda: self.client.link(who[0], who[1]))
+            link = self._call(lambda: self.client.link(who.key, who.agent))
         except Exception as exc:  # noqa: BLE001 - no link (or no gateway: logged by _call) means no nudge
-            log.debug("no link for %s: %s", who[0], exc)
+            log.debug("no link for %s: %s", who.key, exc)
             return []
         return [link] if link and link.get("threadId") == thread_id else []
 
@@ -328,29 +400,13 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def resolve_session(opts: Options, links: list[dict[str, Any]]) -> tuple[str, str | None, str] | None:
-    """(session key, agent id, where it came from), or None when the host session stands for none."""
-    agent = opts.agent or os.environ.get(AGENT_ENV) or None
-    if opts.session:
-        return opts.session, agent, "--session"
-    env = os.environ.get(SESSION_ENV)
-    if env:
-        return env, agent, SESSION_ENV
-    if links:
-        return links[0]["sessionKey"], links[0]["agentId"], "adoption link"
-    return None
-
-
 def answerable(host: Host, data: dict[str, Any]) -> str | None:
-    """The event of a hook input the hook answers, or None (twin: quick.nothing_to_do's first checks)."""
+    """The event of a hook input the hook answers, or None (twin: quick.nothing_to_do's first checks).
+    An event from inside a subagent is answered with the subagent's own notices (host_sessions.apply):
+    what it prints reaches only the subagent's context, so the parent's wait for the parent's next hook."""
     event = data.get("hook_event_name")
     if not isinstance(event, str) or event not in host.events:
         log.debug("event %r: nothing to do", event)
-        return None
-    if _text(data.get("agent_id")):
-        # From inside a subagent: the host sends the parent's session_id, but what we print would reach
-        # only the subagent's context. The parent's notices wait for the parent's own next hook.
-        log.debug("%s hook from subagent %s: nothing for it", event, data.get("agent_id"))
         return None
     if event == STOP and data.get("stop_hook_active") is True:
         log.debug("Stop hook after a block: the turn ends (never blocked twice in a row)")
@@ -358,7 +414,7 @@ def answerable(host: Host, data: dict[str, Any]) -> str | None:
     return event
 
 
-class InProcess:
+class InProcess(_EngineWrites):
     """A gateway's own engine, for the hook it answers over HTTP (``POST /v1/sessions/{key}/hooks/{host}``)."""
 
     def __init__(self, gw: Any, where: str) -> None:
@@ -379,12 +435,19 @@ def answer_in_process(gw: Any, where: str, host: str, key: str, agent: str | Non
     per ``where``). An empty string when there is nothing to give."""
     spec = HOSTS[host]
     event = answerable(spec, data)
-    if event is None:
+    raw_event = data.get("hook_event_name")
+    if event is None and raw_event not in (*spec.events, *spec.observes):
         return ""
+    backend = InProcess(gw, where)
+    who = host_sessions.Who(key, agent, "hook route", True)
+    report = host_sessions.Report(spec.name, int(time.time() * 1000))  # no pid: the host's machine is not ours
+    target = host_sessions.apply(backend, spec.catalog, str(raw_event), data, who, report)
     import io
 
     out = io.StringIO()
-    deliver(InProcess(gw, where), key, agent, spec, event, out)
+    printed = event is not None and deliver(backend, target, agent, spec, event, out)
+    if raw_event == STOP and not printed:
+        host_sessions.turn_ended(backend, target, report)
     return out.getvalue()
 
 
@@ -395,8 +458,10 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
     if data is None:
         return 0
     event = answerable(opts.host, data)
-    if event is None:
+    raw_event = data.get("hook_event_name")
+    if event is None and raw_event not in (*opts.host.events, *opts.host.observes):
         return 0
+    report = _report(opts.host.name, started)
     thread_id, path = _text(data.get("session_id")), _text(data.get("transcript_path"))
     nudge_links: list[dict[str, Any]] = []
     try:
@@ -418,21 +483,32 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
                 links = backend.thread_links(opts.host.catalog, thread_id, path)
             except Exception as exc:  # noqa: BLE001 - the hook still answers, without the link
                 log.warning("looking up the link of thread %s failed: %s", thread_id, exc)
-        who = resolve_session(opts, links)
+        who = host_sessions.resolve(opts.host.name, opts.session, opts.agent, data, links)
         answered_there = False
+        key = who.key if who is not None else ""
         if who is None:
             log.debug("%s hook: host session %s stands for no sessionwatch session: nothing to add", event, thread_id)
         elif isinstance(backend, _Remote):
-            # The gateway answers it (its hook route): one answer state per session, shared with the HTTP
-            # hooks a host may post to the same gateway, and the nudge done there. An older gateway without
-            # the route: peek and acknowledge from here.
-            answered_there = backend.answer(opts.host, who[0], who[1], data, stdout)
+            # The gateway answers it (its hook route, which also writes what the event says of subagents
+            # and of the lifecycle): one answer state per session, shared with the HTTP hooks a host may
+            # post to the same gateway, and the nudge done there. An older gateway without the route:
+            # all of it from here. The gateway cannot see this machine's processes: the pid goes first.
+            who = host_sessions.adopted(backend, opts.host.catalog, data, who)
+            if raw_event == SESSION_START:
+                host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
+            answered_there = backend.answer(opts.host, who.key, who.agent, data, stdout)
             if not answered_there:
-                deliver(backend, who[0], who[1], opts.host, event, stdout)
+                key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
+                printed = event is not None and deliver(backend, key, who.agent, opts.host, event, stdout)
+                if raw_event == STOP and not printed:
+                    host_sessions.turn_ended(backend, key, report)
         else:
-            deliver(backend, who[0], who[1], opts.host, event, stdout)
+            key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
+            printed = event is not None and deliver(backend, key, who.agent, opts.host, event, stdout)
+            if raw_event == STOP and not printed:
+                host_sessions.turn_ended(backend, key, report)
         if (
-            event == USER_PROMPT_SUBMIT and opts.nudge and not answered_there
+            who is not None and event == USER_PROMPT_SUBMIT and opts.nudge and not answered_there and key == who.key
         ):  # after the answer: a slow link lookup cannot delay it
             nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
     except Missed as exc:
@@ -449,13 +525,13 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
 
 def deliver(
     backend: _Local | _Remote | InProcess, key: str, agent: str | None, host: Host, event: str, stdout: IO[str]
-) -> None:
+) -> bool:
     """Acknowledge the previous complete answer, then print what is pending (see delivery.py). One run
     of a session at a time: a host may start two hooks at once (its start and the first prompt), and the
     second must see the first's answer as given, not print the same notices again."""
     state = AnswerState(backend.where, key, agent)
     with state.exclusive():
-        _deliver(backend, state, key, agent, host, event, stdout)
+        return _deliver(backend, state, key, agent, host, event, stdout)
 
 
 def _deliver(
@@ -466,7 +542,8 @@ def _deliver(
     host: Host,
     event: str,
     stdout: IO[str],
-) -> None:
+) -> bool:
+    """Whether something was printed."""
     prev = state.load()
     held: set[int] = set()
     if prev is not None and prev["answered"]:
@@ -479,7 +556,7 @@ def _deliver(
     entries = [e for e in backend.peek(key, agent) if e["id"] not in held]
     if not entries:
         log.debug("%s hook for %s: nothing pending", event, key)
-        return
+        return False
     ids = [int(e["id"]) for e in entries]
     if not held:
         state.save(ids, answered=False)  # a run killed before the flush below leaves them unanswered
@@ -490,10 +567,20 @@ def _deliver(
     except (BrokenPipeError, OSError, ValueError) as exc:  # the host is gone: they stay queued
         log.warning("%s hook for %s: the answer was not taken (%s); it is given again next run", event, key, exc)
         _discard(stdout)
-        return
+        return False
     if not held:
         state.save(ids, answered=True)
     log.info("%s hook for %s delivered %d notice(s): %s", event, key, len(ids), ids)
+    return True
+
+
+def _report(host: str, started: float) -> host_sessions.Report:
+    """This run's lifecycle reporter: the host's process on this machine, the run's start as the time."""
+    from .host_process import host_pid
+
+    at = int((time.time() - (time.monotonic() - started)) * 1000)
+    machine = os.environ.get("SESSIONWATCH_MACHINE") or os.uname().nodename  # twin: engine.lifecycle.this_machine
+    return host_sessions.Report(host, at, host_pid(), machine)
 
 
 def _discard(stdout: IO[str]) -> None:

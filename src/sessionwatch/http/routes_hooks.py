@@ -13,10 +13,13 @@ import logging
 import threading
 from typing import Any
 
-from ..errors import NotFound
+from ..errors import InvalidArgument, NotFound
+from ..hooks.host_sessions import Who, adopted
 from ..hooks.hosts import HOSTS, USER_PROMPT_SUBMIT
-from ..hooks.run import NUDGE_RETRY_MS, answer_in_process
+from ..hooks.identity import zero_config_key
+from ..hooks.run import NUDGE_RETRY_MS, InProcess, answer_in_process
 from . import schemas
+from .auth import TOOL
 from .endpoints import Call, Endpoint
 
 log = logging.getLogger("sessionwatch.hook")
@@ -36,9 +39,7 @@ def _answer(c: Call) -> Any:
     if host not in HOSTS:
         raise NotFound(f"no hook for host {host!r} (expected {' or '.join(sorted(HOSTS))})")
     key, agent = row.session_key, row.agent_id
-    store = c.gw.store
-    where = "gateway:" + str(getattr(store, "url", None) or getattr(store, "path", None) or "store")
-    text = answer_in_process(c.gw, where, host, key, agent, c.body)
+    text = answer_in_process(c.gw, _where(c), host, key, agent, c.body)
     if c.body.get("hook_event_name") == USER_PROMPT_SUBMIT and not c.body.get("agent_id"):
         thread = c.body.get("session_id")
         link = c.gw.link(key, agent)
@@ -47,6 +48,29 @@ def _answer(c: Call) -> Any:
                 target=_nudge, args=(c.gw, key, agent), name="sessionwatch-hook-nudge", daemon=True
             ).start()
     return json.loads(text) if text else {}
+
+
+def _answer_own(c: Call) -> Any:
+    """A host session's own key (no key installed): made from the input's session id, created and
+    adopted on its first event, then answered as above."""
+    host = c.path["host"]
+    if host not in HOSTS:
+        raise NotFound(f"no hook for host {host!r} (expected {' or '.join(sorted(HOSTS))})")
+    agent = c.query.get("agentId")
+    key = zero_config_key(host, agent, c.body, local=False)
+    if key is None:
+        raise InvalidArgument("the hook input has no session_id a key can be made of (letters, digits, _ . -)")
+    c.principal.require_key(key, None)  # a scoped token answers only its own agents' sessions
+    if c.gw.link(key) is None:
+        who = Who(key, None, "host session id", False)
+        adopted(InProcess(c.gw, _where(c)), HOSTS[host].catalog, c.body, who)
+    c.path["key"] = key
+    return _answer(c)
+
+
+def _where(c: Call) -> str:
+    store = c.gw.store
+    return "gateway:" + str(getattr(store, "url", None) or getattr(store, "path", None) or "store")
 
 
 def _nudge(gw: Any, key: str, agent: str) -> None:
@@ -65,6 +89,21 @@ ROUTES: list[Endpoint] = [
         "the command hook would print out ({} when nothing is pending).",
         _answer,
         tag="hooks",
+        body=HOOK_INPUT,
+        query={"agentId": schemas.AGENT_ID},
+        result=schemas.ANY_OBJECT,
+        thread=True,
+    ),
+    Endpoint(
+        "POST",
+        "/v1/hooks/{host}",
+        "answer_own_hook",
+        "Answer a host's hook for the host session's own key, agent:AGENT:claude:<session_id> (Claude Code) "
+        "or agent:AGENT:codex:<session_id> (Codex): created and adopted on its first event. AGENT: agentId, "
+        "else the name of the input's cwd.",
+        _answer_own,
+        tag="hooks",
+        touches=TOOL,  # the key is made from the input: checked in the handler
         body=HOOK_INPUT,
         query={"agentId": schemas.AGENT_ID},
         result=schemas.ANY_OBJECT,

@@ -1,0 +1,87 @@
+"""Which sessionwatch session a host session stands for when no key was given (zero-config identity).
+
+Each host session gets its own key from the host's own session id: ``agent:<agent>:claude:<session id>``
+(Claude Code) or ``agent:<agent>:codex:<session id>`` (Codex), the key an adoption of that thread gets by
+default, so a resumed host session (same id) keeps its key. A subagent the host starts inside it is
+``agent:<agent>:subagent:<host agent id>``. ``<agent>`` is ``--agent`` when given (``install`` writes the
+project folder's name there), else the folder the host session runs in, normalized to a valid agent id.
+
+Standard library only: the hook's quick path (``quick.py``) derives the same key before anything loads.
+"""
+
+from __future__ import annotations
+
+import os
+
+CATALOG = {"claude-code": "claude", "codex": "codex"}  # twin: hosts.HOSTS[*].catalog
+DEFAULT_AGENT = "main"
+MAX_AGENT = 64
+_AGENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# A host's id goes into a key as it is; anything that is not a plain id (a key forbids whitespace and
+# controls, and ':' would change what the key means) is not taken. No regular expressions: importing
+# ``re`` is a noticeable part of the hook's quick run.
+_ID_CHARS = _AGENT_CHARS | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+MAX_ID = 200
+
+
+def agent_from_folder(folder: str) -> str:
+    """A folder's name as an agent id: lower case, runs of anything but letters, digits, ``_ . -`` as one
+    ``-``, at most 64 characters; ``main`` when nothing is left (``/``, a name of symbols only)."""
+    name = os.path.basename(os.path.normpath(folder)) if folder else ""
+    out: list[str] = []
+    for ch in name.lower():
+        if ch in _AGENT_CHARS or (ch.isalnum() and ch.isprintable()):
+            out.append(ch)
+        elif not out or out[-1] != "-":
+            out.append("-")
+    return "".join(out).strip("-.")[:MAX_AGENT].strip("-.") or DEFAULT_AGENT
+
+
+def host_id(value: object) -> str | None:
+    """A host's session or agent id, when it can stand in a key as it is."""
+    ok = isinstance(value, str) and 0 < len(value) <= MAX_ID and all(ch in _ID_CHARS for ch in value)
+    return value if ok else None  # type: ignore[return-value]
+
+
+def session_agent(agent: str | None, data: dict[str, object], *, local: bool = True) -> str:
+    """The agent of a zero-config key: ``agent`` when given, else the host session's folder (Claude
+    Code's project folder first, then the input's ``cwd``, then this process's). ``local=False``: a
+    gateway answering a host's HTTP hook, whose own environment and folder are not the session's."""
+    if agent:
+        return agent
+    cwd = data.get("cwd")
+    here = cwd if isinstance(cwd, str) and cwd else ""
+    if local:
+        here = os.environ.get("CLAUDE_PROJECT_DIR") or here or os.getcwd()
+    return agent_from_folder(here)
+
+
+def host_key(agent: str, host: str, session_id: str) -> str:
+    """The key of a host session (twin: upstream.adoption.default_session_key for a local thread)."""
+    return f"agent:{agent}:{CATALOG[host]}:{session_id}"
+
+
+def subagent_key(agent: str, host_agent_id: str) -> str:
+    return f"agent:{agent}:subagent:{host_agent_id}"
+
+
+def agent_of_key(key: str) -> str | None:
+    parts = key.split(":", 2)
+    return parts[1] if len(parts) == 3 and parts[0] == "agent" and parts[1] else None
+
+
+def zero_config_key(host: str, agent: str | None, data: dict[str, object], *, local: bool = True) -> str | None:
+    """The host session's own key, or None when the input names no usable session id."""
+    sid = host_id(data.get("session_id"))
+    if sid is None or host not in CATALOG:
+        return None
+    return host_key(session_agent(agent, data, local=local), host, sid)
+
+
+def mcp_session_key(agent: str | None) -> str | None:
+    """The key an MCP server started by Claude Code stands for when it was given none: Claude Code hands
+    its servers the session's id (``CLAUDE_CODE_SESSION_ID``) and project folder."""
+    sid = host_id(os.environ.get("CLAUDE_CODE_SESSION_ID"))
+    if sid is None:
+        return None
+    return host_key(session_agent(agent, {}), "claude-code", sid)

@@ -1,0 +1,214 @@
+"""Each host session its own key, and a host's subagents as children, with the real hosts.
+
+``sessionwatch install HOST`` without ``--session`` in a project folder named ``project``: every Claude
+Code or Codex session that runs there becomes ``agent:project:claude:<its id>`` (or ``codex``) on its
+first event, adopted (its transcript linked); a resumed session keeps its key. A subagent the host starts
+becomes ``agent:project:subagent:<host agent id>``, spawned by (and watched from) its session; its stop
+ends the run, which tells the parent once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionwatch import Gateway
+from tests.support.commands import SESSIONWATCH
+from tests.support.fake_model import FakeModel, Reply, Wire
+from tests.support.hosts import HostHome, host_home
+
+pytestmark = [pytest.mark.hosts, pytest.mark.slow]
+
+WIRE: dict[str, Wire] = {"claude-code": "anthropic", "codex": "openai"}
+CATALOG = {"claude-code": "claude", "codex": "codex"}
+TASK = "SUBTASK-9 say hello"
+
+
+class Project:
+    def __init__(self, host: str, h: HostHome, model: FakeModel, mode: str) -> None:
+        self.host, self.h, self.model = host, h, model
+        self.server: subprocess.Popen[bytes] | None = None
+        state = h.root / "state"
+        h.extra_env["XDG_STATE_HOME"] = str(state)
+        self.store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
+        where: list[str] = []
+        if mode == "gateway":  # Claude Code's hooks post to the gateway's own-key route, SessionStart aside
+            from tests.support.ports import listening_socket, spawn_serving, url_of
+            from tests.support.waiting import wait_http
+
+            (state / "sessionwatch").mkdir(parents=True)
+            Gateway.open(self.store, timers=False).close()
+            sock = listening_socket()
+            url = url_of(sock)
+            self.server = spawn_serving(
+                [*SESSIONWATCH, "serve", "--store", self.store, "--no-monitor"],
+                sock,
+                stderr=subprocess.DEVNULL,
+                env=h.env(),
+            )
+            wait_http(f"{url}/v1/health", self.server, timeout=60)
+            where = ["--gateway", url]
+        out = subprocess.run(
+            [*SESSIONWATCH, *where, "install", host, "--dir", str(h.project)],
+            capture_output=True,
+            text=True,
+            env=h.env(),
+            timeout=180,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        if mode == "gateway":
+            settings = json.loads((h.project / ".claude" / "settings.json").read_text())
+            (handler,) = settings["hooks"]["UserPromptSubmit"][0]["hooks"]
+            assert handler["type"] == "http" and "/v1/hooks/claude-code?agentId=project" in handler["url"]
+
+    def gw(self) -> Gateway:
+        return Gateway.open(self.store, timers=False)
+
+    def run(self, prompt: str, *more: str) -> None:
+        res = self.h.prompt(prompt, *more)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+
+    def own_keys(self) -> list[str]:
+        prefix = f"agent:project:{CATALOG[self.host]}:"
+        with self.gw() as gw:
+            rows = gw.call_tool("sessions_list", {"limit": 100}, caller="agent:project:observer")
+        return sorted(s["sessionKey"] for s in rows["sessions"] if s["sessionKey"].startswith(prefix))
+
+    def resume(self, session_id: str, prompt: str) -> None:
+        if self.host == "claude-code":
+            self.run(prompt, "--resume", session_id)
+        else:
+            res = self.h.run("exec", "--skip-git-repo-check", "resume", session_id, prompt)
+            assert res.returncode == 0, res.stderr[-2000:]
+
+    def new_input(self, i: int) -> str:
+        """What request ``i`` added to the previous request's input."""
+        now = self.model.texts(self.model.requests[i])
+        fresh = list(now)
+        for t in self.model.texts(self.model.requests[i - 1]) if i else []:
+            if t in fresh:
+                fresh.remove(t)
+        return "\n".join(fresh)
+
+    def hook_log(self) -> str:
+        path = self.h.root / "state" / "sessionwatch" / "hooks.log"
+        return path.read_text()[-4000:] if path.exists() else "(no hooks.log)"
+
+    def host_session_ids(self) -> list[str]:
+        """The host's own session ids, from its transcripts on disk."""
+        if self.host == "claude-code":
+            return sorted(p.stem for p in (self.h.home / ".claude" / "projects").rglob("*.jsonl"))
+        ids = []
+        for p in (self.h.home / ".codex" / "sessions").rglob("rollout-*.jsonl"):
+            meta = json.loads(p.read_text().splitlines()[0])
+            if meta.get("payload", {}).get("thread_source") != "subagent":
+                ids.append(str(meta["payload"]["id"]))
+        return sorted(ids)
+
+
+@pytest.fixture(params=["claude-code", "codex", "claude-code/gateway"])
+def project(request: Any, tmp_path: Path) -> Iterator[Project]:
+    host, _, mode = str(request.param).partition("/")
+    with FakeModel(WIRE[host], default="noted") as model, host_home(host, tmp_path, model.url) as h:
+        p = Project(host, h, model, mode or "local")
+        try:
+            with p.gw() as gw:
+                gw.put_session("agent:project:observer")
+            yield p
+        finally:
+            if p.server is not None:
+                from tests.support.procs import stop
+
+                stop(p.server)
+
+
+def test_two_sessions_in_one_folder_get_two_keys_and_a_resumed_one_keeps_its_own(project: Project) -> None:
+    project.run("first")
+    project.run("second")
+    ids = project.host_session_ids()
+    assert len(ids) == 2, ids
+    expected = sorted(f"agent:project:{CATALOG[project.host]}:{sid}" for sid in ids)
+    assert project.own_keys() == expected, project.hook_log()
+    with project.gw() as gw:
+        for key in expected:  # adopted: a person typing into it later is detected
+            link = gw.link(key)
+            assert link is not None and link["threadId"] == key.rsplit(":", 1)[1], project.hook_log()
+    project.resume(ids[0], "third")
+    assert project.own_keys() == expected  # the resumed session is the same key, no third one
+
+
+def _subagent_script(project: Project) -> None:
+    """The main agent starts one subagent that only answers; the main agent then finishes."""
+    done_sub = threading.Event()
+
+    def is_sub(request: dict[str, Any]) -> bool:
+        if project.host == "claude-code":
+            first = (request.get("messages") or [{}])[0]
+            return TASK in json.dumps(first) and "delegate" not in json.dumps(first)
+        return "delegate" not in json.dumps(request.get("input"))
+
+    def respond(request: dict[str, Any]) -> Reply:
+        done = project.model.tool_results(request)
+        if is_sub(request):
+            done_sub.set()
+            return Reply.say("hello from the subagent")
+        if "delegate" not in json.dumps(request):
+            return Reply.say("ok")  # the host's own side requests
+        if project.host == "claude-code":
+            if not done:
+                return Reply.call("Agent", {"description": "hi", "prompt": TASK, "subagent_type": "general-purpose"})
+            done_sub.wait(120)
+            return Reply.say("main done")
+        if not done:
+            return Reply.call("multi_agent_v1__spawn_agent", {"message": TASK})
+        if len(done) == 1:
+            agent = json.loads(done[0])["agent_id"]
+            return Reply.call("multi_agent_v1__wait_agent", {"targets": [agent], "timeout_ms": 60000})
+        return Reply.say("main done")
+
+    project.model.respond = respond
+
+
+def test_a_subagent_is_a_child_its_parent_watches_and_its_stop_tells_the_parent_once(project: Project) -> None:
+    _subagent_script(project)
+    project.run("delegate the greeting")
+    (parent,) = project.own_keys()
+    with project.gw() as gw:
+        children = [
+            s
+            for s in gw.call_tool("sessions_list", {"limit": 100}, caller=parent)["sessions"]
+            if s["sessionKey"].startswith("agent:project:subagent:")
+        ]
+        assert len(children) == 1, project.hook_log()
+        child = children[0]["sessionKey"]
+        assert children[0].get("spawnedBy") == parent
+        assert any(c["target"] == child for c in gw.cursors(watcher=parent)), "the parent does not watch its child"
+        kinds = [e["kind"] for e in gw.events_after(0, 1000) if e["sessionKey"] == child]
+        assert "child_spawned" in kinds and "run_completed" in kinds, kinds
+    # The end of the child's run is told to the parent once: in this turn (a hook after the subagent's
+    # stop) or, when none came, at the parent's next prompt; never twice, and then it is acknowledged.
+    project.model.respond = None
+    project.resume(parent.rsplit(":", 1)[1], "and now?")
+    needle = f'Session "{child}" changed (other actor)'
+    told = [i for i in range(len(project.model.requests)) if needle in project.new_input(i)]
+    assert len(told) == 1, f"told {len(told)} times; hooks.log:\n{project.hook_log()}"
+    with project.gw() as gw:
+        assert gw.peek_system_events(parent) == []
+
+
+def test_claude_codes_mcp_server_stands_for_the_host_sessions_own_key(project: Project) -> None:
+    """Installed without --session, the server Claude Code starts takes the key from the session id
+    Claude Code hands it: the model's own status call is about its own session."""
+    if project.host != "claude-code":
+        pytest.skip("Codex tells its MCP servers nothing of the session: it registers none without --session")
+    project.model.script(Reply.call("mcp__sessionwatch__session_status", {}), Reply.say("fine"))
+    project.run("who am I?")
+    (own,) = project.own_keys()
+    results = project.model.tool_results(project.model.requests[-1])
+    assert results and own in results[-1], results

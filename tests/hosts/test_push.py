@@ -1,0 +1,171 @@
+"""A notice pushed into a running or idle Claude Code session, with the real binary.
+
+Claude Code runs with ``--input-format stream-json``, so the session stays alive between turns (what a
+person's open terminal is). The MCP server it starts for the session writes one line to its inbox socket
+when a notice arrives: an idle session starts a turn and reconciles; a busy one gets the line at its next
+tool boundary. The notice itself is delivered as always, once, and each notice is pushed once.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionwatch import Gateway
+from tests.support.commands import SESSIONWATCH
+from tests.support.fake_model import FakeModel, Reply
+from tests.support.hosts import HostHome, host_home
+
+pytestmark = [pytest.mark.hosts, pytest.mark.slow]
+
+MANAGER, CHILD = "agent:main:main", "agent:main:subagent:researcher"
+PUSHED = "sessionwatch: a session you rely on has changed"
+
+
+class Live:
+    """A Claude Code session kept open on stream-json stdin."""
+
+    def __init__(self, h: HostHome, model: FakeModel) -> None:
+        self.h, self.model = h, model
+        state = h.root / "state"
+        h.extra_env["XDG_STATE_HOME"] = str(state)
+        self.store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
+        (state / "sessionwatch").mkdir(parents=True)
+        self.gw = Gateway.open(self.store, timers=False)
+        self.gw.put_session(MANAGER)
+        self.gw.put_session(CHILD)
+        assert self.gw.watch(MANAGER, CHILD)
+        out = subprocess.run(
+            [*SESSIONWATCH, "install", "claude-code", "--dir", str(h.project), "--session", MANAGER],
+            capture_output=True,
+            text=True,
+            env=h.env(),
+            timeout=180,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        self.proc = subprocess.Popen(
+            [
+                str(h.binary),
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ],
+            cwd=h.project,
+            env=h.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.results: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("type") == "result":
+                self.results.put(event)
+
+    def say(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n")
+        self.proc.stdin.flush()
+
+    def turn_done(self, timeout: float = 120) -> dict[str, Any]:
+        return self.results.get(timeout=timeout)
+
+    def person_writes_into_child(self) -> str:
+        self.gw.inbound(CHILD, "use the 2024 brief", channel="webchat")
+        return str(self.gw.peek_system_events(MANAGER)[-1]["line"])
+
+    def count(self, needle: str) -> int:
+        """In how many model requests ``needle`` first appeared (a request repeats its history)."""
+        seen = 0
+        before = ""
+        needle = json.dumps(needle)[1:-1]  # as it stands in the request's JSON
+        for r in self.model.requests:
+            now = json.dumps(r)
+            seen += now.count(needle) > before.count(needle)
+            before = now
+        return seen
+
+    def hook_log(self) -> str:
+        path = self.h.root / "state" / "sessionwatch" / "hooks.log"
+        return path.read_text()[-3000:] if path.exists() else "(no hooks.log)"
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.gw.close()
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[Live]:
+    with FakeModel("anthropic", default="noted") as model, host_home("claude-code", tmp_path, model.url) as h:
+        session = Live(h, model)
+        try:
+            yield session
+        finally:
+            session.close()
+
+
+def wait_for(check: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.2)
+
+
+def test_an_idle_session_is_pushed_once_starts_a_turn_and_gets_the_notice(live: Live) -> None:
+    live.say("hello")
+    live.turn_done()
+    before = len(live.model.requests)
+    line = live.person_writes_into_child()
+    # nobody types: the push starts the turn, whose hooks deliver the notice
+    wait_for(lambda: live.count(PUSHED) >= 1, 60, f"no push reached the model; hooks.log:\n{live.hook_log()}")
+    live.turn_done()
+    wait_for(lambda: live.count(line) >= 1, 30, f"the notice never reached the model:\n{live.hook_log()}")
+    assert len(live.model.requests) > before
+    time.sleep(3)  # several of the pusher's looks later
+    assert live.count(PUSHED) == 1  # one push per notice
+    assert live.count(line) == 1  # and the notice itself once
+
+
+def test_a_busy_session_gets_the_push_at_its_next_tool_boundary(live: Live) -> None:
+    notice: list[str] = []
+    live.model.script(
+        Reply.call(
+            "Bash",
+            {"command": "sleep 4", "description": "wait"},
+            before=lambda: notice.append(live.person_writes_into_child()),
+        ),
+        Reply.call("Bash", {"command": "sleep 1", "description": "wait"}),
+        Reply.say("done"),
+    )
+    live.say("run the checks")
+    live.turn_done()
+    assert notice
+    assert live.count(PUSHED) == 1, live.hook_log()
+    first = next(i for i, r in enumerate(live.model.requests) if PUSHED in json.dumps(r))
+    assert first < 3, "the push came after the turn, not at its next tool boundary"  # the turn's own requests
+    assert live.count(notice[0]) == 1
