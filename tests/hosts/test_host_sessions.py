@@ -212,3 +212,86 @@ def test_claude_codes_mcp_server_stands_for_the_host_sessions_own_key(project: P
     (own,) = project.own_keys()
     results = project.model.tool_results(project.model.requests[-1])
     assert results and own in results[-1], results
+
+
+def _kinds_of(project: Project, key: str) -> list[str]:
+    with project.gw() as gw:
+        return [e["kind"] for e in gw.events_after(0, 1000) if e["sessionKey"] == key]
+
+
+def test_a_turn_is_working_a_permission_prompt_waiting_and_the_end_ended(project: Project) -> None:
+    """A tool that needs the person's permission: the host asks (a headless run then refuses it), the
+    session shows waiting, then the turn ends (idle) and the run ends (ended), each a typed event."""
+    if project.host != "claude-code":
+        pytest.skip("codex exec never asks a person (its approval policy is never): no permission prompt")
+    project.model.script(Reply.call("Bash", {"command": "touch made-by-tool", "description": "make"}), Reply.say("ok"))
+    project.run("make a file")
+    (own,) = project.own_keys()
+    states = [k for k in _kinds_of(project, own) if k.startswith("session_")]
+    assert states == ["session_idle", "session_working", "session_waiting", "session_idle", "session_ended"], (
+        states,
+        project.hook_log(),
+    )
+    with project.gw() as gw:
+        out = gw.call_tool("sessions_list", {"lifecycle": ["ended"]}, caller="agent:project:observer")
+        assert [s["sessionKey"] for s in out["sessions"]] == [own]
+        assert out["sessions"][0]["lifecycle"]["state"] == "ended"
+
+
+@pytest.mark.parametrize("host", ["claude-code", "codex"])
+def test_a_host_killed_while_working_is_lost_and_its_parent_told_once(host: str, tmp_path: Path) -> None:
+    """A worker spawned by a manager is killed (kill -9) in the middle of a turn: with nothing heard for
+    the configured time and its process gone, it is lost, and the manager is told once."""
+    import os
+    import signal
+    import time
+
+    from sessionwatch.settings import Settings
+
+    manager, worker = "agent:main:main", "agent:main:subagent:worker"
+    started = threading.Event()
+    with FakeModel(WIRE[host], default="noted") as model, host_home(host, tmp_path, model.url) as h:
+        state = h.root / "state"
+        h.extra_env["XDG_STATE_HOME"] = str(state)
+        store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
+        (state / "sessionwatch").mkdir(parents=True)
+        with Gateway.open(store, timers=False, settings=Settings(lost_after_ms=1000)) as gw:
+            gw.put_session(manager)
+            assert "error" not in gw.call_tool("sessions_spawn", {"sessionKey": worker}, caller=manager)
+            out = subprocess.run(
+                [*SESSIONWATCH, "install", host, "--dir", str(h.project), "--session", worker],
+                capture_output=True,
+                text=True,
+                env=h.env(),
+                timeout=180,
+            )
+            assert out.returncode == 0, out.stderr
+            model.script(Reply.say("thinking", before=lambda: (started.set(), time.sleep(600))))  # a turn that hangs
+            argv = ["-p", "long job"] if host == "claude-code" else ["exec", "--skip-git-repo-check", "long job"]
+            proc = subprocess.Popen(
+                [str(h.binary), *argv],
+                cwd=h.project,
+                env=h.env(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            try:
+                assert started.wait(120), "the turn never reached the model"
+                assert gw.lifecycle_of(worker, "main")["state"] == "working"
+                assert gw.check_lost() == []  # heard from just now, and its process runs
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+                time.sleep(1.5)  # longer than the configured silence
+                lost = gw.check_lost()
+                assert [e["kind"] for e in lost] == ["session_lost"], lost
+                assert gw.check_lost() == []  # once
+                notices = gw.peek_system_events(manager)
+                assert len(notices) == 1 and worker in notices[0]["line"], notices
+                kinds = [e["kind"] for e in gw.events_after(0, 1000) if e["sessionKey"] == worker]
+                assert kinds[-1] == "session_lost"
+                listed = gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=manager)["sessions"]
+                assert [s["sessionKey"] for s in listed] == [worker]
+            finally:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
