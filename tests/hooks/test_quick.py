@@ -79,7 +79,7 @@ def test_quick_says_nothing_only_when_the_queue_is_empty(tmp_path_factory, ops) 
 
 def test_the_decisions_that_need_no_store(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'none.db'}"
-    assert _quick(store, {"hook_event_name": "Notification"})  # an event the hook does not answer
+    assert _quick(store, {"hook_event_name": "PreCompact"})  # an event the hook neither answers nor writes down
     assert _quick(store, {**PROMPT, "agent_id": "a1"})  # from inside a subagent
     # the end of a turn is written down (idle), blocked before or not; so is a wait on a person
     assert not _quick(store, {"hook_event_name": "Stop", "stop_hook_active": True})
