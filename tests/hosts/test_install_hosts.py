@@ -101,6 +101,8 @@ def test_claude_code_loads_the_tools_up_front_and_permits_the_reconcile_call(
     results = [r for req in model.requests for r in model.tool_results(req)]
     assert not any("haven't granted" in r for r in results), results
     assert len(delta_results(model)) == 1, results  # the call was permitted and the delta reached the model
+    # the host hands the model the structured result: the data once, no prose rendering of it beside
+    assert '"text"' not in delta_results(model)[0]
 
 
 def test_codex_runs_the_hooks_without_any_bypass_and_lists_the_tools_in_the_first_request(
@@ -118,6 +120,7 @@ def test_codex_runs_the_hooks_without_any_bypass_and_lists_the_tools_in_the_firs
     assert model.seen(line) and model.seen(line)[0] == 0, run.stderr[-2000:]  # a hook ran and its context arrived
     assert set(model.tool_names(model.requests[0])) >= TOOLS
     assert len(delta_results(model)) == 1
+    assert '"text"' not in delta_results(model)[0]  # the structured result only, its data once
 
 
 def test_codex_passes_the_token_to_the_mcp_server_of_a_gateway(codex: tuple[FakeModel, HostHome]) -> None:

@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 from sessionwatch.engine.tools import TOOLS
 from sessionwatch.http import openapi, routes_tools
 from sessionwatch.mcpserver import tool_list
+from sessionwatch.mcpserver.texts import without_text
 from tests.support.commands import SESSIONWATCH
 
 from .helpers import MANAGER
@@ -76,7 +77,9 @@ async def test_tools_carry_title_annotations_and_an_output_schema_their_results_
             if result.is_error:
                 assert set(body) == {"error", "systemEvents"}
             else:
-                _validate(TOOLS[name].result_schema, body)  # the engine's result schema, as HTTP publishes it
+                # the engine's result schema, as HTTP publishes it, but for the text: the content block
+                assert "text" not in body
+                _validate(TOOLS[name].result_schema, {**body, "text": result.content[0].text})
 
         # an error object is no valid success: the schema tells the two apart
         errors = list(
@@ -93,4 +96,7 @@ def test_http_and_mcp_publish_the_same_result_schemas() -> None:
     for name, tool in TOOLS.items():
         ok = doc["paths"][f"/v1/tools/{name}"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
         assert ok == tool.result_schema
-        assert tool.result_schema in published[name]["anyOf"]  # MCP: the same result, or the error object
+        # MCP: the same result without its text (sent as the content block only), or the error object
+        assert without_text(tool.result_schema) in published[name]["anyOf"]
+        assert "text" in tool.result_schema["properties"]
+        assert "text" not in without_text(tool.result_schema)["properties"]

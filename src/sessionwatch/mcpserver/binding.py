@@ -59,7 +59,10 @@ class ToolOutcome:
         return "\n".join(lines) + "\n\n" + body if lines else body
 
     def structured(self) -> dict[str, Any]:
-        return {**self.payload, "systemEvents": list(self.system_events)}
+        """The result as data, without its ``text``: the text is the content block already, and the hosts
+        hand the model structuredContent too, so a ``text`` field there would be read twice."""
+        data = {k: v for k, v in self.payload.items() if k != "text"}
+        return {**data, "systemEvents": list(self.system_events)}
 
 
 class SessionBinding:

@@ -37,13 +37,28 @@ SYSTEM_EVENTS: Schema = {
 }
 
 
+def without_text(schema: Schema) -> Schema:
+    """A result schema without its ``text`` field (through ``anyOf``/``oneOf`` branches): the MCP face
+    sends the text as the content block only (binding.CallOutcome.structured)."""
+    out = dict(schema)
+    for branch in ("anyOf", "oneOf"):
+        if isinstance(out.get(branch), list):
+            out[branch] = [without_text(s) for s in out[branch]]
+    if isinstance(out.get("properties"), dict) and "text" in out["properties"]:
+        out["properties"] = {k: v for k, v in out["properties"].items() if k != "text"}
+        if isinstance(out.get("required"), list):
+            out["required"] = [k for k in out["required"] if k != "text"]
+    return out
+
+
 def output_schema(tool: Tool) -> Schema:
-    """The tool's result (or the error object), plus ``systemEvents``: exactly what ``structuredContent`` holds.
+    """The tool's result without ``text`` (or the error object), plus ``systemEvents``: exactly what
+    ``structuredContent`` holds.
 
     Error results validate too: the MCP specification leaves open whether ``outputSchema`` applies to
     ``isError`` results (the SDKs skip them), so the schema admits both rather than betting on a client.
     """
-    return result_or_error(tool.result_schema, {"systemEvents": SYSTEM_EVENTS})
+    return result_or_error(without_text(tool.result_schema), {"systemEvents": SYSTEM_EVENTS})
 
 
 def tools_json() -> list[dict[str, Any]]:
