@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sessionwatch import Gateway
@@ -201,3 +202,26 @@ def test_two_hook_runs_of_one_session_at_once_give_a_notice_once(tmp_path: Path)
             assert sum(f"notice {round_}".encode() in o for o in outs) == 1, (round_, outs)
     finally:
         stop(server)
+
+
+def test_a_tool_call_of_a_working_session_is_quick_unless_it_waited_or_was_heard_from_long_ago(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lifecycle: a tool call after a wait writes ``working``; one later than half the lost limit
+    after the last word writes a heartbeat (the lost timer must not take a long busy turn for a silent
+    one); others are quick."""
+    import time
+
+    monkeypatch.setenv("SESSIONWATCH_LOST_AFTER_MS", "2000")
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+        assert _quick(store)  # never reported: nothing to write for a tool call
+        gw.report_lifecycle(MANAGER, "waiting")
+        assert not _quick(store)  # the person answered: working again
+        gw.report_lifecycle(MANAGER, "working")
+        assert _quick(store)
+        time.sleep(1.2)  # past half the limit
+        assert not _quick(store)  # the heartbeat is due
+        gw.report_lifecycle(MANAGER, "working")  # what the full run writes
+        assert _quick(store)

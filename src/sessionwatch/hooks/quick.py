@@ -145,15 +145,29 @@ def nothing_to_do(opts: dict[str, str], raw: bytes) -> bool:
             key = identity.subagent_key(identity.agent_of_key(key) or agent or "main", sub)
         if os.path.exists(_answer_file(url, key, agent)):
             return False
-        state = conn.execute("SELECT state FROM session_states WHERE session_key = ?", (key,)).fetchone()
-        if state is not None and state[0] != "working":
-            return False  # a tool ran after a wait (or after the end of a turn): it works again, to be written
+        state = conn.execute("SELECT state, seen_at FROM session_states WHERE session_key = ?", (key,)).fetchone()
+        if state is not None and (state[0] != "working" or state[1] < _heartbeat_due()):
+            # a tool ran after a wait or the end of a turn (it works again), or the last word is old
+            # enough that the lost timer could take a long busy turn for a silent one: to be written
+            return False
         head = conn.execute("SELECT appended, drained FROM queue_heads WHERE session_key = ?", (key,)).fetchone()
         return head is None or head[0] <= head[1]  # else something may be live
     except Exception:  # noqa: BLE001 - an old or foreign schema, a locked file: the full run decides
         return False
     finally:
         conn.close()
+
+
+def _heartbeat_due() -> int:
+    """A working session heard from before this (ms) gets its tool call written: half the lost limit
+    (twin: settings ``SESSIONWATCH_LOST_AFTER_MS``, default 600000)."""
+    import time
+
+    try:
+        limit = int(os.environ.get("SESSIONWATCH_LOST_AFTER_MS") or 600_000)
+    except ValueError:
+        limit = 600_000
+    return int(time.time() * 1000) - limit // 2
 
 
 def _uri_path(path: str) -> str:
