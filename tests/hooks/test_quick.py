@@ -82,9 +82,8 @@ def test_the_decisions_that_need_no_store(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'none.db'}"
     assert _quick(store, {"hook_event_name": "PreCompact"})  # an event the hook neither answers nor writes down
     assert _quick(store, {**PROMPT, "agent_id": "a1"})  # from inside a subagent
-    # the end of a turn is written down (idle), blocked before or not; so is a wait on a person
-    assert not _quick(store, {"hook_event_name": "Stop", "stop_hook_active": True})
-    assert not _quick(store, {"hook_event_name": "PermissionRequest"})
+    assert _quick(store, {"hook_event_name": "Stop", "stop_hook_active": True})  # no store: nothing to write
+    assert not _quick(store, {"hook_event_name": "PermissionRequest"})  # a wait on a person: the full run
     assert _quick(store)  # no store file: the full run would find nothing (and creates none)
     assert not (tmp_path / "none.db").exists()
     assert not quick.nothing_to_do(
@@ -225,3 +224,14 @@ def test_a_tool_call_of_a_working_session_is_quick_unless_it_waited_or_was_heard
         assert not _quick(store)  # the heartbeat is due
         gw.report_lifecycle(MANAGER, "working")  # what the full run writes
         assert _quick(store)
+
+        def decide(event: dict[str, object]) -> str:
+            opts = {"host": "claude-code", "store": store, "session": MANAGER}
+            return quick.decide(opts, json.dumps(event).encode())
+
+        # nothing to deliver, but the state to write: after the answer, in a detached run (cli/fast.py)
+        assert decide({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi"}) == quick.WRITES
+        assert decide({"hook_event_name": "Stop", "stop_hook_active": True}) == quick.WRITES
+        assert decide({"hook_event_name": "SubagentStart", "agent_id": "a1"}) == quick.FULL  # before its stop
+        gw.enqueue_system_event(MANAGER, "for the manager")
+        assert decide({"hook_event_name": "Stop"}) == quick.FULL  # something to deliver: now

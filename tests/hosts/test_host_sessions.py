@@ -22,6 +22,7 @@ from sessionwatch import Gateway
 from tests.support.commands import SESSIONWATCH
 from tests.support.fake_model import FakeModel, Reply, Wire
 from tests.support.hosts import HostHome, host_home
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 
@@ -227,11 +228,11 @@ def test_a_turn_is_working_a_permission_prompt_waiting_and_the_end_ended(project
     project.model.script(Reply.call("Bash", {"command": "touch made-by-tool", "description": "make"}), Reply.say("ok"))
     project.run("make a file")
     (own,) = project.own_keys()
+    # The prompt's and the turn end's reports are written after the hook answered (detached), so a late
+    # one can lose to the next (a report older than the state it would replace changes nothing).
     states = [k for k in _kinds_of(project, own) if k.startswith("session_")]
-    assert states == ["session_idle", "session_working", "session_waiting", "session_idle", "session_ended"], (
-        states,
-        project.hook_log(),
-    )
+    order = [s for s in states if s in ("session_working", "session_waiting", "session_ended")]
+    assert order == ["session_working", "session_waiting", "session_ended"], (states, project.hook_log())
     with project.gw() as gw:
         out = gw.call_tool("sessions_list", {"lifecycle": ["ended"]}, caller="agent:project:observer")
         assert [s["sessionKey"] for s in out["sessions"]] == [own]
@@ -278,7 +279,7 @@ def test_a_host_killed_while_working_is_lost_and_its_parent_told_once(host: str,
             )
             try:
                 assert started.wait(120), "the turn never reached the model"
-                assert gw.lifecycle_of(worker, "main")["state"] == "working"
+                wait_until(lambda: (gw.lifecycle_of(worker, "main") or {}).get("state") == "working", timeout=30)
                 assert gw.check_lost() == []  # heard from just now, and its process runs
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(30)

@@ -139,8 +139,15 @@ def _run(inv: Invocation) -> None:
 
     opts = inv.opts
     given = quick.stdin()
-    if not inv.problems and quick.nothing_to_do(opts, given.raw):
+    verdict = quick.FULL if inv.problems else quick.decide(opts, given.raw)
+    if verdict == quick.WRITES and "foreground_nudge" in opts:
+        verdict = quick.FULL  # asked to finish its work before it exits
+    if verdict == quick.QUIET:
         return  # the common run: nothing to deliver, settled before the engine loads (hooks/quick.py)
+    if verdict == quick.WRITES and hasattr(os, "fork") and _detached():
+        opts = {**opts, "no_deliver": "1"}  # in the detached child: write, never print (nobody reads it)
+    elif verdict == quick.WRITES and hasattr(os, "fork"):
+        return  # the parent: the host has its (empty) answer now
     from ..hooks.run import log, main, setup_logging
 
     level = opts.get("log_level", "warning")
@@ -158,8 +165,33 @@ def _run(inv: Invocation) -> None:
         nudge="no_nudge" not in opts,
         nudge_retry_ms=int(opts.get("nudge_wait", "2000")),
         foreground_nudge="foreground_nudge" in opts,
+        deliver="no_deliver" not in opts,
         stdin=given,
     )
+
+
+def _detached() -> bool:
+    """Fork: True in a child detached from the host (its own session, the null device for its streams,
+    which the host waits on), False in the parent, which answers now. No fork possible: True (the run
+    then writes in the foreground, which is only slower)."""
+    from ..hooks.host_process import remember_host
+
+    remember_host()  # the host's pid and the hook's start, while the host is still this process's parent
+    try:
+        sys.stdout.flush()
+        pid = os.fork()
+    except OSError:
+        return True
+    if pid:
+        return False
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+    except OSError:
+        pass
+    return True
 
 
 def _settle() -> None:

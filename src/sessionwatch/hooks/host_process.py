@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+PID_ENV = "SESSIONWATCH_HOST_PID"  # set by a hook run for the detached child it forks (cli/fast.py)
+AT_ENV = "SESSIONWATCH_HOOK_AT"
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "busybox"})
 
 
@@ -27,7 +29,24 @@ def _stat(pid: int) -> tuple[str, int] | None:
         return None
 
 
+def remember_host() -> None:
+    """Keep the host's pid and this moment for a child that runs on after this process has exited."""
+    import time
+
+    os.environ[PID_ENV] = str(host_pid())
+    os.environ[AT_ENV] = str(int(time.time() * 1000))
+
+
+def hook_started_at() -> int | None:
+    """When the hook run that forked this process started (ms), if it did."""
+    at = os.environ.get(AT_ENV, "")
+    return int(at) if at.isdigit() else None
+
+
 def host_pid() -> int:
+    remembered = os.environ.get(PID_ENV, "")
+    if remembered.isdigit():
+        return int(remembered)
     sock = os.environ.get("CLAUDE_CODE_MESSAGING_SOCKET")
     if sock:
         stem = os.path.basename(sock).rpartition(".")[0]

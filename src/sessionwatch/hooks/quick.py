@@ -28,9 +28,8 @@ from . import identity
 
 MAX_INPUT_BYTES = 1 << 20  # twin: run.MAX_INPUT_BYTES
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")  # twin: hosts.HOSTS[*].events
-# twin: hosts.HOSTS[*].observes, and the events whose lifecycle report changes the state: the full run
+# twin: hosts.HOSTS[*].observes: always the full run
 OBSERVED = ("SubagentStart", "SubagentStop", "PermissionRequest", "Notification", "SessionEnd")
-CHANGES_STATE = ("UserPromptSubmit", "Stop", "SessionStart")
 CATALOG = identity.CATALOG
 
 
@@ -89,71 +88,94 @@ def _state_dir_for_store() -> str:
     return os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
 
 
+QUIET, WRITES, FULL = "quiet", "writes", "full"
+
+
 def nothing_to_do(opts: dict[str, str], raw: bytes) -> bool:
-    """True when the full run would certainly deliver nothing, acknowledge nothing and nudge nothing."""
+    """True when the full run would certainly deliver nothing, acknowledge nothing and write nothing."""
+    return decide(opts, raw) == QUIET
+
+
+def decide(opts: dict[str, str], raw: bytes) -> str:
+    """``QUIET``: nothing at all to do. ``WRITES``: nothing to deliver or acknowledge, but a write is due
+    (a lifecycle report, the session's creation, a nudge), which may run after the host has its answer
+    (``fast.py`` runs it detached, never delivering). ``FULL``: the full run, now."""
     host = opts.get("host")
     if host not in CATALOG or opts.get("log_level") == "debug" or len(raw) > MAX_INPUT_BYTES:
-        return False
+        return FULL
     try:
         data = json.loads(raw or b"{}")
     except (ValueError, RecursionError):
-        return False  # the full run says why in the log
+        return FULL  # the full run says why in the log
     if not isinstance(data, dict):
-        return False
+        return FULL
     event = data.get("hook_event_name")
-    if event in OBSERVED or event in CHANGES_STATE:
-        return False  # a write is due (run.run and host_sessions.apply)
+    if event in OBSERVED:
+        return FULL  # rare, and a subagent's start must be written before its stop
     if event not in EVENTS:
-        return True
+        return QUIET
     if opts.get("gateway") or os.environ.get("SESSIONWATCH_GATEWAY"):
-        return False
+        return FULL
     key = opts.get("session") or os.environ.get("SESSIONWATCH_SESSION") or ""
     agent = opts.get("agent") or os.environ.get("SESSIONWATCH_AGENT") or None
     thread = identity.host_id(data.get("session_id")) if not key else None
     if not key and thread is None:
-        return False  # found by the transcript's path, if at all: the full run
+        return FULL  # found by the transcript's path, if at all: the full run
     if key and not key.startswith("agent:"):
-        return False  # a bare key with an agent: the full run
+        return FULL  # a bare key with an agent: the full run
     url = _store_url(opts)
     if not url.startswith("sqlite:///"):
-        return False
+        return FULL
     path = url[len("sqlite:///") :]
     if not path or path == ":memory:":
-        return False
+        return FULL
     try:
         if os.path.getsize(path) == 0:
-            return True  # no store yet: the full run would find nothing either (and creates none)
+            return QUIET  # no store yet: the full run would find nothing either (and creates none)
     except OSError:
-        return True  # no store file at all: likewise
+        return QUIET  # no store file at all: likewise
+    if event == "Stop" and data.get("stop_hook_active") is True:
+        return WRITES  # never blocked twice in a row (run.run): only the end of the turn to write
     try:
         import sqlite3
 
         conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True, timeout=0.5)
     except Exception:  # noqa: BLE001 - any doubt: the full run decides
-        return False
+        return FULL
+    adopting = False
     try:
-        if not key:  # the session linked to this thread (run.run: the adoption link), else the full run adopts
+        if not key:  # the session linked to this thread (run.run: the adoption link), else its own key
             linked = conn.execute(
                 "SELECT session_key, agent_id FROM upstream_links WHERE catalog_id = ? AND thread_id = ? LIMIT 2",
                 (CATALOG[host], thread),
             ).fetchall()
-            if len(linked) != 1:
-                return False
-            key, agent = linked[0]
+            if len(linked) > 1:
+                return FULL
+            if linked:
+                key, agent = linked[0]
+            else:  # not adopted yet: the run adopts it, and its own key may have notices already
+                key = identity.zero_config_key(host, agent, data) or ""
+                agent, adopting = None, True
+                if not key:
+                    return FULL
         sub = identity.host_id(data.get("agent_id"))
         if sub is not None:  # from inside a subagent: its own notices (host_sessions.child_key)
             key = identity.subagent_key(identity.agent_of_key(key) or agent or "main", sub)
         if os.path.exists(_answer_file(url, key, agent)):
-            return False
+            return FULL  # an answer to acknowledge
+        head = conn.execute("SELECT appended, drained FROM queue_heads WHERE session_key = ?", (key,)).fetchone()
+        if head is not None and head[0] > head[1]:
+            return FULL  # something may be live
+        if event != "PostToolUse" or adopting:
+            return WRITES  # a prompt, a start, the end of a turn; or a session still to adopt
         state = conn.execute("SELECT state, seen_at FROM session_states WHERE session_key = ?", (key,)).fetchone()
         if state is not None and (state[0] != "working" or state[1] < _heartbeat_due()):
             # a tool ran after a wait or the end of a turn (it works again), or the last word is old
             # enough that the lost timer could take a long busy turn for a silent one: to be written
-            return False
-        head = conn.execute("SELECT appended, drained FROM queue_heads WHERE session_key = ?", (key,)).fetchone()
-        return head is None or head[0] <= head[1]  # else something may be live
+            return WRITES
+        return QUIET
     except Exception:  # noqa: BLE001 - an old or foreign schema, a locked file: the full run decides
-        return False
+        return FULL
     finally:
         conn.close()
 

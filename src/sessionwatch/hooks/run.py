@@ -52,6 +52,7 @@ class Options(NamedTuple):  # not a dataclass: importing dataclasses is a notice
     nudge: bool = True
     nudge_retry_ms: int = NUDGE_RETRY_MS
     foreground_nudge: bool = False  # run the nudge before returning (no fork): for hosts without fork
+    deliver: bool = True  # False: only write what the event says (a detached run, see cli/fast.py)
 
 
 LOG_MAX_BYTES = 1 << 20
@@ -504,7 +505,7 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
                     host_sessions.turn_ended(backend, key, report)
         else:
             key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
-            printed = event is not None and deliver(backend, key, who.agent, opts.host, event, stdout)
+            printed = event is not None and opts.deliver and deliver(backend, key, who.agent, opts.host, event, stdout)
             if raw_event == STOP and not printed:
                 host_sessions.turn_ended(backend, key, report)
         if (
@@ -576,9 +577,9 @@ def _deliver(
 
 def _report(host: str, started: float) -> host_sessions.Report:
     """This run's lifecycle reporter: the host's process on this machine, the run's start as the time."""
-    from .host_process import host_pid
+    from .host_process import hook_started_at, host_pid
 
-    at = int((time.time() - (time.monotonic() - started)) * 1000)
+    at = hook_started_at() or int((time.time() - (time.monotonic() - started)) * 1000)
     machine = os.environ.get("SESSIONWATCH_MACHINE") or os.uname().nodename  # twin: engine.lifecycle.this_machine
     return host_sessions.Report(host, at, host_pid(), machine)
 
