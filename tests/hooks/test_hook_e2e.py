@@ -439,3 +439,25 @@ def test_against_a_running_gateway_a_prompt_row_written_after_the_hook_is_still_
         assert [e["actorType"] for e in events] == ["human"]
     finally:
         stop(server)
+
+
+def test_without_a_key_a_host_session_is_its_own_and_a_user_install_names_it_after_its_folder(world: World) -> None:
+    """No --session, no link: the host session's own key, ``agent:<folder>:claude:<id>`` (the folder it
+    runs in, as a ``--user`` install leaves it), created and adopted on its first event; a second
+    session in the same folder is a second key; a subagent's start makes a child the session watches."""
+    env = {k: v for k, v in world.env.items() if k != "CLAUDE_PROJECT_DIR"}
+    world.env = env
+    first, second = ClaudeTranscript(world.claude_root), ClaudeTranscript(world.claude_root)
+    for t in (first, second):
+        t.assistant("hello")
+        payload = claude_input("SessionStart", t.session_id, str(t.path), source="startup", cwd="/home/dev/My Repo")
+        code, out, err = world.hook("claude-code", payload)
+        assert (code, out) == (0, ""), err
+    keys = {f"agent:my-repo:claude:{t.session_id}" for t in (first, second)}
+    wait_until(lambda: all(world.gw.link(k) for k in keys), timeout=30, what="both sessions created and adopted")
+    own = f"agent:my-repo:claude:{first.session_id}"
+    start = claude_input("SubagentStart", first.session_id, str(first.path), agent_id="a7", agent_type="Explore")
+    assert world.hook("claude-code", {**start, "cwd": "/home/dev/My Repo"})[:2] == (0, "")
+    child = "agent:my-repo:subagent:a7"
+    assert world.gw.session(child).spawned_by == own
+    assert any(c["target"] == child for c in world.gw.cursors(watcher=own))
