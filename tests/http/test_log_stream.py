@@ -281,3 +281,22 @@ def test_two_postgres_gateways_stream_one_log_and_resume_across_them(gateway_fac
         rest = resumed.wait_for(len(expected) - len(first.logs()))
         resumed.drop()
         assert [e["sequence"] for e in first.logs() + rest] == expected
+
+
+@pytest.mark.parametrize("how", ["Last-Event-ID", "after"])
+def test_a_resumed_stream_starts_strictly_after_the_id_it_was_given(gateway_factory, how: str) -> None:
+    """Resumed after N, the first id a client reads is N+1's: no line names N again (not even a data-less
+    one), so a client that counts ids sees no repeat."""
+    gp = gateway_factory().start()
+    _sessions(gp.url, A, B)  # watched: a person's turn is recorded
+    with GatewayClient(gp.url) as gw:
+        for i in range(6):
+            gw.inbound(A, f"turn {i}", channel="cli")
+        seqs = [e["sequence"] for e in gw.events_after(0, 1000)]
+    given = seqs[2]
+    headers, params = ({"Last-Event-ID": str(given)}, {}) if how == "Last-Event-ID" else ({}, {"after": str(given)})
+    reader = Reader(gp.url, headers=headers, params=params)
+    got = reader.wait_for(len(seqs) - 3)
+    reader.drop()
+    assert [e["sequence"] for e in got] == seqs[3:]
+    assert reader.ids and reader.ids[0] == seqs[3] and all(i > given for i in reader.ids)

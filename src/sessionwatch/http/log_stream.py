@@ -170,6 +170,17 @@ def format_event(e: dict[str, Any]) -> bytes:
     return b"id: %d\nevent: log\ndata: " % int(e["sequence"]) + dumps(e) + b"\n\n"
 
 
+def _last_id(chunk: bytes) -> int:
+    """The id of the last event in a chunk of ``format_event`` frames (0 when it holds none)."""
+    # each frame starts the chunk or follows the blank line that ends the one before; a frame's JSON
+    # never holds a raw newline (it is escaped), so this finds a frame's own id line
+    at = chunk.rfind(b"\n\nid: ")
+    start = at + 2 if at >= 0 else (0 if chunk.startswith(b"id: ") else -1)
+    if start < 0:
+        return 0
+    return int(chunk[start + 4 : chunk.find(b"\n", start)])
+
+
 def format_gap(after: int, earliest: int, pruned: int) -> bytes:
     return (
         b"event: gap\ndata: "
@@ -181,9 +192,15 @@ def format_gap(after: int, earliest: int, pruned: int) -> bytes:
 class LogStream:
     """One client's stream: catch up from the store while behind the feed's ring, then follow the ring."""
 
-    def __init__(self, gw: Gateway, runtime: Runtime, feed: LogFeed, flt: Filter, after: int) -> None:
+    def __init__(
+        self, gw: Gateway, runtime: Runtime, feed: LogFeed, flt: Filter, after: int, *, resumed: bool = False
+    ) -> None:
         self.gw, self.runtime, self.feed, self.flt = gw, runtime, feed, flt
         self.scanned = after  # every event <= scanned was sent or filtered out
+        # A fresh stream names where it starts (a data-less id: a reconnect resumes there); a resumed one
+        # sends no id it was given, so the first id a client reads is the first event after it.
+        self.resumed = resumed
+        self.told = after  # the highest id this client holds: it gave it, or the stream sent it
         self.reported_gap = 0
         self.queue: asyncio.Queue[Any] = asyncio.Queue(1)
         feed.subscribers.add(self.queue)
@@ -224,7 +241,9 @@ class LogStream:
                 {
                     "type": "http.response.body",
                     "more_body": True,
-                    "body": b"retry: %d\nid: %d\n: following the log after it\n\n" % (RETRY_MS, self.scanned),
+                    "body": b"retry: %d\n: following the log after %d\n\n" % (RETRY_MS, self.scanned)
+                    if self.resumed
+                    else b"retry: %d\nid: %d\n: following the log after it\n\n" % (RETRY_MS, self.scanned),
                 }
             )
             while not watcher.done():
@@ -235,6 +254,7 @@ class LogStream:
                     self.scanned = max(self.scanned, head)
                 if chunk:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    self.told = max(self.told, _last_id(chunk))
                     continue
                 if self.scanned < self.feed.base:
                     continue
@@ -243,13 +263,15 @@ class LogStream:
                 except TimeoutError:
                     # The id (no data: nothing is dispatched) moves a filtered client's resume point past
                     # what it was not sent, so a reconnect does not rescan it.
+                    moved = self.scanned > self.told  # never an id the client holds already
                     await send(
                         {
                             "type": "http.response.body",
-                            "body": b": keep-alive\nid: %d\n\n" % self.scanned,
+                            "body": b": keep-alive\nid: %d\n\n" % self.scanned if moved else b": keep-alive\n\n",
                             "more_body": True,
                         }
                     )
+                    self.told = max(self.told, self.scanned)
                     continue
                 if item is CLOSE:
                     break
@@ -296,7 +318,7 @@ async def _open(c: Call) -> LogStream:
     start = _start(c)
     feed = feed_of(c.runtime)
     await feed.ensure_running(c.gw)
-    return LogStream(c.gw, c.runtime, feed, flt, feed.head if start is None else start)
+    return LogStream(c.gw, c.runtime, feed, flt, feed.head if start is None else start, resumed=start is not None)
 
 
 ROUTES: list[Endpoint] = [
