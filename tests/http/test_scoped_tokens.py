@@ -72,7 +72,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "set_goal": {"action": "create", "objective": "ship"},
     "pair_node": {"url": "http://127.0.0.1:9/", "token": "x" * 32},
     # the key is made from the input: agent:own:claude:s1 (the agent: the name of its cwd)
-    "answer_own_hook": {"hook_event_name": "PostToolUse", "session_id": "s1", "cwd": "/work/own"},
+    "answer_own_hook": {"hook_event_name": "PostToolUse", "session_id": "s1", "cwd": "/home/dev/own"},
 }
 
 

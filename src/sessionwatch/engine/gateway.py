@@ -342,6 +342,16 @@ class Gateway:
             raise NotFound(f"session {session_key!r} (agent {agent_id}) does not exist")
         return found
 
+    def session_status_row(self, session_key: str, agent_id: str) -> tuple[SessionRow, int, dict[str, Any] | None]:
+        """A resolved session, its stateVersion and its lifecycle (None: never reported) in one store read."""
+        found = self._host_read(
+            lambda: self.store.get_session_status(session_key, agent_id),
+            "reading the session, its stateVersion and its lifecycle",
+        )
+        if found is None:
+            raise NotFound(f"session {session_key!r} (agent {agent_id}) does not exist")
+        return found
+
     def _clamp(self, occurred_at: object, now: int) -> int:
         if isinstance(occurred_at, bool) or not isinstance(occurred_at, (int, float)) or not math.isfinite(occurred_at):
             return now

@@ -308,11 +308,12 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
         key = caller.key
     skey, agent = _scoped(gw, key, caller, stored=True)
     notes: list[str] = []
-    try:  # the session and its stateVersion in one read
-        row, version = gw.session_with_version(skey, agent)
+    try:  # the session, its stateVersion and its lifecycle in one read
+        row, version, state = gw.session_status_row(skey, agent)
     except StoreUnavailable:  # read them apart: a session that cannot be read is an error, a head may degrade
         row = gw.session(skey, agent)
         version = _degraded(notes, "the stateVersion", lambda: gw.state_version(row.session_key, row.agent_id), 0)
+        state = _degraded(notes, "the lifecycle", lambda: gw.lifecycle_of(row.session_key, row.agent_id), None)
     since = validation.sequence(args["changesSince"], "changesSince") if args.get("changesSince") is not None else None
     out: dict[str, Any] = {
         "sessionKey": row.session_key,
@@ -327,7 +328,6 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
         out["activeRunId"] = row.active_run_id
     if row.goal:
         out["goal"] = row.goal
-    state = _degraded(notes, "the lifecycle", lambda: gw.lifecycle_of(row.session_key, row.agent_id), None)
     if state is not None:
         out["lifecycle"] = state
     lines = [

@@ -193,6 +193,17 @@ class Sessions(ABC):
         """The session and its stateVersion (``SignalLog.state_version``: 0 before its first event) in one
         read, as session_status shows them; None when there is no such session."""
 
+    def get_session_status(
+        self, session_key: str, agent_id: str
+    ) -> tuple[SessionRow, int, dict[str, Any] | None] | None:
+        """``get_session_with_version`` plus the lifecycle's public shape (``LifecycleRow.to_json``, None
+        when never reported). The built-in stores answer it in one read; this default takes two."""
+        found = self.get_session_with_version(session_key, agent_id)
+        if found is None:
+            return None
+        state = self.get_lifecycle(session_key, agent_id)  # type: ignore[attr-defined]
+        return found[0], found[1], None if state is None else state.to_json()
+
     @abstractmethod
     def list_sessions(
         self,

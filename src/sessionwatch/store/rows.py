@@ -53,6 +53,26 @@ def session_with_version_query(placeholder: str, extra: str = "") -> str:
     )
 
 
+def session_status_query(placeholder: str, extra: str = "") -> str:
+    """``session_with_version_query`` with the session's lifecycle state, since and outcome (NULLs when
+    it never reported one) before the stateVersion: session_status in one read, one round trip."""
+    own = "st.session_key = s.session_key AND st.agent_id = s.agent_id"
+    lifecycle = ", ".join(f"(SELECT st.{c} FROM session_states st WHERE {own})" for c in ("state", "since", "outcome"))
+    return session_with_version_query(placeholder, f"{extra + ', ' if extra else ''}{lifecycle}")
+
+
+def status_lifecycle(row: Any) -> dict[str, Any] | None:
+    """The ``{state, since[, outcome]}`` of a ``session_status_query`` row (its three columns before the
+    stateVersion), as ``LifecycleRow.to_json`` shows it."""
+    state, since, outcome = row[-4], row[-3], row[-2]
+    if state is None:
+        return None
+    out: dict[str, Any] = {"state": state, "since": since}
+    if state == "ended" and outcome is not None:
+        out["outcome"] = outcome
+    return out
+
+
 def event_body(ev: EventInput) -> str:
     """The stored JSON body of an event: its public shape without the sequence."""
     body: dict[str, Any] = {

@@ -44,6 +44,18 @@ class LifecycleTests(SuiteBase):
         assert all("lifecycle" not in s for s in listed)
         assert "lifecycle" not in family.get_session(CHILD)
 
+    def test_the_status_read_carries_the_lifecycle_as_the_state_row_shows_it(self, family: Gateway) -> None:
+        """session_status reads the session, its stateVersion and its lifecycle in one store read
+        (``get_session_status``): the same answer as the lifecycle's own row."""
+        gw = family
+        row, version, state = gw.store.get_session_status(CHILD, "a")  # type: ignore[misc]
+        assert state is None and row.session_key == CHILD and version == gw.state_version(CHILD)
+        gw.report_lifecycle(CHILD, "ended", outcome="failed")
+        found = gw.store.get_session_status(CHILD, "a")
+        assert found is not None and found[2] == gw.store.get_lifecycle(CHILD, "a").to_json()  # type: ignore[union-attr]
+        assert found[2]["outcome"] == "failed" and found[1] == gw.state_version(CHILD)
+        assert gw.store.get_session_status("agent:a:nobody", "a") is None
+
     def test_each_change_is_one_typed_content_free_event(self, family: Gateway, clock: ManualClock) -> None:
         gw = family
         first = gw.report_lifecycle(CHILD, "working", host="claude")

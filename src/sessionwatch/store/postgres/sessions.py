@@ -16,7 +16,9 @@ from ..rows import (
     SESSION_COLS,
     message_from_row,
     session_from_row,
+    session_status_query,
     session_with_version_query,
+    status_lifecycle,
 )
 from .connection import PostgresConnection
 
@@ -70,6 +72,12 @@ class PostgresSessions(PostgresConnection, Sessions):
     def get_session_with_version(self, session_key: str, agent_id: str) -> tuple[SessionRow, int] | None:
         row = self._one(session_with_version_query("%s", self._durable_read()), (session_key, agent_id))
         return None if row is None else (session_from_row(row), row[-1])
+
+    def get_session_status(
+        self, session_key: str, agent_id: str
+    ) -> tuple[SessionRow, int, dict[str, Any] | None] | None:
+        row = self._one(session_status_query("%s", self._durable_read()), (session_key, agent_id))
+        return None if row is None else (session_from_row(row), row[-1], status_lifecycle(row))
 
     def list_sessions(
         self,

@@ -17,7 +17,9 @@ from ..rows import (
     SESSION_COLS,
     message_from_row,
     session_from_row,
+    session_status_query,
     session_with_version_query,
+    status_lifecycle,
 )
 from . import queue_model, upkeep
 from .connection import SQLiteConnection
@@ -70,6 +72,13 @@ class SQLiteSessions(SQLiteConnection, Sessions):
         with self._lock:
             row = self._conn.execute(session_with_version_query("?"), (session_key, agent_id)).fetchone()
         return None if row is None else (session_from_row(row), row[-1])
+
+    def get_session_status(
+        self, session_key: str, agent_id: str
+    ) -> tuple[SessionRow, int, dict[str, Any] | None] | None:
+        with self._lock:
+            row = self._conn.execute(session_status_query("?"), (session_key, agent_id)).fetchone()
+        return None if row is None else (session_from_row(row), row[-1], status_lifecycle(row))
 
     def list_sessions(
         self,
