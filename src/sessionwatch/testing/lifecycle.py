@@ -48,11 +48,11 @@ class LifecycleTests(SuiteBase):
         """session_status reads the session, its stateVersion and its lifecycle in one store read
         (``get_session_status``): the same answer as the lifecycle's own row."""
         gw = family
-        row, version, state = gw.store.get_session_status(CHILD, "a")  # type: ignore[misc]
+        row, version, state = gw.store.get_session_status(CHILD, "a")
         assert state is None and row.session_key == CHILD and version == gw.state_version(CHILD)
         gw.report_lifecycle(CHILD, "ended", outcome="failed")
         found = gw.store.get_session_status(CHILD, "a")
-        assert found is not None and found[2] == gw.store.get_lifecycle(CHILD, "a").to_json()  # type: ignore[union-attr]
+        assert found is not None and found[2] == gw.store.get_lifecycle(CHILD, "a").to_json()
         assert found[2]["outcome"] == "failed" and found[1] == gw.state_version(CHILD)
         assert gw.store.get_session_status("agent:a:nobody", "a") is None
 
