@@ -36,7 +36,11 @@ SEND_TIMEOUT_S = 2.0
 
 
 class Gone(Exception):
-    """The socket is not there or nobody listens: the Claude Code process has ended."""
+    """The socket is not there or nobody listens: the host process has ended."""
+
+
+class NotYet(Exception):
+    """Nowhere to push yet (no hook of the session said where it runs): try again at the next look."""
 
 
 class Inbox:
@@ -110,7 +114,7 @@ class Pusher:
 
     def __init__(
         self,
-        inbox: Inbox,
+        inbox: Any,  # send(text), path: Inbox here, codex_push.CodexInbox
         peek: Callable[[], Sequence[Any]],
         session_key: str,
         state: PushState,
@@ -142,8 +146,11 @@ class Pusher:
         if new:
             try:
                 self.inbox.send(push_text(self.session_key, len(new)))
+            except NotYet as exc:
+                log.debug("push: %s", exc)
+                return True
             except Gone as exc:
-                log.info("push: Claude Code's inbox is gone (%s): no more pushes for %s", exc, self.session_key)
+                log.info("push: the host's inbox is gone (%s): no more pushes for %s", exc, self.session_key)
                 return False
             except OSError as exc:  # a full or slow socket: the next look tries again
                 log.warning("push: writing to %s failed: %s", self.inbox.path, exc)
@@ -161,9 +168,19 @@ class Pusher:
             self._stop.wait(self.interval)
 
 
+HOST_ENV = "SESSIONWATCH_HOST"  # what ``install codex`` sets in its MCP server's environment
+
+
 def start_pusher(where: str, session_key: str, peek: Callable[[], Sequence[Any]]) -> Pusher | None:
-    """The pusher of a server Claude Code started (its inbox in the environment), else None."""
-    inbox = Inbox.from_env()
-    if inbox is None or os.environ.get("SESSIONWATCH_PUSH", "1") == "0":
+    """The pusher of a server Claude Code started (its inbox in the environment) or Codex started
+    (``SESSIONWATCH_HOST=codex``: its TUI daemon, once a hook registered the thread), else None."""
+    if os.environ.get("SESSIONWATCH_PUSH", "1") == "0":
+        return None
+    inbox: Any = Inbox.from_env()
+    if inbox is None and os.environ.get(HOST_ENV) == "codex":
+        from .codex_push import CodexInbox
+
+        inbox = CodexInbox(session_key)
+    if inbox is None:
         return None
     return Pusher(inbox, peek, session_key, PushState(where, session_key)).start()

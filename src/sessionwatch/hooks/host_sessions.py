@@ -115,6 +115,8 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
             state = None  # a compaction in the middle of a turn: still working
         if state is not None:
             _report(backend, who.key, state, report._replace(outcome="ok" if state == "ended" else None))
+        if report.host == "codex" and event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
+            _where_codex_runs(who.key, data, data.get("turn_id") if event != "SessionStart" else None)
         return who.key
     run = str(data["agent_id"])
     if event == SUBAGENT_START:
@@ -129,9 +131,24 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
     return child
 
 
-def turn_ended(backend: Writes, key: str, report: Report) -> None:
+def turn_ended(backend: Writes, key: str, report: Report, data: dict[str, Any] | None = None) -> None:
     """A Stop the hook did not block: the turn is over."""
     _report(backend, key, "idle", report)
+    if report.host == "codex" and data is not None:
+        _where_codex_runs(key, data, None)
+
+
+def _where_codex_runs(key: str, data: dict[str, Any], turn: object) -> None:
+    """A Codex TUI session's thread and running turn, for the push (codex_push.py)."""
+    thread = host_id(data.get("session_id"))
+    if thread is None:
+        return
+    from .codex_push import register
+
+    try:
+        register(key, thread, turn if isinstance(turn, str) else None)
+    except OSError as exc:  # no push then; the notices still come with the next hook
+        log.warning("registering %s's Codex thread for the push failed: %s", key, exc)
 
 
 def _report(backend: Writes, key: str, state: str, report: Report) -> None:

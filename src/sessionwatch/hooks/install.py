@@ -54,7 +54,9 @@ HOOK_TIMEOUT_S = 10  # the host's limit for one run; ours answers in well under 
 PERMISSION = f"mcp__{SERVER_NAME}"  # Claude Code: every tool of the server
 # Codex starts MCP servers with a bare environment; these decide which store or gateway the server
 # uses and how it authenticates, so they pass through (an unset one is simply absent)
-CODEX_ENV_VARS = ["SESSIONWATCH_TOKEN", "SESSIONWATCH_STORE", "SESSIONWATCH_GATEWAY", "XDG_STATE_HOME"]
+# what Codex passes its MCP server from the environment it runs in (it passes almost nothing by default);
+# CODEX_HOME: where the TUI's daemon listens, for the push (codex_push.py)
+CODEX_ENV_VARS = ["SESSIONWATCH_TOKEN", "SESSIONWATCH_STORE", "SESSIONWATCH_GATEWAY", "XDG_STATE_HOME", "CODEX_HOME"]
 SCOPES = ("project", "local", "user")
 
 
@@ -209,6 +211,7 @@ class Target:
             out["alwaysLoad"] = True  # its tools in the first request, not deferred behind ToolSearch
         else:
             out["env_vars"] = list(CODEX_ENV_VARS)
+            out["env"] = {"SESSIONWATCH_HOST": "codex"}  # the server pushes through the TUI's daemon
             out["required"] = True  # Codex waits for it (otherwise a slow start misses the first request)
         return out
 

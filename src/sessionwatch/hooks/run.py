@@ -448,7 +448,7 @@ def answer_in_process(gw: Any, where: str, host: str, key: str, agent: str | Non
     out = io.StringIO()
     printed = event is not None and deliver(backend, target, agent, spec, event, out)
     if raw_event == STOP and not printed:
-        host_sessions.turn_ended(backend, target, report)
+        host_sessions.turn_ended(backend, target, report, data)
     return out.getvalue()
 
 
@@ -502,12 +502,12 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
                 key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
                 printed = event is not None and deliver(backend, key, who.agent, opts.host, event, stdout)
                 if raw_event == STOP and not printed:
-                    host_sessions.turn_ended(backend, key, report)
+                    host_sessions.turn_ended(backend, key, report, data)
         else:
             key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
             printed = event is not None and opts.deliver and deliver(backend, key, who.agent, opts.host, event, stdout)
             if raw_event == STOP and not printed:
-                host_sessions.turn_ended(backend, key, report)
+                host_sessions.turn_ended(backend, key, report, data)
         if (
             who is not None and event == USER_PROMPT_SUBMIT and opts.nudge and not answered_there and key == who.key
         ):  # after the answer: a slow link lookup cannot delay it
