@@ -129,10 +129,11 @@ def live(tmp_path: Path) -> Iterator[Live]:
             session.close()
 
 
-def wait_for(check: Any, timeout: float, what: str) -> None:
+def wait_for(check: Any, timeout: float, what: Any) -> None:
+    """Until ``check()``; ``what`` (a text, or a function giving one when it fails) says what never came."""
     deadline = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < deadline, what
+        assert time.monotonic() < deadline, what() if callable(what) else what
         time.sleep(0.2)
 
 
@@ -169,3 +170,67 @@ def test_a_busy_session_gets_the_push_at_its_next_tool_boundary(live: Live) -> N
     first = next(i for i, r in enumerate(live.model.requests) if PUSHED in json.dumps(r))
     assert first < 3, "the push came after the turn, not at its next tool boundary"  # the turn's own requests
     assert live.count(notice[0]) == 1
+
+
+def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: Path) -> None:
+    """A person's Codex TUI, idle after a turn: the session's MCP server starts a turn through the TUI's
+    app-server daemon; that turn's hooks deliver the notice, once, and the push comes once."""
+    from tests.support.tui import Tui
+
+    with FakeModel("openai", default="noted") as model, host_home("codex", tmp_path, model.url) as h:
+        state = h.root / "state"
+        h.extra_env["XDG_STATE_HOME"] = str(state)
+        store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
+        (state / "sessionwatch").mkdir(parents=True)
+        config = h.home / ".codex" / "config.toml"
+        config.write_text(config.read_text() + f'\n[projects."{h.project}"]\ntrust_level = "trusted"\n')
+        with Gateway.open(store, timers=False) as gw:
+            gw.put_session(MANAGER)
+            gw.put_session(CHILD)
+            assert gw.watch(MANAGER, CHILD)
+            out = subprocess.run(
+                [*SESSIONWATCH, "install", "codex", "--dir", str(h.project), "--session", MANAGER],
+                capture_output=True,
+                text=True,
+                env=h.env(),
+                timeout=180,
+            )
+            assert out.returncode == 0, out.stdout + out.stderr
+            tui = Tui(h)
+            try:
+                sock = h.home / ".codex" / "app-server-control" / "app-server-control.sock"
+                wait_for(sock.exists, 60, f"the TUI's daemon never listened: {tui.screen[-800:]!r}")
+                time.sleep(2)  # the TUI takes input once drawn
+                tui.type("hello")
+                wait_for(
+                    lambda: len(model.requests) >= 1, 60, f"the prompt never reached the model: {tui.screen[-800:]!r}"
+                )
+                wait_for(
+                    lambda: (gw.lifecycle_of(MANAGER, "main") or {}).get("state") == "idle",
+                    60,
+                    "the turn never ended",
+                )
+                gw.inbound(CHILD, "use the 2024 brief", channel="webchat")
+                line = str(gw.peek_system_events(MANAGER)[-1]["line"])
+
+                def seen(needle: str) -> list[int]:
+                    escaped = json.dumps(needle)[1:-1]  # as it stands in a request's JSON
+                    return [i for i, r in enumerate(model.requests) if escaped in json.dumps(r)]
+
+                log = state / "sessionwatch" / "hooks.log"
+                pushed = state / "sessionwatch" / "push"
+
+                def why() -> str:
+                    hooks = log.read_text()[-1500:] if log.exists() else "(no hooks.log)"
+                    where = [(p.name, p.read_text()) for p in pushed.glob("*")] if pushed.exists() else None
+                    return f"no push reached the model; hooks.log: {hooks}; push state: {where}"
+
+                wait_for(lambda: seen(PUSHED), 60, why)
+                wait_for(lambda: seen(line), 60, "the pushed turn never got the notice")
+                time.sleep(4)  # the pusher's later looks
+                last = json.dumps(model.requests[-1])
+                assert last.count(json.dumps(PUSHED)[1:-1]) == 1  # one push in the thread's history
+                assert last.count(json.dumps(line)[1:-1]) == 1  # and the notice given once
+            finally:
+                tui.close()
+                subprocess.run(["pkill", "-f", str(h.home / ".codex")], check=False)  # the TUI's daemon outlives it

@@ -53,6 +53,20 @@ def register(session_key: str, thread_id: str, turn_id: str | None) -> None:
     os.replace(tmp, path)
 
 
+def _connect(sock: socket.socket, path: str) -> None:
+    """Connect to a unix socket whose path may be longer than the 108 bytes ``sun_path`` holds (a deep
+    ``CODEX_HOME``): through its real path, else through the folder's descriptor in /proc."""
+    real = os.path.realpath(path)
+    if len(real.encode()) < 100 or not os.path.isdir("/proc/self/fd"):
+        sock.connect(real)
+        return
+    folder = os.open(os.path.dirname(real), os.O_RDONLY)
+    try:
+        sock.connect(f"/proc/self/fd/{folder}/{os.path.basename(real)}")
+    finally:
+        os.close(folder)
+
+
 class _WebSocket:
     """The few WebSocket frames the daemon's JSON-RPC needs: text out (masked, as a client must), text in."""
 
@@ -60,10 +74,13 @@ class _WebSocket:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(TIMEOUT_S)
         try:
-            self.sock.connect(path)
+            _connect(self.sock, path)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             self.sock.close()
             raise Gone(f"{path}: {exc.strerror or exc}") from None
+        except OSError:
+            self.sock.close()
+            raise
         key = base64.b64encode(os.urandom(16)).decode()
         self.sock.sendall(
             (
