@@ -22,7 +22,7 @@ GATEWAY_ONLY = {
     "resolve": "engine helper: parses a key and finds its agent",
     "session": "engine helper: returns a SessionRow",
     "session_with_version": "engine helper: a SessionRow and its stateVersion in one read (session_status)",
-    "session_status_row": "engine helper: a SessionRow, its stateVersion and its lifecycle in one read (session_status)",
+    "session_status_row": "engine helper: a SessionRow, its stateVersion and its lifecycle in one read",
     "list_sessions": "returns SessionRows; remotely use the sessions_list tool",
     "list_sessions_page": "returns SessionRows and the next cursor; remotely use the sessions_list tool",
     "changes_since": "returns a ChangesPage; remotely use session_status with changesSince",
