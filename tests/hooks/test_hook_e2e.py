@@ -461,3 +461,47 @@ def test_without_a_key_a_host_session_is_its_own_and_a_user_install_names_it_aft
     child = "agent:my-repo:subagent:a7"
     assert world.gw.session(child).spawned_by == own
     assert any(c["target"] == child for c in world.gw.cursors(watcher=own))
+
+
+def test_through_a_gateway_a_command_hook_loads_no_http_client_and_gives_a_notice_once(world: World) -> None:
+    """Codex has no HTTP hooks, so through a gateway each event is a process: it asks the gateway's hook
+    route with a plain socket (no HTTP client, no engine loaded), prints the answer, and the gateway
+    keeps the answer state: a notice once, acknowledged at the next run."""
+    import sys
+
+    from tests.support.ports import listening_socket, spawn_serving, url_of
+    from tests.support.procs import stop
+    from tests.support.waiting import wait_http
+
+    sock = listening_socket()
+    url = url_of(sock)
+    server = spawn_serving(
+        [*SESSIONWATCH, "serve", "--store", world.store_url, "--no-monitor"],
+        sock,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=world.env,
+    )
+    try:
+        wait_http(f"{url}/v1/health", server, timeout=30)
+        world.gw.enqueue_system_event(MANAGER, "via the gateway, quickly")
+        payload = codex_input("PostToolUse", world.manager_thread, None, tool_name="exec_command")
+        cmd = [sys.executable, "-X", "importtime", "-m", "sessionwatch", "--gateway", url, "hook", "codex"]
+        cmd += ["--session", MANAGER]
+
+        def run() -> tuple[str, str]:
+            res = subprocess.run(
+                cmd, input=json.dumps(payload).encode(), capture_output=True, env=world.env, timeout=60
+            )
+            assert res.returncode == 0
+            return res.stdout.decode(), res.stderr.decode()
+
+        out, imports = run()
+        context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+        assert context.endswith("via the gateway, quickly")
+        loaded = {line.split("|")[-1].strip() for line in imports.splitlines() if line.startswith("import time:")}
+        assert not loaded & {"httpx", "http.client", "sessionwatch.client", "sessionwatch.engine.gateway"}, loaded
+        assert run()[0] == ""  # given once; this run acknowledged it
+        assert world.gw.peek_system_events(MANAGER) == []
+    finally:
+        stop(server)

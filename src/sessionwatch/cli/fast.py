@@ -139,6 +139,11 @@ def _run(inv: Invocation) -> None:
 
     opts = inv.opts
     given = quick.stdin()
+    if not inv.problems and (opts.get("gateway") or os.environ.get("SESSIONWATCH_GATEWAY")):
+        from ..hooks import gateway_quick
+
+        if gateway_quick.answer(opts, given.raw):
+            return  # the gateway answered (hooks/gateway_quick.py): no HTTP client, no engine loaded
     verdict = quick.FULL if inv.problems else quick.decide(opts, given.raw)
     if verdict == quick.WRITES and "foreground_nudge" in opts:
         verdict = quick.FULL  # asked to finish its work before it exits
