@@ -1,5 +1,5 @@
-"""Fake model servers for the real hosts: Claude Code (Anthropic Messages, SSE) and Codex (OpenAI
-Responses, SSE), on loopback.
+"""Fake model servers for the real hosts: Claude Code (Anthropic Messages, SSE), Codex (OpenAI
+Responses, SSE), OpenCode and Pi (OpenAI chat completions, SSE: wire ``"chat"``), on loopback.
 
 Each server records every request body (what the model would have received: the system text, the
 messages or input items, the tools) and answers from a script: a list of replies, one per model request,
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-Wire = Literal["anthropic", "openai"]
+Wire = Literal["anthropic", "openai", "chat"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,8 @@ class FakeModel:
         if self.wire == "anthropic":
             walk(request.get("system"))
             walk(request.get("messages"))
+        elif self.wire == "chat":
+            walk(request.get("messages"))
         else:
             walk(request.get("instructions"))
             walk(request.get("input"))
@@ -129,6 +131,8 @@ class FakeModel:
         for t in request.get("tools") or []:
             if self.wire == "openai" and t.get("type") == "namespace":
                 names += [f"{t.get('name')}__{x.get('name')}" for x in t.get("tools") or []]
+            elif self.wire == "chat":
+                names.append(str((t.get("function") or {}).get("name")))
             else:
                 names.append(str(t.get("name")))
         return names
@@ -145,6 +149,14 @@ class FakeModel:
                             out.append(content)
                         else:
                             out += [c.get("text", "") for c in content or [] if isinstance(c, dict)]
+        elif self.wire == "chat":
+            for m in request.get("messages") or []:
+                if isinstance(m, dict) and m.get("role") == "tool":
+                    content = m.get("content")
+                    if isinstance(content, str):
+                        out.append(content)
+                    else:
+                        out += [c.get("text", "") for c in content or [] if isinstance(c, dict)]
         else:
             for item in request.get("input") or []:
                 if isinstance(item, dict) and item.get("type") == "function_call_output":
@@ -202,6 +214,10 @@ class FakeModel:
                     model._record(path, body)
                     self._sse(_anthropic_events(model._next(body), body))
                     return
+                if path.endswith("/chat/completions") and body is not None:
+                    model._record(path, body)
+                    self._sse_data(_chat_chunks(model._next(body)))
+                    return
                 if path.endswith("/responses") and body is not None:
                     model._record(path, body)
                     self._sse(_openai_events(model._next(body)))
@@ -218,7 +234,59 @@ class FakeModel:
                 self.end_headers()
                 self.wfile.write(chunks)
 
+            def _sse_data(self, chunks: list[dict[str, Any]]) -> None:
+                """Chat completions stream bare ``data:`` lines and end with ``data: [DONE]``."""
+                body = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
         return Handler
+
+
+def _chat_chunks(reply: Reply) -> list[dict[str, Any]]:
+    """One reply as OpenAI chat-completion chunks: a text, or one tool call, then the finish and usage."""
+    cid = "chatcmpl-" + uuid.uuid4().hex[:20]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fake-model",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if reply.tool is None:
+        out.append(chunk({"content": reply.text or "ok"}))
+        finish = "stop"
+    else:
+        if reply.text:
+            out.append(chunk({"content": reply.text}))
+        call = {
+            "index": 0,
+            "id": "call_" + uuid.uuid4().hex[:20],
+            "type": "function",
+            "function": {"name": reply.tool, "arguments": json.dumps(reply.input)},
+        }
+        out.append(chunk({"tool_calls": [call]}))
+        finish = "tool_calls"
+    out.append(chunk({}, finish))
+    out.append(
+        {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fake-model",
+            "choices": [],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        }
+    )
+    return out
 
 
 def _anthropic_events(reply: Reply, request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

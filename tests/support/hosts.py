@@ -2,13 +2,14 @@
 
 - Claude Code: the binary the ``claude-agent-sdk`` wheel bundles (a test dependency, pinned in the lock
   file); its version must be ``CLAUDE_CODE_VERSION``.
-- Codex CLI: npm ``@openai/codex@CODEX_VERSION``, installed on first use into a cache folder
+- Codex CLI (npm ``@openai/codex@CODEX_VERSION``), OpenCode (``opencode-ai@OPENCODE_VERSION``) and Pi
+  (``@mariozechner/pi-coding-agent@PI_VERSION``): installed on first use into a cache folder
   (``$SESSIONWATCH_HOSTS_CACHE``, else ``$XDG_CACHE_HOME/sessionwatch-hosts``, else
-  ``~/.cache/sessionwatch-hosts``) with the machine's npm; ``.ci/run`` installs it up front.
+  ``~/.cache/sessionwatch-hosts``) with the machine's npm; ``.ci/run`` installs them up front.
 
-A test that needs a host calls :func:`claude_code` or :func:`codex`; either skips with a printed reason
-only when the binary cannot be had (no wheel, no node/npm, the registry unreachable). Nothing of the real
-user's configuration is read or written: every run gets its own ``HOME`` (and ``CODEX_HOME``).
+A test that needs a host calls :func:`claude_code`, :func:`codex`, :func:`opencode` or :func:`pi`; each skips with a
+printed reason only when the binary cannot be had (no wheel, no node/npm, the registry unreachable). Nothing
+of the real user's configuration is read or written: every run gets its own ``HOME`` (and ``CODEX_HOME``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import pytest
 
 CLAUDE_CODE_VERSION = "2.1.332"
 CODEX_VERSION = "0.171.0"
+OPENCODE_VERSION = "1.18.33"
+PI_VERSION = "0.73.1"
 
 
 def cache_dir() -> Path:
@@ -54,41 +57,49 @@ def claude_binary() -> tuple[Path | None, str]:
     return path, ""
 
 
-def codex_binary() -> tuple[Path | None, str]:
-    """(Codex CLI at the pinned version, installing it into the cache on first use, "") or (None, why)."""
-    explicit = os.environ.get("SESSIONWATCH_TEST_CODEX")
+def _npm_binary(label: str, package: str, version: str, bin_name: str, env_var: str) -> tuple[Path | None, str]:
+    """(a host CLI from npm at its pinned version, installed into the cache on first use, "") or (None, why)."""
+    explicit = os.environ.get(env_var)
     if explicit:
         return Path(explicit), ""
-    prefix = cache_dir() / f"codex-{CODEX_VERSION}"
-    binary = prefix / "node_modules" / ".bin" / "codex"
+    slug = package.rsplit("/", 1)[-1]
+    prefix = cache_dir() / f"{slug}-{version}"
+    binary = prefix / "node_modules" / ".bin" / bin_name
     if not binary.exists():
         npm = shutil.which("npm")
         if npm is None:
-            return None, "npm is not on PATH, so Codex CLI cannot be installed"
+            return None, f"npm is not on PATH, so {label} cannot be installed"
         prefix.mkdir(parents=True, exist_ok=True)
-        with open(prefix.parent / f".codex-{CODEX_VERSION}.lock", "w") as lock:
+        with open(prefix.parent / f".{slug}-{version}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # parallel sessions install once
             if not binary.exists():
                 out = subprocess.run(
-                    [
-                        npm,
-                        "install",
-                        "--prefix",
-                        str(prefix),
-                        "--no-audit",
-                        "--no-fund",
-                        f"@openai/codex@{CODEX_VERSION}",
-                    ],
+                    [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", f"{package}@{version}"],
                     capture_output=True,
                     text=True,
                     timeout=600,
                 )
                 if out.returncode != 0 or not binary.exists():
-                    return None, f"npm install @openai/codex@{CODEX_VERSION} failed: {out.stderr.strip()[-500:]}"
-    version = _version([str(binary), "--version"])
-    if CODEX_VERSION not in version:
-        return None, f"{binary} is {version!r}, the suite is pinned to {CODEX_VERSION}"
+                    return None, f"npm install {package}@{version} failed: {out.stderr.strip()[-500:]}"
+    found = _version([str(binary), "--version"])
+    if version not in found:
+        return None, f"{binary} is {found!r}, the suite is pinned to {version}"
     return binary, ""
+
+
+def codex_binary() -> tuple[Path | None, str]:
+    """(Codex CLI at the pinned version, installing it into the cache on first use, "") or (None, why)."""
+    return _npm_binary("Codex CLI", "@openai/codex", CODEX_VERSION, "codex", "SESSIONWATCH_TEST_CODEX")
+
+
+def opencode_binary() -> tuple[Path | None, str]:
+    """(OpenCode at the pinned version, from npm into the cache on first use, "") or (None, why)."""
+    return _npm_binary("OpenCode", "opencode-ai", OPENCODE_VERSION, "opencode", "SESSIONWATCH_TEST_OPENCODE")
+
+
+def pi_binary() -> tuple[Path | None, str]:
+    """(Pi at the pinned version, from npm into the cache on first use, "") or (None, why)."""
+    return _npm_binary("Pi", "@mariozechner/pi-coding-agent", PI_VERSION, "pi", "SESSIONWATCH_TEST_PI")
 
 
 def _version(argv: list[str]) -> str:
@@ -215,6 +226,14 @@ def codex() -> Path:
     return _need(codex_binary())
 
 
+def opencode() -> Path:
+    return _need(opencode_binary())
+
+
+def pi() -> Path:
+    return _need(pi_binary())
+
+
 @contextmanager
 def host_home(name: str, root: Path, model_url: str) -> Iterator[HostHome]:
     if name == "claude-code":
@@ -224,5 +243,10 @@ def host_home(name: str, root: Path, model_url: str) -> Iterator[HostHome]:
 
 
 if __name__ == "__main__":  # .ci/run: install what is missing, print what the host tests will run
-    for label, (path, why) in (("Claude Code", claude_binary()), ("Codex CLI", codex_binary())):
+    for label, (path, why) in (
+        ("Claude Code", claude_binary()),
+        ("Codex CLI", codex_binary()),
+        ("OpenCode", opencode_binary()),
+        ("Pi", pi_binary()),
+    ):
         print(f"hosts: {label}: {_version([str(path), '--version']) if path else 'unavailable: ' + why}")
