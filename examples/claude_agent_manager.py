@@ -1,7 +1,7 @@
 """Claude Agent SDK recipe: a UserPromptSubmit hook (the SDK's Python hooks) adds the manager's sessionwatch
 notices, each with the exact delta it names (session_status changesSince), to the prompt's context, so
 Claude reconciles before acting. `gw` is a Gateway or a GatewayClient. With Claude Code signed in:
-    python examples/claude_agent_manager.py "What next?"      (pip install 'sessionwatch[recipes]')"""
+    python examples/claude_agent_manager.py "What next?"      (pip install -e '.[recipes]')"""
 
 import asyncio
 import sys

@@ -1,6 +1,6 @@
 """LangGraph recipe: a node before the model hands the manager its sessionwatch notices, each with the exact
 delta it names (session_status changesSince), so the model reconciles before acting. `gw` is a Gateway or
-a GatewayClient.   python examples/langgraph_manager.py   (needs: pip install 'sessionwatch[recipes]')"""
+a GatewayClient.   python examples/langgraph_manager.py   (needs: pip install -e '.[recipes]')"""
 
 import tempfile
 

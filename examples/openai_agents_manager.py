@@ -1,6 +1,6 @@
 """OpenAI Agents SDK recipe: a model input filter prepends the manager's sessionwatch notices, each with the
 exact delta it names (session_status changesSince), so the model reconciles before acting. `gw` is a Gateway
-or a GatewayClient.   python examples/openai_agents_manager.py   (pip install 'sessionwatch[recipes]')"""
+or a GatewayClient.   python examples/openai_agents_manager.py   (pip install -e '.[recipes]')"""
 
 import tempfile
 

@@ -33,3 +33,11 @@ def test_the_newest_changelog_release_is_the_package_version() -> None:
     # Every release heading has its comparison link at the bottom (Keep a Changelog).
     for release in releases:
         assert re.search(rf"^\[{re.escape(release)}\]: https://", changelog, flags=re.MULTILINE), release
+
+
+def test_the_readme_names_every_event_kind() -> None:
+    from sessionwatch.kinds import ALL_KINDS
+
+    readme = (ROOT / "README.md").read_text()
+    missing = sorted(k for k in ALL_KINDS if f"`{k}`" not in readme)
+    assert not missing, f"README.md's concepts table lacks {missing}"

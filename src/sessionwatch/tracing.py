@@ -1,7 +1,7 @@
 """Optional OpenTelemetry traces: spans around tool calls and store operations.
 
 Off by default. ``SESSIONWATCH_OTEL=1`` turns them on in any process that opens a Gateway, when the
-``otel`` extra is installed (``pip install 'sessionwatch[otel]'``); otherwise a warning says why not.
+``otel`` extra is installed (``pip install -e '.[otel]'`` in a clone); otherwise a warning says why not.
 sessionwatch only creates spans through the OpenTelemetry API: where they go (OTLP, console, ...) is
 the process's tracer provider, configured as usual (``opentelemetry-instrument`` or your own setup).
 """
@@ -35,6 +35,6 @@ def otel_tracer(provider: Any = None) -> OtelTracer | None:
         return OtelTracer(provider)
     except ImportError as exc:
         log.warning(
-            "SESSIONWATCH_OTEL is set but OpenTelemetry is not installed (pip install 'sessionwatch[otel]'): %s", exc
+            "SESSIONWATCH_OTEL is set but OpenTelemetry is not installed (pip install -e '.[otel]' in a clone): %s", exc
         )
         return None

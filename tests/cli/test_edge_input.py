@@ -248,6 +248,7 @@ def test_serve_ready_line_names_the_store(tmp_path: Path) -> None:
         assert "gateway ready" in seen[-1] and str(tmp_path / "ready.db") in seen[-1], seen
         assert sum("created a new store" in line for line in seen) == 1
         assert next(i for i, x in enumerate(seen) if "listening on" in x) < len(seen) - 1
+        assert any("dashboard: http://127.0.0.1:" in x and x.rstrip().endswith("/ui/") for x in seen), seen
     finally:
         proc.terminate()
         proc.wait(15)

@@ -112,6 +112,21 @@ def test_demo_against_a_given_gateway_as_json(gateway: str) -> None:
     assert len(titles) == 9 and body["steps"][0]["started"] is False
     reconcile = next(s for s in body["steps"] if "events" in s)
     assert [e["kind"] for e in reconcile["events"]] == ["human_direct_message"]
+    # someone's gateway is left as it was: the demo's two sessions are gone again
+    made = {body["steps"][1]["manager"], body["steps"][2]["child"]}
+    assert set(body["deleted"]) == made
+    listed = remote(gateway, "sessions", "--json").json()
+    keys = {s["sessionKey"] for s in listed["sessions"]}
+    assert not keys & made, keys
+
+
+def test_demo_keep_leaves_its_sessions(gateway: str) -> None:
+    r = remote(gateway, "demo", "--json", "--keep", timeout=90)
+    assert r.code == 0, r
+    body = r.json()
+    assert body["deleted"] == []
+    listed = {s["sessionKey"] for s in remote(gateway, "sessions", "--json").json()["sessions"]}
+    assert body["steps"][1]["manager"] in listed
 
 
 def test_mcp_through_a_gateway(gateway: str) -> None:

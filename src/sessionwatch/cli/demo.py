@@ -112,19 +112,23 @@ def _check(ok: bool, message: str) -> None:
         raise DemoFailed(message)
 
 
-def run_scenario(client: Any, say: Narrator) -> None:
-    """The scenario itself, against anything with the gateway methods (client or engine)."""
+def run_scenario(client: Any, say: Narrator, created: list[str] | None = None) -> None:
+    """The scenario itself, against anything with the gateway methods (client or engine). The keys of
+    the sessions it makes are appended to ``created`` as they come to exist (for the clean-up)."""
     agent = f"demo{uuid.uuid4().hex[:6]}"
     manager = f"agent:{agent}:main"
     child = f"agent:{agent}:subagent:researcher"
+    made = created if created is not None else []
 
     client.put_session(manager)
+    made.append(manager)
     say.step("The manager session exists", f"manager = {manager}", manager=manager)
 
     spawned = client.call_tool(
         "sessions_spawn", {"label": "researcher", "task": "Summarize Q3 churn by region."}, caller=manager
     )
     _check("error" not in spawned, f"sessions_spawn failed: {spawned}")
+    made.insert(0, child)  # the child goes first: deleting the manager first would leave it orphaned
     seeded = int(spawned["stateVersion"])
     say.step(
         "The manager spawns a child and watches it from its spawn version",
@@ -205,38 +209,61 @@ def run_scenario(client: Any, say: Narrator) -> None:
     )
 
 
+def _clean_up(client: Any, created: list[str], deleted: list[str], say: Narrator) -> None:
+    """Delete what the demo made on someone's gateway; a failure is said, never raised over the result."""
+    for key in created:
+        try:
+            client.delete_session(key)
+            deleted.append(key)
+        except Exception as exc:  # noqa: BLE001 - the demo's outcome stands; say what is left behind
+            print(f"note: could not delete the demo session {key}: {exc}", file=sys.stderr)
+    if deleted and not say.as_json:
+        say.console.print(f"Cleaned up: deleted the demo's {len(deleted)} sessions.", markup=False)
+
+
 @command(cli, "demo")
+@click.option("--keep", is_flag=True, help="On a given --gateway, keep the demo's sessions (default: deleted).")
 @pass_state
-def demo_cmd(state: State) -> None:
+def demo_cmd(state: State, keep: bool) -> None:
     """Run the manager / child / person scenario end to end and narrate it.
 
     Starts a real gateway (python -m sessionwatch.http) on a free port with a
     throwaway store, unless the global --gateway URL is given. The manager spawns
     a child, a person types into the child twice, the manager sees exactly one
     notice, reconciles with changesSince and acts. Exits 0 when every step held.
+    On a given gateway the demo deletes the two sessions it made when it ends
+    (--keep leaves them, to look at in the dashboard).
 
     \b
     Examples:
       sessionwatch demo
-      sessionwatch --gateway http://127.0.0.1:7878 --token $T demo --json
+      sessionwatch --gateway http://127.0.0.1:7878 demo
+      sessionwatch --gateway http://127.0.0.1:7878 --token $T demo --json --keep
     """
     from ..client import GatewayClient
 
     say = Narrator(state.json)
+    created: list[str] = []
+    deleted: list[str] = []
     with contextlib.ExitStack() as stack:
         url, token = (state.gateway, state.token) if state.gateway else stack.enter_context(local_gateway())
         client = GatewayClient(url, token=token)
         stack.callback(client.close)
+        if state.gateway and not keep:
+            stack.callback(_clean_up, client, created, deleted, say)
         say.step("Gateway ready", url, gateway=url, started=state.gateway is None)
+        failed: DemoFailed | None = None
         try:
-            run_scenario(client, say)
+            run_scenario(client, say, created)
         except DemoFailed as exc:
-            if state.json:
-                print_json({"ok": False, "error": str(exc), "steps": say.steps})
-            else:
-                console().print(f"[bold red]demo failed:[/] {exc}")
-            raise click.exceptions.Exit(1) from exc
+            failed = exc
+    if failed is not None:  # said after the clean-up, so --json can list what it deleted
+        if state.json:
+            print_json({"ok": False, "error": str(failed), "steps": say.steps, "deleted": deleted})
+        else:
+            console().print(f"[bold red]demo failed:[/] {failed}")
+        raise click.exceptions.Exit(1) from failed
     if state.json:
-        print_json({"ok": True, "steps": say.steps})
+        print_json({"ok": True, "steps": say.steps, "deleted": deleted})
     else:
         say.console.print("[bold green]Done:[/] one intervention, one notice, an exact delta, then action.")

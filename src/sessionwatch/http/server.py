@@ -237,6 +237,7 @@ def serve(
     server = _Server(config, app.state.runtime)
     shown = f"[{host}]" if ":" in host else host
     log.info("listening on http://%s:%d", shown, config.port)
+    log.info("dashboard: http://%s:%d/ui/", "127.0.0.1" if host in ("0.0.0.0", "::") else shown, config.port)
     try:
         server.run(sockets=sockets)
     finally:
