@@ -211,7 +211,7 @@ class Target:
             out["alwaysLoad"] = True  # its tools in the first request, not deferred behind ToolSearch
         else:
             out["env_vars"] = list(CODEX_ENV_VARS)
-            out["env"] = {"SESSIONWATCH_HOST": "codex"}  # the server pushes through the TUI's daemon
+            out["env"] = {"SESSIONWATCH_HOST_CLI": "codex"}  # the server pushes through the TUI's daemon
             out["required"] = True  # Codex waits for it (otherwise a slow start misses the first request)
         return out
 
