@@ -21,8 +21,11 @@ def test_ci_runs_the_readme_test_command_word_for_word() -> None:
     assert len(test_commands) == 1, test_commands
     ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert test_commands[0] in ci_lines, "README's test command and .ci/run's differ"
-    # The README's command runs last, so a failing step before it can never be hidden by a passing suite.
-    assert [line for line in ci_lines if line.strip() and not line.lstrip().startswith("#")][-1] == test_commands[0]
+    # Every step stops the run on its first failure (set -e), so a passing suite can never hide a failing
+    # step; after the suite only the check that it left the tracked files alone may come.
+    assert "set -euo pipefail" in ci_lines
+    after = ci_lines[ci_lines.index(test_commands[0]) + 1 :]
+    assert all("pytest" not in line and "pip install" not in line for line in after), after
 
 
 def test_the_newest_changelog_release_is_the_package_version() -> None:

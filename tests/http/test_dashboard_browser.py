@@ -1,7 +1,8 @@
 """The dashboard at /ui in a real headless Chromium against a real ``sessionwatch serve`` process.
 
 Uses the distribution's ``chromium`` (``.ci/run`` installs it) driven by Playwright with that executable;
-no browser is downloaded. Screenshots of each view go to docs/img/ (docs/dashboard.md embeds them).
+no browser is downloaded. Each view is screenshotted (into docs/img/, which docs/dashboard.md embeds, only
+with SESSIONWATCH_SCREENSHOTS=docs/img).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +30,10 @@ pytestmark = pytest.mark.skipif(
 )
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
-IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+# The screenshots docs/dashboard.md embeds are taken here; they land in docs/img/ only when asked for
+# (SESSIONWATCH_SCREENSHOTS=docs/img .venv/bin/pytest tests/http -k dashboard): a test run never
+# rewrites a tracked file.
+IMG = Path(os.environ.get("SESSIONWATCH_SCREENSHOTS") or tempfile.mkdtemp(prefix="sessionwatch-screenshots-"))
 TOKEN = "dashboard-test-token-0123456789abcdef"
 MAIN, KID, PEER, HELPER = "agent:main:main", "agent:main:subagent:kid", "agent:main:peer", "agent:ops:helper"
 
