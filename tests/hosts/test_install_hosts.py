@@ -97,7 +97,7 @@ def test_claude_code_loads_the_tools_up_front_and_permits_the_reconcile_call(
     assert set(model.tool_names(first)) >= TOOLS  # loaded, not deferred behind ToolSearch (names only)
     status = next(t for t in first["tools"] if t["name"] == "mcp__sessionwatch__session_status")
     assert "changesSince" in json.dumps(status["input_schema"])
-    assert 0 in model.seen(line)  # the hook's notice is in the first request
+    assert 0 in model.seen(line), h.hook_log()  # the hook's notice is in the first request
     results = [r for req in model.requests for r in model.tool_results(req)]
     assert not any("haven't granted" in r for r in results), results
     assert len(delta_results(model)) == 1, results  # the call was permitted and the delta reached the model
@@ -150,7 +150,7 @@ def test_codex_passes_the_token_to_the_mcp_server_of_a_gateway(codex: tuple[Fake
         reconcile(model)
         run = h.prompt("what changed?")
         assert run.returncode == 0, run.stderr[-2000:]
-        assert 0 in model.seen(line)
+        assert 0 in model.seen(line), h.hook_log()
         assert set(model.tool_names(model.requests[0])) >= TOOLS
         assert len(delta_results(model)) == 1  # the server got the token: the gateway answered the call
     finally:

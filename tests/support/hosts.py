@@ -164,6 +164,16 @@ class HostHome:
     def _host_env(self) -> dict[str, str]:
         raise NotImplementedError
 
+    def hook_log(self) -> str:
+        """The end of the hooks' log (for an assertion's message: what the hook did, or why it missed)."""
+        for path in (
+            self.root / "state" / "sessionwatch" / "hooks.log",
+            self.home / ".local/state/sessionwatch/hooks.log",
+        ):
+            if path.exists():
+                return path.read_text(errors="replace")[-4000:]
+        return "(no hooks.log)"
+
     def prompt(self, text: str, *more: str, timeout: float = 180.0) -> Run:
         """One prompt, headless, in the project folder."""
         raise NotImplementedError
