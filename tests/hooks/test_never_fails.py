@@ -349,3 +349,15 @@ def test_an_unreachable_gateway_or_database_is_remembered_too(host: Host, tmp_pa
         before = host.logged().count("remembered as down")
         assert host.run(*args) == (0, "")
         assert host.logged().count("remembered as down") == before + 1
+
+
+@pytest.mark.parametrize(("setting", "spent"), [("0.5", 0.5), ("5", 5.0), ("lots", 2.0), ("0", 2.0), ("99", 2.0)])
+def test_the_budget_on_a_hung_gateway_can_be_set(host: Host, tmp_path: Path, setting: str, spent: float) -> None:
+    hung = HungGateway()
+    args = ["--gateway", hung.url, "hook", "codex", "--session", MANAGER, "--log-file", str(host.log)]
+    begun = time.monotonic()
+    assert host.run(*args, env={**host.env, "SESSIONWATCH_HOOK_BUDGET": setting}) == (0, "")
+    took = time.monotonic() - begun
+    assert spent <= took < spent + 2.5, took  # the budget, then process start-up on a busy machine
+    assert f"no answer within the {spent:g} s budget" in host.logged()
+    hung.stop_answering_nothing().close()

@@ -1,7 +1,7 @@
 """A hook's time on a gateway (or PostgreSQL server) that does not answer: bounded per run, remembered
 across runs.
 
-One run gives its remote calls :data:`BUDGET_S` in total (a :class:`Budget`). A call that fails in
+One run gives its remote calls :data:`BUDGET_S` (or ``SESSIONWATCH_HOOK_BUDGET``) in total (a :class:`Budget`). A call that fails in
 transport (refused, unreachable, timed out, cut off) or outlives the budget is a *miss*: the run stops
 talking to that server, and a :class:`DownMark` makes every hook run on this machine skip it for
 :data:`REMEMBER_S`, without a connection attempt. Nothing is lost by skipping: the notices stay queued
@@ -27,6 +27,16 @@ from typing import TypeVar
 from .delivery import state_dir
 
 BUDGET_S = 2.0  # what one hook run may spend on a server that does not answer, all calls together
+BUDGET_ENV = "SESSIONWATCH_HOOK_BUDGET"  # seconds, for a gateway on a slow link (0.1 to 30)
+
+
+def budget_s() -> float:
+    """The budget of this run: ``SESSIONWATCH_HOOK_BUDGET`` when it is a number from 0.1 to 30, else 2 s."""
+    try:
+        value = float(os.environ.get(BUDGET_ENV, ""))
+    except ValueError:
+        return BUDGET_S
+    return value if 0.1 <= value <= 30.0 else BUDGET_S
 REMEMBER_S = 30.0  # how long later runs skip it after a miss
 
 T = TypeVar("T")
@@ -44,8 +54,9 @@ class _OutOfTime(BaseException):
 class Budget:
     """The time one run has left for remote calls (monotonic)."""
 
-    def __init__(self, seconds: float = BUDGET_S) -> None:
-        self.deadline = time.monotonic() + seconds
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = budget_s() if seconds is None else seconds
+        self.deadline = time.monotonic() + self.seconds
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -77,12 +88,12 @@ def bounded(budget: Budget, call: Callable[[float], T]) -> T:
     """``call(timeout)`` within what the budget has left; :class:`Missed` when it is spent."""
     left = budget.left()
     if left <= 0:
-        raise Missed(f"the {BUDGET_S:g} s budget of this run is spent")
+        raise Missed(f"the {budget.seconds:g} s budget of this run is spent")
     try:
         with _alarm(left):
             return call(left)
     except _OutOfTime:
-        raise Missed(f"no answer within the {BUDGET_S:g} s budget of this run") from None
+        raise Missed(f"no answer within the {budget.seconds:g} s budget of this run") from None
 
 
 def public(url: str) -> str:

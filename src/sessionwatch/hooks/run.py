@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import host_sessions
 from .delivery import AnswerState, state_dir
-from .down import BUDGET_S, REMEMBER_S, Budget, DownMark, Missed, bounded, public
+from .down import REMEMBER_S, Budget, DownMark, Missed, bounded, budget_s, public
 from .hosts import HOSTS, SESSION_START, STOP, USER_PROMPT_SUBMIT, Host
 
 if TYPE_CHECKING:
@@ -308,7 +308,7 @@ class _Remote:
         # (the host writes the prompt's row after the hook returned), so the timeout outlasts that.
         if self.missed is not None:
             raise Missed(self.missed)
-        self.client.timeout = BUDGET_S
+        self.client.timeout = budget_s()
         return self.client.nudge(key, agent, wait_ms=retry_ms)
 
     def close(self) -> None:
