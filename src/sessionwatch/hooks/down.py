@@ -1,8 +1,8 @@
 """A hook's time on a gateway (or PostgreSQL server) that does not answer: bounded per run, remembered
 across runs.
 
-One run gives its remote calls :data:`BUDGET_S` (or ``SESSIONWATCH_HOOK_BUDGET``) in total (a :class:`Budget`). A call that fails in
-transport (refused, unreachable, timed out, cut off) or outlives the budget is a *miss*: the run stops
+One run gives its remote calls :data:`BUDGET_S` (or ``SESSIONWATCH_HOOK_BUDGET``) in total (a
+:class:`Budget`). A call that fails in transport (refused, unreachable, timed out, cut off) or outlives the budget is a *miss*: the run stops
 talking to that server, and a :class:`DownMark` makes every hook run on this machine skip it for
 :data:`REMEMBER_S`, without a connection attempt. Nothing is lost by skipping: the notices stay queued
 and the first run after the mark expires delivers them.
