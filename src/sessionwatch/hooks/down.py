@@ -2,10 +2,10 @@
 across runs.
 
 One run gives its remote calls :data:`BUDGET_S` (or ``SESSIONWATCH_HOOK_BUDGET``) in total (a
-:class:`Budget`). A call that fails in transport (refused, unreachable, timed out, cut off) or outlives the budget is a *miss*: the run stops
-talking to that server, and a :class:`DownMark` makes every hook run on this machine skip it for
-:data:`REMEMBER_S`, without a connection attempt. Nothing is lost by skipping: the notices stay queued
-and the first run after the mark expires delivers them.
+:class:`Budget`). A call that fails in transport (refused, unreachable, timed out, cut off) or outlives
+the budget is a *miss*: the run stops talking to that server, and a :class:`DownMark` makes every hook
+run on this machine skip it for :data:`REMEMBER_S`, without a connection attempt. Nothing is lost by
+skipping: the notices stay queued and the first run after the mark expires delivers them.
 
 The mark is one small JSON file per server under the hooks' state folder, replaced atomically, so
 concurrent hook runs read an old or a new mark, never half of one; two runs that miss at once both write
