@@ -37,6 +37,8 @@ def budget_s() -> float:
     except ValueError:
         return BUDGET_S
     return value if 0.1 <= value <= 30.0 else BUDGET_S
+
+
 REMEMBER_S = 30.0  # how long later runs skip it after a miss
 
 T = TypeVar("T")
