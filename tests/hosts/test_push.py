@@ -14,6 +14,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -172,18 +173,51 @@ def test_a_busy_session_gets_the_push_at_its_next_tool_boundary(live: Live) -> N
     assert live.count(notice[0]) == 1
 
 
-def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: Path) -> None:
-    """A person's Codex TUI, idle after a turn: the session's MCP server starts a turn through the TUI's
-    app-server daemon; that turn's hooks deliver the notice, once, and the push comes once."""
+class CodexTui:
+    """A person's Codex TUI on a trusted project, installed with ``--session MANAGER``, in a pty."""
+
+    def __init__(self, model: FakeModel, h: HostHome, gw: Gateway, state: Path, tui: Any) -> None:
+        self.model, self.h, self.gw, self.state, self.tui = model, h, gw, state, tui
+
+    def seen(self, needle: str) -> list[int]:
+        escaped = json.dumps(needle)[1:-1]  # as it stands in a request's JSON
+        return [i for i, r in enumerate(self.model.requests) if escaped in json.dumps(r)]
+
+    def why(self) -> str:
+        log = self.state / "sessionwatch" / "hooks.log"
+        pushed = self.state / "sessionwatch" / "push"
+        hooks = log.read_text()[-1500:] if log.exists() else "(no hooks.log)"
+        where = [(p.name, p.read_text()) for p in pushed.glob("*")] if pushed.exists() else None
+        return f"no push reached the model; hooks.log: {hooks}; push state: {where}"
+
+    def pushed(self) -> bool:
+        """Has the session's MCP server pushed a notice (its record of pushed ids, not a registration)?"""
+        folder = self.state / "sessionwatch" / "push"
+        for path in folder.glob("*.json") if folder.exists() else []:
+            if not path.name.startswith("codex-") and path.read_text().strip() not in ("", "[]"):
+                return True
+        return False
+
+    def idle(self) -> bool:
+        return (self.gw.lifecycle_of(MANAGER, "main") or {}).get("state") == "idle"
+
+    def person_writes_into_child(self) -> str:
+        self.gw.inbound(CHILD, "use the 2024 brief", channel="webchat")
+        return str(self.gw.peek_system_events(MANAGER)[-1]["line"])
+
+
+@contextmanager
+def codex_tui(tmp_path: Path, model: FakeModel) -> Iterator[CodexTui]:
     from tests.support.tui import Tui
 
-    with FakeModel("openai", default="noted") as model, host_home("codex", tmp_path, model.url) as h:
+    with host_home("codex", tmp_path, model.url) as h:
         state = h.root / "state"
         h.extra_env["XDG_STATE_HOME"] = str(state)
         store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
         (state / "sessionwatch").mkdir(parents=True)
         config = h.home / ".codex" / "config.toml"
         config.write_text(config.read_text() + f'\n[projects."{h.project}"]\ntrust_level = "trusted"\n')
+        (h.project / "notes.txt").write_text("the brief is due on Friday\n")
         with Gateway.open(store, timers=False) as gw:
             gw.put_session(MANAGER)
             gw.put_session(CHILD)
@@ -201,36 +235,58 @@ def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: P
                 sock = h.home / ".codex" / "app-server-control" / "app-server-control.sock"
                 wait_for(sock.exists, 60, f"the TUI's daemon never listened: {tui.screen[-800:]!r}")
                 time.sleep(2)  # the TUI takes input once drawn
-                tui.type("hello")
-                wait_for(
-                    lambda: len(model.requests) >= 1, 60, f"the prompt never reached the model: {tui.screen[-800:]!r}"
-                )
-                wait_for(
-                    lambda: (gw.lifecycle_of(MANAGER, "main") or {}).get("state") == "idle",
-                    60,
-                    "the turn never ended",
-                )
-                gw.inbound(CHILD, "use the 2024 brief", channel="webchat")
-                line = str(gw.peek_system_events(MANAGER)[-1]["line"])
-
-                def seen(needle: str) -> list[int]:
-                    escaped = json.dumps(needle)[1:-1]  # as it stands in a request's JSON
-                    return [i for i, r in enumerate(model.requests) if escaped in json.dumps(r)]
-
-                log = state / "sessionwatch" / "hooks.log"
-                pushed = state / "sessionwatch" / "push"
-
-                def why() -> str:
-                    hooks = log.read_text()[-1500:] if log.exists() else "(no hooks.log)"
-                    where = [(p.name, p.read_text()) for p in pushed.glob("*")] if pushed.exists() else None
-                    return f"no push reached the model; hooks.log: {hooks}; push state: {where}"
-
-                wait_for(lambda: seen(PUSHED), 60, why)
-                wait_for(lambda: seen(line), 60, "the pushed turn never got the notice")
-                time.sleep(4)  # the pusher's later looks
-                last = json.dumps(model.requests[-1])
-                assert last.count(json.dumps(PUSHED)[1:-1]) == 1  # one push in the thread's history
-                assert last.count(json.dumps(line)[1:-1]) == 1  # and the notice given once
+                yield CodexTui(model, h, gw, state, tui)
             finally:
                 tui.close()
                 subprocess.run(["pkill", "-f", str(h.home / ".codex")], check=False)  # the TUI's daemon outlives it
+
+
+def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: Path) -> None:
+    """A person's Codex TUI, idle after a turn: the session's MCP server starts a turn through the TUI's
+    app-server daemon; that turn's hooks deliver the notice, once, and the push comes once."""
+    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model) as c:
+        c.tui.type("hello")
+        wait_for(lambda: len(model.requests) >= 1, 60, f"the prompt never reached the model: {c.tui.screen[-800:]!r}")
+        wait_for(c.idle, 60, "the turn never ended")
+        line = c.person_writes_into_child()
+        wait_for(lambda: c.seen(PUSHED), 60, c.why)
+        wait_for(lambda: c.seen(line), 60, "the pushed turn never got the notice")
+        time.sleep(4)  # the pusher's later looks
+        last = json.dumps(model.requests[-1])
+        assert last.count(json.dumps(PUSHED)[1:-1]) == 1  # one push in the thread's history
+        assert last.count(json.dumps(line)[1:-1]) == 1  # and the notice given once
+
+
+def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: Path) -> None:
+    """The notice arrives while the model is answering the person's prompt: the MCP server steers the
+    running turn (``turn/steer``), so the turn's next model request already carries the push, before
+    the turn ends and without a turn of its own."""
+    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model) as c:
+        notice: list[str] = []
+
+        def meanwhile() -> None:
+            notice.append(c.person_writes_into_child())
+            # the request stays in flight until the pusher (it looks every second) has steered the turn
+            deadline = time.monotonic() + 30
+            while not c.pushed() and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+        model.script(Reply.call("exec_command", {"cmd": "cat notes.txt"}, before=meanwhile), Reply.say("done"))
+        c.tui.type("run the checks")
+        wait_for(lambda: len(model.requests) >= 2, 90, f"the turn never went on: {c.tui.screen[-800:]!r}")
+        wait_for(c.idle, 90, "the turn never ended")
+        assert notice
+        pushed = c.seen(PUSHED)
+        assert pushed, c.why()
+        # the steer joined the running turn: the turn's second request (after the tool's output) has it
+        # (Codex also asks the model for a title, alongside the turn: not a request of the turn)
+        turn = [i for i, r in enumerate(model.requests) if "Generate a concise" not in json.dumps(r)]
+        assert pushed[0] == turn[1], (pushed, turn, c.why())
+        # and no turn of its own: one working spell, from the person's prompt to the end
+        status = c.gw.call_tool("session_status", {"sessionKey": MANAGER, "changesSince": 0}, caller=CHILD)
+        spells = [e["kind"] for e in status["stateChanges"]["events"] if e["kind"] == "session_working"]
+        assert spells == ["session_working"], status["stateChanges"]["events"]
+        time.sleep(3)  # the pusher's later looks
+        last = json.dumps(model.requests[-1])
+        assert last.count(json.dumps(PUSHED)[1:-1]) == 1  # one push
+        assert c.seen(notice[0]), "the notice itself never reached the model"
