@@ -12,13 +12,12 @@ import logging
 from contextlib import AbstractContextManager
 from typing import Any
 
-from .engine.observe import Tracer
-
 log = logging.getLogger("sessionwatch.tracing")
 
 
-class OtelTracer(Tracer):
-    """Spans from an OpenTelemetry tracer (of ``provider``, else the process's global provider)."""
+class OtelTracer:
+    """Spans from an OpenTelemetry tracer (of ``provider``, else the process's global provider): a
+    ``Tracer`` of the engine by its one method, so this module needs nothing of the engine."""
 
     def __init__(self, provider: Any = None) -> None:
         from opentelemetry import trace

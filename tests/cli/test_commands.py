@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sessionwatch import Gateway, notice_text
-from sessionwatch.cli.exitcodes import exit_code_for
+from sessionwatch.exitcodes import exit_code_for
 from tests.support import pg
 from tests.support.waiting import wait_until
 

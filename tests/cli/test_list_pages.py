@@ -3,7 +3,7 @@ walks every page."""
 
 from __future__ import annotations
 
-from sessionwatch.cli.exitcodes import USAGE
+from sessionwatch.exitcodes import USAGE
 
 from .conftest import Runner
 

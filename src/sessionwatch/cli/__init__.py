@@ -33,7 +33,7 @@ def __getattr__(name: str) -> object:  # loaded on first use: nothing of it is o
 
         return cli
     if name in _EXIT_CODES:
-        from . import exitcodes
+        from .. import exitcodes
 
         return getattr(exitcodes, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ import click
 
 from .. import __version__
 from ..errors import SessionwatchError
-from . import exitcodes
+from .. import exitcodes
 from .backend import Backend
 
 # The modules that register the group's commands, imported on first need (see Group.get_command); a

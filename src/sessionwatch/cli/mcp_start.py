@@ -93,7 +93,7 @@ def run_fast(args: list[str]) -> bool:
     store = opts.get("store", os.environ.get("SESSIONWATCH_STORE")) or None
     token = opts.get("token", os.environ.get("SESSIONWATCH_TOKEN")) or None
     from ..errors import SessionwatchError
-    from .exitcodes import ERROR, exit_code_for
+    from ..exitcodes import ERROR, exit_code_for
 
     try:
         serve(

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from ..store.base import Store
 
@@ -81,11 +81,11 @@ def _timed(op: str, method: Callable[..., Any], observer: Observer) -> Callable[
     return call
 
 
-class Tracer:
-    """Spans around tool calls and store operations (OpenTelemetry when enabled: sessionwatch/tracing.py)."""
+class Tracer(Protocol):
+    """Spans around tool calls and store operations (OpenTelemetry when enabled: sessionwatch/tracing.py,
+    which needs nothing of the engine: anything with this method is a tracer)."""
 
-    def span(self, name: str, attributes: dict[str, Any]) -> AbstractContextManager[Any]:
-        return nullcontext()
+    def span(self, name: str, attributes: dict[str, Any]) -> AbstractContextManager[Any]: ...
 
 
 class SpanStore:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..cli.exitcodes import exit_code_for
+from ..exitcodes import exit_code_for
 from ..errors import SessionwatchError
 from ..serving.options import gateway_options
 from .options import run

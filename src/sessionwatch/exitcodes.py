@@ -1,8 +1,8 @@
-"""Exit codes scripts can rely on (documented in docs/cli.md)."""
+"""Exit codes scripts can rely on (documented in docs/cli.md): the CLI's and every server command's."""
 
 from __future__ import annotations
 
-from ..errors import SessionwatchError
+from .errors import SessionwatchError
 
 OK = 0
 ERROR = 1  # unexpected failure
