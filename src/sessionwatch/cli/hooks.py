@@ -9,7 +9,7 @@ import click
 
 from .app import State, cli, command, pass_state
 
-HOST = click.argument("host", metavar="HOST", type=click.Choice(["claude-code", "codex"]))
+HOST = click.argument("host", metavar="HOST", type=click.Choice(["claude-code", "codex", "pi"]))
 
 
 @command(cli, "hook")
@@ -274,7 +274,7 @@ def uninstall_cmd(state: State, host: str, scope: str, directory: str | None) ->
 
 
 @command(cli, "doctor")
-@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(["claude-code", "codex"]))
+@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(["claude-code", "codex", "pi"]))
 @DIR
 @pass_state
 def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
@@ -297,7 +297,7 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
     from ..hooks.install import target
     from .output import emit
 
-    hosts = [host] if host else ["claude-code", "codex"]
+    hosts = [host] if host else ["claude-code", "codex", "pi"]
     reports: list[dict[str, Any]] = []
     broken = False
     installed = False
