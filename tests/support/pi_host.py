@@ -31,7 +31,8 @@ export default function (pi: any) {
   pi.registerCommand("fixture-back", {
     description: "move the leaf back to the first assistant reply",
     handler: async (_args: string, ctx: any) => {
-      const first = ctx.sessionManager.getEntries().find((e: any) => e.type === "message" && e.message.role === "assistant");
+      const replies = ctx.sessionManager.getEntries().filter((e: any) => e.type === "message");
+      const first = replies.find((e: any) => e.message.role === "assistant");
       await ctx.navigateTree(first.id, { summarize: false });
     },
   });

@@ -150,7 +150,7 @@ def _find_pi(t: Target) -> Found:
             Check("files", False, f"{t.hooks_path} is not the extension this sessionwatch writes", fix_command(t))
         )
     joined = shlex.join(command)
-    return Found({e: joined for e in (*HOSTS["pi"].events, *HOSTS["pi"].observes)}, None, problems, {})
+    return Found(dict.fromkeys((*HOSTS["pi"].events, *HOSTS["pi"].observes), joined), None, problems, {})
 
 
 def find(t: Target) -> Found:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..hosts import pi as pi_room
@@ -76,9 +77,7 @@ class PiFiles:
                 out.append(None)
                 continue
             try:
-                found = pi_room.scan(
-                    path, probe.link.marker, lambda p=probe: p.own().raw, window=self.window, deadline=deadline
-                )
+                found = pi_room.scan(path, probe.link.marker, _own_of(probe), window=self.window, deadline=deadline)
             except Exception:
                 log.exception("scanning %s for %s failed", path, probe.link.session_key)
                 out.append(None)
@@ -94,6 +93,11 @@ class PiFiles:
                     outcome.dedupe_id = found.dedupe_id
                 out.append(outcome)
         return out
+
+
+def _own_of(probe: Probe) -> Callable[[], list[str]]:
+    """The session's own texts, read only when a prompt is found (the probe keeps them)."""
+    return lambda: probe.own().raw
 
 
 def rooms() -> dict[str, RoomCatalog]:

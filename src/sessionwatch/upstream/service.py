@@ -63,8 +63,9 @@ class UpstreamService:
         scan_budget_s: float | None = None,
     ) -> None:
         """Override the transcript roots (default: ``$CLAUDE_CONFIG_DIR`` or ~/.claude, ``$CODEX_HOME`` or
-        ~/.codex; ``pi_root``: Pi's agent dir, default ``$PI_CODING_AGENT_DIR`` or ~/.pi/agent), the per-request node timeout, whether timed ticks run on their own thread, and how long
-        one tick may keep reading local transcript windows per catalog (``scan_budget_s``)."""
+        ~/.codex; ``pi_root``: Pi's agent dir, default ``$PI_CODING_AGENT_DIR`` or ~/.pi/agent), the per-request
+        node timeout, whether timed ticks run on their own thread, and how long one tick may keep reading local
+        transcript windows per catalog (``scan_budget_s``)."""
         if scan_budget_s is not None:
             if not 0 <= scan_budget_s <= 40:
                 raise InvalidArgument("scan_budget_s must be between 0 and 40 seconds (the provider timeout is 45)")
@@ -90,7 +91,9 @@ class UpstreamService:
             if host != LOCAL_HOST:
                 return None
             s = self.gw.settings
-            return self.rooms[catalog].provider(s.scan_window_bytes, min(self.scan_budget_s, s.provider_timeout_ms / 2000))
+            return self.rooms[catalog].provider(
+                s.scan_window_bytes, min(self.scan_budget_s, s.provider_timeout_ms / 2000)
+            )
         if catalog not in self.catalogs:
             return None
         if host == LOCAL_HOST:

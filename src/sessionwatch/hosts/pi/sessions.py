@@ -71,7 +71,7 @@ class PiSessions:
             top = list(os.scandir(base))
         except (FileNotFoundError, NotADirectoryError):
             return []
-        entries = []
+        entries: list[os.DirEntry[str]] = []
         for entry in top:
             if entry.is_dir(follow_symlinks=False):
                 try:
