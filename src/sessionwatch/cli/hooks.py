@@ -48,7 +48,7 @@ def hook_cmd(
     foreground_nudge: bool,
     log_file: str | None,
 ) -> None:
-    """Run as a Claude Code or Codex CLI hook: read the hook's JSON on stdin, answer on stdout.
+    """Run as a Claude Code or Codex CLI hook (or from Pi's extension): JSON on stdin, the answer on stdout.
 
     On SessionStart, UserPromptSubmit and PostToolUse it adds the session's pending
     notices (the 'System: ...' lines) to the model's context, at least once; in an
@@ -194,8 +194,9 @@ def install_cmd(
     the approval of the project's server. Codex: the hooks, the MCP server (Codex
     waits for it and passes SESSIONWATCH_TOKEN), and the hooks' trust, written by
     Codex itself through `codex app-server` when codex is on PATH (--no-trust: left
-    to you). Merges with what is there and is idempotent; what each file held
-    before is kept in the state folder, so uninstall restores it exactly.
+    to you). Pi: the extension (.pi/extensions/sessionwatch.ts, or the agent dir's
+    extensions/ with --user) that runs `sessionwatch hook pi`. Merges with what is
+    there and is idempotent; what each file held before is kept in the state folder, so uninstall restores it exactly.
 
     --project files are meant to be committed and hold no path of this machine (the
     command is `sessionwatch` from PATH); --local and --user files name this
@@ -208,6 +209,7 @@ def install_cmd(
       sessionwatch install claude-code --session agent:main:main
       sessionwatch install claude-code --local --session agent:main:main --verify
       sessionwatch install codex --session agent:main:main
+      sessionwatch install pi --verify
       sessionwatch --gateway http://127.0.0.1:7878 install codex --user
     """
     from ..hooks.doctor import check_backend, verify as run_verify
