@@ -117,6 +117,7 @@ export default function sessionwatch(pi: any) {
 
   pi.on("session_shutdown", async (event: any, ctx: any) => {
     try {
+      if (event?.reason === "reload") return; // the same session goes on with the extensions reloaded
       await hook("SessionEnd", ctx, { reason: event?.reason ?? null });
     } catch {}
   });
