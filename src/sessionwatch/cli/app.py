@@ -11,9 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
-from .. import __version__
+from .. import __version__, exitcodes
 from ..errors import SessionwatchError
-from .. import exitcodes
 from .backend import Backend
 
 # The modules that register the group's commands, imported on first need (see Group.get_command); a

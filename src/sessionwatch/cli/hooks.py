@@ -9,7 +9,7 @@ import click
 
 from .app import State, cli, command, pass_state
 
-HOST = click.argument("host", metavar="HOST", type=click.Choice(["claude-code", "codex"]))
+HOST = click.argument("host", metavar="HOST", type=click.Choice(["claude-code", "codex", "pi"]))
 
 
 @command(cli, "hook")
@@ -48,7 +48,7 @@ def hook_cmd(
     foreground_nudge: bool,
     log_file: str | None,
 ) -> None:
-    """Run as a Claude Code or Codex CLI hook: read the hook's JSON on stdin, answer on stdout.
+    """Run as a Claude Code or Codex CLI hook (or from Pi's extension): JSON on stdin, the answer on stdout.
 
     On SessionStart, UserPromptSubmit and PostToolUse it adds the session's pending
     notices (the 'System: ...' lines) to the model's context, at least once; in an
@@ -194,8 +194,9 @@ def install_cmd(
     the approval of the project's server. Codex: the hooks, the MCP server (Codex
     waits for it and passes SESSIONWATCH_TOKEN), and the hooks' trust, written by
     Codex itself through `codex app-server` when codex is on PATH (--no-trust: left
-    to you). Merges with what is there and is idempotent; what each file held
-    before is kept in the state folder, so uninstall restores it exactly.
+    to you). Pi: the extension (.pi/extensions/sessionwatch.ts, or the agent dir's
+    extensions/ with --user) that runs `sessionwatch hook pi`. Merges with what is
+    there and is idempotent; what each file held before is kept in the state folder, so uninstall restores it exactly.
 
     --project files are meant to be committed and hold no path of this machine (the
     command is `sessionwatch` from PATH); --local and --user files name this
@@ -208,6 +209,7 @@ def install_cmd(
       sessionwatch install claude-code --session agent:main:main
       sessionwatch install claude-code --local --session agent:main:main --verify
       sessionwatch install codex --session agent:main:main
+      sessionwatch install pi --verify
       sessionwatch --gateway http://127.0.0.1:7878 install codex --user
     """
     from ..hooks.doctor import check_backend, verify as run_verify
@@ -274,7 +276,7 @@ def uninstall_cmd(state: State, host: str, scope: str, directory: str | None) ->
 
 
 @command(cli, "doctor")
-@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(["claude-code", "codex"]))
+@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(["claude-code", "codex", "pi"]))
 @DIR
 @pass_state
 def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
@@ -297,7 +299,7 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
     from ..hooks.install import target
     from .output import emit
 
-    hosts = [host] if host else ["claude-code", "codex"]
+    hosts = [host] if host else ["claude-code", "codex", "pi"]
     reports: list[dict[str, Any]] = []
     broken = False
     installed = False

@@ -69,7 +69,7 @@ def _show_tick(title: str, out: dict[str, Any], note: str | None = None) -> Any:
 @click.argument("catalog", metavar="CATALOG")
 @pass_state
 def threads_cmd(state: State, catalog: str) -> None:
-    """List the threads of a catalog: claude, codex, or node:<nodeId> for a paired node.
+    """List the threads of a catalog: claude, codex, pi, or node:<nodeId> for a paired node.
 
     The claude and codex catalogs list this machine's transcripts (roots from
     CLAUDE_CONFIG_DIR / CODEX_HOME) and those of every reachable paired node.

@@ -133,7 +133,29 @@ def _read(path: Path, fmt: type[JsonFormat] | type[TomlFormat]) -> tuple[Any, Ch
         return None, Check("files", False, str(exc), f"fix or remove {path}")
 
 
+def _find_pi(t: Target) -> Found:
+    """Pi's extension: ours, its hook command, and whether it is the one this version writes."""
+    from ..hosts.pi import install as pi
+
+    text = pi.read(t.hooks_path)
+    if text is None:
+        return Found({}, None, [], {})
+    command = pi.command_of(text)
+    if command is None:
+        problem = Check("files", False, f"{t.hooks_path} is not sessionwatch's extension", f"move {t.hooks_path} away")
+        return Found({}, None, [problem], {})
+    problems = []
+    if text != pi.render(command):
+        problems.append(
+            Check("files", False, f"{t.hooks_path} is not the extension this sessionwatch writes", fix_command(t))
+        )
+    joined = shlex.join(command)
+    return Found(dict.fromkeys((*HOSTS["pi"].events, *HOSTS["pi"].observes), joined), None, problems, {})
+
+
 def find(t: Target) -> Found:
+    if t.host == "pi":
+        return _find_pi(t)
     problems: list[Check] = []
     hooks: dict[str, str] = {}
     http: dict[str, str] = {}
@@ -192,6 +214,11 @@ def sample_payload(host: str, event: str, cwd: Path) -> dict[str, Any]:
         "hook_event_name": event,
         "permission_mode": "default",
     }
+    if host == "pi":  # what the extension sends (no prompt text: a sample must not be recorded as one)
+        base.pop("permission_mode")
+        if event == USER_PROMPT_SUBMIT:
+            base.update(prompt_source="rpc", has_ui=False)
+        return base
     if event == USER_PROMPT_SUBMIT:
         base["prompt"] = "sessionwatch verify"
         base["prompt_id" if host == "claude-code" else "turn_id"] = "verify-1"
@@ -301,7 +328,7 @@ def probe_mcp(host: str, server: dict[str, Any], cwd: Path, timeout: float = MCP
 
 
 def host_version(host: str) -> str | None:
-    binary = shutil.which("claude" if host == "claude-code" else "codex")
+    binary = shutil.which({"claude-code": "claude", "pi": "pi"}.get(host, "codex"))
     if binary is None:
         return None
     try:
@@ -423,7 +450,8 @@ def diagnose(base: Target, *, probe: bool = True) -> ScopeReport:
         checks.append(_check_command(t, command, probe))
         if t.host == "codex":
             checks.append(_check_trust(t, found))
-    checks += _check_mcp(t, found, probe)
+    if t.host != "pi":  # Pi has no MCP: the extension is all there is
+        checks += _check_mcp(t, found, probe)
     checks.append(check_backend(t.global_args, t.session, t.agent))
     return report
 

@@ -54,6 +54,7 @@ class Writes(Protocol):
     def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]: ...
     def end_child(self, child: str, run_id: str) -> dict[str, Any]: ...
     def lifecycle(self, key: str, state: str, report: Report) -> dict[str, Any]: ...
+    def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]: ...
 
 
 class Report(NamedTuple):
@@ -117,6 +118,8 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
             _report(backend, who.key, state, report._replace(outcome="ok" if state == "ended" else None))
         if report.host == "codex" and event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
             _where_codex_runs(who.key, data, data.get("turn_id") if event != "SessionStart" else None)
+        if report.host == "pi" and event == "UserPromptSubmit":
+            told_prompt(backend, who.key, data)
         return who.key
     run = str(data["agent_id"])
     if event == SUBAGENT_START:
@@ -129,6 +132,20 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
     elif event in ("PostToolUse", "PermissionRequest"):
         _report(backend, child, STATES[event], report)
     return child
+
+
+def told_prompt(backend: Writes, key: str, data: dict[str, Any]) -> None:
+    """Pi's extension says who sent the prompt (its ``input`` event): typed in the TUI (``interactive``,
+    with a UI) is a person's, recorded as ``human_direct_message``; anything else (``pi -p``, RPC, an
+    extension) a program's. Either way the text becomes one of the session's own, so the monitor reading
+    the file after Pi wrote it never counts the prompt a second time, nor a program's as a person's."""
+    text = data.get("prompt")
+    if not isinstance(text, str) or not text.strip():
+        return
+    person = data.get("prompt_source") == "interactive" and data.get("has_ui") is True
+    _best_effort(
+        f"{key}: a prompt from {'a person' if person else 'a program'}", lambda: backend.prompt(key, text, person)
+    )
 
 
 def turn_ended(backend: Writes, key: str, report: Report, data: dict[str, Any] | None = None) -> None:

@@ -47,4 +47,7 @@ OBSERVED = (SUBAGENT_START, SUBAGENT_STOP, PERMISSION_REQUEST, SESSION_END)  # l
 HOSTS: dict[str, Host] = {
     "claude-code": Host("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION)),
     "codex": Host("codex", "codex", ANSWERED, OBSERVED),
+    # Pi: its extension (hosts/pi/sessionwatch.ts) runs the hook; only the prompt's answer reaches the model
+    # (in the system prompt), the rest is lifecycle
+    "pi": Host("pi", "pi", (USER_PROMPT_SUBMIT,), (SESSION_START, STOP, SESSION_END)),
 }

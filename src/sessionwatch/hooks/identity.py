@@ -1,10 +1,11 @@
 """Which sessionwatch session a host session stands for when no key was given (zero-config identity).
 
 Each host session gets its own key from the host's own session id: ``agent:<agent>:claude:<session id>``
-(Claude Code) or ``agent:<agent>:codex:<session id>`` (Codex), the key an adoption of that thread gets by
-default, so a resumed host session (same id) keeps its key. A subagent the host starts inside it is
-``agent:<agent>:subagent:<host agent id>``. ``<agent>`` is ``--agent`` when given (``install`` writes the
-project folder's name there), else the folder the host session runs in, normalized to a valid agent id.
+(Claude Code), ``agent:<agent>:codex:<session id>`` (Codex) or ``agent:<agent>:pi:<session id>`` (Pi),
+the key an adoption of that thread gets by default, so a resumed host session (same id) keeps its key. A
+subagent the host starts inside it is ``agent:<agent>:subagent:<host agent id>``. ``<agent>`` is
+``--agent`` when given (``install`` writes the project folder's name there), else the folder the host
+session runs in, normalized to a valid agent id.
 
 Standard library only: the hook's quick path (``quick.py``) derives the same key before anything loads.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-CATALOG = {"claude-code": "claude", "codex": "codex"}  # twin: hosts.HOSTS[*].catalog
+CATALOG = {"claude-code": "claude", "codex": "codex", "pi": "pi"}  # twin: hosts.HOSTS[*].catalog
 DEFAULT_AGENT = "main"
 MAX_AGENT = 64
 _AGENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")

@@ -172,6 +172,10 @@ class Target:
 
     @property
     def hooks_path(self) -> Path:
+        if self.host == "pi":  # the extension, with the hook command in it (hosts/pi/install.py)
+            from ..hosts.pi.install import extension_path
+
+            return extension_path(self.scope, self.dir)
         if self.host == "claude-code":
             if self.scope == "user":
                 return claude_dir() / "settings.json"
@@ -198,8 +202,8 @@ class Target:
 
     def server(self) -> dict[str, Any] | None:
         """The MCP server entry; without --session only Claude Code gets one (it hands the server its
-        session id, which makes the key); Codex tells its servers nothing of the session."""
-        if not self.session and self.host != "claude-code":
+        session id, which makes the key); Codex tells its servers nothing of the session. Pi has no MCP."""
+        if (not self.session and self.host != "claude-code") or self.host == "pi":
             return None
         argv = [*self.argv0(), *self.global_args, "mcp"]
         if self.session:
@@ -751,6 +755,11 @@ def check_options(t: Target) -> None:
         raise InvalidArgument(
             "Codex has no per-person project file: use --project (.codex/, committed) or --user (~/.codex)"
         )
+    if t.host == "pi" and t.scope == "local":
+        raise InvalidArgument(
+            "Pi has no per-person project file: use --project (.pi/extensions/, committed) or --user "
+            "(the agent dir's extensions/)"
+        )
     if t.session is not None:
         parse_key(t.session, "--session")
     if t.scope == "user" and t.session is not None:
@@ -804,8 +813,25 @@ def target(
     return Target(host, scope, folder, session, agent, list(global_args or []))
 
 
+def _pi_install(t: Target) -> list[Change]:
+    from ..hosts.pi import install as pi
+
+    action, note = pi.write(t.hooks_path, pi.render(shlex.split(t.hook_command())))
+    what = ["the extension: notices into the next model call, who sent each prompt, the lifecycle"]
+    return [Change(str(t.hooks_path), action, what if action in ("created", "updated") else [], note)]
+
+
+def _pi_uninstall(t: Target) -> list[Change]:
+    from ..hosts.pi import install as pi
+
+    action, note = pi.remove(t.hooks_path, t.scope)
+    return [Change(str(t.hooks_path), action, ["the extension"] if action == "removed" else [], note)]
+
+
 def install(t: Target, *, trust: bool = True) -> list[Change]:
     check_options(t)
+    if t.host == "pi":
+        return _pi_install(t)
     if t.host == "claude-code":
         files = _claude_files(t) if t.server() is not None else _claude_files(t)[:1]
         changes = [_change(t, path, fmt, *edits) for path, fmt, edits in files]
@@ -831,8 +857,10 @@ def install(t: Target, *, trust: bool = True) -> list[Change]:
 
 
 def uninstall(t: Target) -> list[Change]:
-    if t.host == "codex" and t.scope == "local":
+    if t.host in ("codex", "pi") and t.scope == "local":
         check_options(t)
+    if t.host == "pi":
+        return _pi_uninstall(t)
     folders: list[str] = []  # created by install: removed at the end, when all their files are gone
     if t.host == "claude-code":
         changes = [_revert(t, path, fmt, edits[1], folders) for path, fmt, edits in _claude_files(t)]

@@ -144,6 +144,10 @@ class _EngineWrites:
     def end_child(self, child: str, run_id: str) -> dict[str, Any]:
         return dict(self.gw.end_run(child, run_id, "ok"))
 
+    def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]:
+        provenance = "external_user" if person else "internal_system"
+        return dict(self.gw.inbound(key, text, channel="pi", provenance=provenance))
+
     def lifecycle(self, key: str, state: str, report: host_sessions.Report) -> dict[str, Any]:
         return dict(
             self.gw.report_lifecycle(
@@ -288,6 +292,10 @@ class _Remote:
                 )
             )
         )
+
+    def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]:
+        provenance = "external_user" if person else "internal_system"
+        return dict(self._call(lambda: self.client.inbound(key, text, channel="pi", provenance=provenance)))
 
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
         return []  # a gateway lists no links by thread: give --session (or $SESSIONWATCH_SESSION) there
@@ -509,7 +517,12 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
             if raw_event == STOP and not printed:
                 host_sessions.turn_ended(backend, key, report, data)
         if (
-            who is not None and event == USER_PROMPT_SUBMIT and opts.nudge and not answered_there and key == who.key
+            who is not None
+            and event == USER_PROMPT_SUBMIT
+            and opts.nudge
+            and not answered_there
+            and key == who.key
+            and opts.host.name != "pi"  # Pi's extension told who sent the prompt: nothing to look for
         ):  # after the answer: a slow link lookup cannot delay it
             nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
     except Missed as exc:

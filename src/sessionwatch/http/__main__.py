@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from ..exitcodes import exit_code_for
 from ..errors import SessionwatchError
+from ..exitcodes import exit_code_for
 from ..serving.options import gateway_options
 from .options import run
 

@@ -38,11 +38,16 @@ def default_session_key(agent: str, catalog: str, node_id: str | None, thread_id
 
 class Adopter:
     def __init__(
-        self, gateway: Any, catalogs: dict[str, LocalCatalog], client_factory: Callable[[Node], NodeClient]
+        self,
+        gateway: Any,
+        catalogs: dict[str, LocalCatalog],
+        client_factory: Callable[[Node], NodeClient],
+        rooms: dict[str, Any] | None = None,
     ) -> None:
         self.gw = gateway
         self.catalogs = catalogs
         self.client_factory = client_factory
+        self.rooms: dict[str, Any] = rooms if rooms is not None else {}  # host rooms' catalogs (rooms.py)
 
     def continue_thread(
         self,
@@ -114,6 +119,8 @@ class Adopter:
             return None
 
     def _local(self, catalog: str, tid: str) -> tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]:
+        if catalog in self.rooms:
+            return self._room(catalog, tid)
         cat = self.catalogs[catalog]
         try:
             found = cat.locate(tid)
@@ -128,9 +135,26 @@ class Adopter:
             return None, f"cannot read {found.path} for a baseline: {exc.strerror or exc}"
         return (cat.upstream_kind, {"filePath": found.path}, marker), None
 
+    def _room(self, catalog: str, tid: str) -> tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]:
+        """A host room's thread on this machine: its file, and the room's baseline cursor."""
+        room = self.rooms[catalog]
+        try:
+            found = room.locate(tid)
+        except OSError as exc:
+            return None, f"listing the {catalog} catalog failed: {exc.strerror or exc}"
+        if found is None:
+            raise NotFound(f"no {catalog} thread {tid!r} under {room.base}")
+        try:
+            marker = room.baseline(found.path)
+        except OSError as exc:
+            return None, f"cannot read {found.path} for a baseline: {exc.strerror or exc}"
+        return (room.upstream_kind, {"filePath": found.path}, marker), None
+
     def _node(
         self, catalog: str, node_id: str, tid: str
     ) -> tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]:
+        if catalog in self.rooms:
+            raise NotFound(f"{catalog} threads are followed on their own machine only (no node serves them)")
         node = self.gw.store.get_node(node_id)
         if node is None:
             raise NotFound(f"node {node_id!r} is not paired (pair it first)")

@@ -25,6 +25,8 @@ _CODEX_NAME = re.compile(
 HEAD_BYTES = 64 * 1024
 TITLE_CHARS = 120
 CATALOG_IDS = ("claude", "codex")
+# catalogs of a host room (upstream/rooms.py): on this machine only, never served by a node
+ROOM_CATALOG_IDS = ("pi",)
 
 
 def check_thread_id(value: object) -> str:
@@ -46,8 +48,8 @@ def claude_thread_of(file_name: str) -> str | None:
 
 
 def check_catalog(value: object) -> str:
-    if not isinstance(value, str) or value not in CATALOG_IDS:
-        raise NotFound(f"unknown catalog {value!r}; catalogs: {', '.join(CATALOG_IDS)}")
+    if not isinstance(value, str) or value not in (*CATALOG_IDS, *ROOM_CATALOG_IDS):
+        raise NotFound(f"unknown catalog {value!r}; catalogs: {', '.join((*CATALOG_IDS, *ROOM_CATALOG_IDS))}")
     return value
 
 

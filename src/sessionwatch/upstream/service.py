@@ -24,6 +24,7 @@ from .links import LOCAL_HOST, link_json, parse_host, thread_links
 from .monitor import Monitor, Provider, skipped_entry
 from .node_client import NodeClient, NodeError, NodeUnauthorized
 from .providers import LocalFiles, NodeThreads
+from .rooms import PiCatalog, RoomCatalog, rooms
 
 log = logging.getLogger("sessionwatch.upstream")
 
@@ -36,6 +37,7 @@ class UpstreamService:
     def __init__(self, gateway: Any) -> None:
         self.gw = gateway
         self.catalogs: dict[str, LocalCatalog] = {c: LocalCatalog(c) for c in CATALOG_IDS}
+        self.rooms: dict[str, RoomCatalog] = rooms()  # host rooms' catalogs (pi), local only
         self.node_timeout_s = 10.0
         self.listing_timeout_s = 5.0
         self.scan_budget_s = DEFAULT_SCAN_BUDGET_S
@@ -47,7 +49,7 @@ class UpstreamService:
         self._registered = False
         self._runner: threading.Thread | None = None
         self.monitor = Monitor(gateway, self._provider_for)
-        self.adopter = Adopter(gateway, self.catalogs, self._client)
+        self.adopter = Adopter(gateway, self.catalogs, self._client, self.rooms)
 
     # -- configuration --------------------------------------------------------------------------
     def configure(
@@ -55,13 +57,15 @@ class UpstreamService:
         claude_root: str | os.PathLike[str] | None = None,
         codex_root: str | os.PathLike[str] | None = None,
         *,
+        pi_root: str | os.PathLike[str] | None = None,
         node_timeout_s: float | None = None,
         background: bool | None = None,
         scan_budget_s: float | None = None,
     ) -> None:
         """Override the transcript roots (default: ``$CLAUDE_CONFIG_DIR`` or ~/.claude, ``$CODEX_HOME`` or
-        ~/.codex), the per-request node timeout, whether timed ticks run on their own thread, and how long
-        one tick may keep reading local transcript windows per catalog (``scan_budget_s``)."""
+        ~/.codex; ``pi_root``: Pi's agent dir, default ``$PI_CODING_AGENT_DIR`` or ~/.pi/agent), the per-request
+        node timeout, whether timed ticks run on their own thread, and how long one tick may keep reading local
+        transcript windows per catalog (``scan_budget_s``)."""
         if scan_budget_s is not None:
             if not 0 <= scan_budget_s <= 40:
                 raise InvalidArgument("scan_budget_s must be between 0 and 40 seconds (the provider timeout is 45)")
@@ -72,6 +76,8 @@ class UpstreamService:
             self.catalogs["codex"] = LocalCatalog("codex", codex_root)
         if claude_root is not None or codex_root is not None:
             self.adopter.catalogs = self.catalogs
+        if pi_root is not None:
+            self.rooms["pi"] = PiCatalog(pi_root)
         if node_timeout_s is not None:
             self.node_timeout_s = float(node_timeout_s)
         if background is not None:
@@ -81,6 +87,13 @@ class UpstreamService:
         return NodeClient(node, timeout=self.node_timeout_s)
 
     def _provider_for(self, catalog: str, host: str) -> Provider | None:
+        if catalog in self.rooms:
+            if host != LOCAL_HOST:
+                return None
+            s = self.gw.settings
+            return self.rooms[catalog].provider(
+                s.scan_window_bytes, min(self.scan_budget_s, s.provider_timeout_ms / 2000)
+            )
         if catalog not in self.catalogs:
             return None
         if host == LOCAL_HOST:
@@ -105,6 +118,12 @@ class UpstreamService:
             return self._node_threads(catalog_id)
         catalog = check_catalog(catalog_id)
         out: list[dict[str, Any]] = []
+        if catalog in self.rooms:  # this machine's only: a paired node serves no room catalog
+            try:
+                return [{**t, "hostId": LOCAL_HOST} for t in self.rooms[catalog].list_threads()]
+            except OSError as exc:
+                log.warning("listing local %s threads failed: %s", catalog, exc)
+                return []
         try:
             for t in self.catalogs[catalog].list_threads():
                 t["hostId"] = LOCAL_HOST

@@ -1,0 +1,153 @@
+"""Pi (the real binary, pinned) with sessionwatch: its extension and its session files.
+
+- With the extension (``sessionwatch install pi``): a pending notice reaches the model's next request
+  exactly once and is not stored in the session file; the lifecycle goes working, idle, ended; a person
+  typing in the TUI is recorded as ``human_direct_message`` while the same text sent by ``pi -p`` is not.
+- Without it, from the file alone: a removed session file is ``upstream_missing`` after three misses.
+
+Each test keeps its host runs few: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionwatch import Gateway
+from tests.support.commands import SESSIONWATCH
+from tests.support.fake_model import FakeModel
+from tests.support.hosts import pi
+from tests.support.pi_host import PiHome, clean_env
+from tests.support.tui import Tui
+from tests.support.waiting import wait_until
+
+pytestmark = [pytest.mark.hosts, pytest.mark.slow]
+
+MANAGER, WORKER = "agent:main:main", "agent:main:worker"
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    with FakeModel("chat", default="noted") as model:
+        h = PiHome(tmp_path, pi(), model.url)
+        store = f"sqlite:///{tmp_path / 'sw.db'}"
+        h.extra_env = {"XDG_STATE_HOME": str(tmp_path / "state"), "SESSIONWATCH_STORE": store}
+        gw = Gateway.open(store, timers=False)
+        gw.upstream.configure(pi_root=h.agent)
+        gw.put_session(MANAGER)
+        gw.put_session(WORKER)
+        try:
+            yield {"h": h, "gw": gw, "model": model, "store": store}
+        finally:
+            gw.close()
+
+
+def _sessionwatch(h: PiHome, *args: str) -> dict[str, Any]:
+    """The CLI in the project, as a person runs it there; the store is the environment's (the extension's
+    hook finds it in Pi's environment), so --project files name none."""
+    env = {**clean_env(), **h.env()}
+    if args[0] in ("install", "uninstall"):
+        env.pop("SESSIONWATCH_STORE")
+    out = subprocess.run(
+        [*SESSIONWATCH, "--json", *args], cwd=h.project, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+def _events(gw: Gateway, key: str, kind: str) -> list[dict[str, Any]]:
+    return [e for e in gw.changes_since(key, 0).to_json()["events"] if e["kind"] == kind]
+
+
+def _states(gw: Gateway, key: str) -> list[str]:
+    """The lifecycle states the session went through, in order."""
+    kinds = ("session_working", "session_waiting", "session_idle", "session_ended")
+    return [e["kind"][8:] for e in gw.changes_since(key, 0).to_json()["events"] if e["kind"] in kinds]
+
+
+def test_a_notice_reaches_the_next_model_call_once_and_the_lifecycle_is_reported(world: dict[str, Any]) -> None:
+    h, gw, model = world["h"], world["gw"], world["model"]
+    installed = _sessionwatch(h, "install", "pi", "--session", WORKER, "--verify")
+    assert [c["action"] for c in installed["changes"]] == ["created"]
+    assert installed["verify"]["ok"], installed["verify"]
+    extension = h.project / ".pi" / "extensions" / "sessionwatch.ts"
+    assert "machine" not in extension.read_text() and str(h.root) not in extension.read_text()  # committed
+    # something changed in a session the worker watches: one notice queued for the worker
+    gw.put_session("agent:main:other")
+    gw.watch(WORKER, "agent:main:other")
+    gw.inbound("agent:main:other", "ship it on Friday", channel="slack")
+    pending = gw.peek_system_events(WORKER)
+    assert len(pending) == 1
+    notice = pending[0]["text"]
+
+    first = h.prompt("what is new?")
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = h.prompt("and now?", "-c")
+    assert second.returncode == 0, second.stderr[-2000:]
+
+    assert model.seen(notice) == [0]  # in the first request only: delivered once
+    system = model.requests[0]["messages"][0]
+    assert system["role"] == "system" and notice in system["content"]
+    (session_file,) = h.session_files()
+    assert notice not in session_file.read_text()  # never stored in the session
+    assert gw.peek_system_events(WORKER) == []  # acknowledged by the next run
+    states = _states(gw, WORKER)
+    assert states[:3] == ["idle", "working", "idle"] and states[-1] == "ended", states
+    # a `pi -p` prompt is a program's: never a person's message
+    assert _events(gw, WORKER, "human_direct_message") == []
+
+    doctor = _sessionwatch(h, "doctor", "pi")
+    (project,) = [s for s in doctor["hosts"][0]["scopes"] if s["scope"] == "project"]
+    assert project["ok"], project
+    removed = _sessionwatch(h, "uninstall", "pi")
+    assert [c["action"] for c in removed["changes"]] == ["removed"]
+    assert not (h.project / ".pi").exists()
+
+
+def test_a_person_typing_in_the_tui_is_recorded_and_the_same_text_from_pi_p_is_not(world: dict[str, Any]) -> None:
+    h, gw, model = world["h"], world["gw"], world["model"]
+    _sessionwatch(h, "install", "pi")  # each Pi session its own key: agent:<folder>:pi:<session id>
+    with Tui(h, *h.tui_args()) as tui:
+        wait_until(lambda: tui.screen.strip(), timeout=60, what="the TUI up")
+        tui.type("please look at the failing test")
+        wait_until(lambda: model.seen("please look at the failing test"), timeout=60, what="the prompt at the model")
+        (session_file,) = wait_until(h.session_files, timeout=30, what="the session file")
+        sid = json.loads(session_file.read_text().splitlines()[0])["id"]
+        key = f"agent:project:pi:{sid}"
+        wait_until(lambda: gw.link(key), timeout=30, what="the session adopted by the extension")
+        assert gw.watch(MANAGER, key)
+        tui.type("stop, ship it on Friday instead")
+        events = wait_until(
+            lambda: _events(gw, key, "human_direct_message"), timeout=30, what="the person's prompt recorded"
+        )
+        assert [e["actorType"] for e in events] == ["human"]
+        wait_until(lambda: len(model.requests) >= 2, timeout=30, what="the second prompt at the model")
+    # the same text sent by a program (pi -p in the same session, as a sessionwatch-launched run does)
+    run = h.prompt("stop, ship it on Friday instead", "--session", str(session_file))
+    assert run.returncode == 0, run.stderr[-2000:]
+    gw.upstream_tick()  # and the file, read by the monitor, counts neither prompt again
+    assert len(_events(gw, key, "human_direct_message")) == 1
+    assert len(gw.peek_system_events(MANAGER)) == 1  # the manager is told once
+
+
+def test_a_removed_session_file_is_upstream_missing_after_three_misses(world: dict[str, Any]) -> None:
+    h, gw = world["h"], world["gw"]
+    run = h.prompt("hello")  # no extension: the file alone
+    assert run.returncode == 0, run.stderr[-2000:]
+    (session_file,) = h.session_files()
+    sid = json.loads(session_file.read_text().splitlines()[0])["id"]
+    assert gw.continue_thread("pi", sid, session_key=WORKER)["linked"]
+    assert gw.watch(MANAGER, WORKER)
+    again = h.prompt("from outside", "--session", str(session_file))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert gw.upstream_tick()["links"][0]["status"] == "recorded"  # a prompt nobody here sent: a person's
+    session_file.unlink()
+    statuses = [gw.upstream_tick()["links"][0]["status"] for _ in range(3)]
+    assert statuses == ["missing", "missing", "removed"], statuses
+    assert len(_events(gw, WORKER, "upstream_missing")) == 1
+    assert gw.link(WORKER) is None
