@@ -138,7 +138,7 @@ def serve(
             Backend.open(store=store, gateway=gateway, token=token, timers=True), session_key, agent_id
         )
         binding.ensure_session()
-        from ..hooks.claude_inbox import start_pusher
+        from ..hooks.push import start_pusher
 
         # started by Claude Code: new notices also reach the session between prompts (its inbox socket)
         start_pusher(

@@ -166,21 +166,3 @@ class Pusher:
             if not self.once():
                 return
             self._stop.wait(self.interval)
-
-
-HOST_ENV = "SESSIONWATCH_HOST_CLI"  # what ``install codex`` sets in its MCP server's environment
-
-
-def start_pusher(where: str, session_key: str, peek: Callable[[], Sequence[Any]]) -> Pusher | None:
-    """The pusher of a server Claude Code started (its inbox in the environment) or Codex started
-    (``SESSIONWATCH_HOST_CLI=codex``: its TUI daemon, once a hook registered the thread), else None."""
-    if os.environ.get("SESSIONWATCH_PUSH", "1") == "0":
-        return None
-    inbox: Any = Inbox.from_env()
-    if inbox is None and os.environ.get(HOST_ENV) == "codex":
-        from .codex_push import CodexInbox
-
-        inbox = CodexInbox(session_key)
-    if inbox is None:
-        return None
-    return Pusher(inbox, peek, session_key, PushState(where, session_key)).start()

@@ -398,11 +398,14 @@ def _check_store(url: str | None, session: str | None, agent: str | None) -> Che
             return Check(name, False, str(exc), "give install a valid --store URL")
         if not path.exists():
             return Check(name, None, f"no store yet at {path}: the MCP server creates it when the host first starts it")
-    from ..cli.backend import Backend  # the engine: only here, never on the hook's path
+    from ..engine import Gateway  # the engine: only here, never on the hook's path
+    from ..settings import settings_from_env
 
     try:
-        backend = Backend.open(store=url, read_only=True)
+        backend = Gateway.open(url, timers=False, settings=settings_from_env(), read_only=True, prune_on_open=False)
     except SessionwatchError as exc:
+        return Check(name, False, f"cannot open {url}: {exc}", "check the store URL and that the database is up")
+    except Exception as exc:  # noqa: BLE001 - a driver's own error: the same finding
         return Check(name, False, f"cannot open {url}: {exc}", "check the store URL and that the database is up")
     try:
         if session is None:

@@ -20,6 +20,7 @@ from ..repeats import RepeatedFailures
 from .auth import Touches, authorize, declared, principal_of
 from .errors import error_response
 from .jsonio import json_response, read_object
+from .paths import SLASH_STAND_IN
 from .runtime import Runtime
 from .schemas import Schema
 from .validate import check, query_value
@@ -27,8 +28,6 @@ from .validate import check, query_value
 log = logging.getLogger("sessionwatch.http")
 failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
-# The raw-path fix-up in middleware.py puts this in place of an encoded '/' inside one path segment.
-SLASH_STAND_IN = "\ue000"
 
 
 @dataclass

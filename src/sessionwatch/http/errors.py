@@ -12,6 +12,7 @@ from starlette.responses import Response
 from ..errors import ERROR_TYPES, SessionwatchError
 from ..repeats import RepeatedFailures
 from .jsonio import json_response
+from .paths import shown
 
 log = logging.getLogger("sessionwatch.http")
 failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
@@ -49,10 +50,8 @@ def tool_error_response(result: dict[str, Any]) -> Response:
 
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    from .endpoints import SLASH_STAND_IN  # (endpoints imports this module)
-
     code = HTTP_ONLY_CODES.get(exc.status_code, "invalid_argument")
-    path = request.url.path.replace(SLASH_STAND_IN, "%2F")  # the internal stand-in never leaves the gateway
+    path = shown(request.url.path)
     message = {404: f"no route {path}", 405: f"{request.method} is not allowed on {path}"}
     return json_response(
         error_json(code, message.get(exc.status_code, str(exc.detail))), exc.status_code, dict(exc.headers or {})

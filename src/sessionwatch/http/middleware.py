@@ -24,8 +24,8 @@ from ..logformat import REQUEST_ID
 from ..serving.tokengate import TokenGate, authorization_of
 from .auth import PRINCIPAL, Authenticator
 from .dashboard import is_asset_path
-from .endpoints import SLASH_STAND_IN
 from .jsonio import JSON_TYPE, dumps
+from .paths import SLASH_STAND_IN
 
 access_log = logging.getLogger("sessionwatch.http.access")
 
