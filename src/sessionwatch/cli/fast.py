@@ -20,7 +20,8 @@ HOOK_VALUES = {"--session": "session", "--agent": "agent", "--nudge-wait": "nudg
 HOOK_FLAGS = {"--no-nudge": "no_nudge", "--foreground-nudge": "foreground_nudge", "--json": "json"}
 HELP = ("--help", "-h")
 LEVELS = ("debug", "info", "warning", "error")
-HOSTS = ("claude-code", "codex")
+HOSTS: tuple[str, ...] = ("claude-code", "codex")
+HOSTS += ("opencode",)
 MAX_NUDGE_WAIT_MS = 10_000
 
 

@@ -9,7 +9,9 @@ import click
 
 from .app import State, cli, command, pass_state
 
-HOST = click.argument("host", metavar="HOST", type=click.Choice(["claude-code", "codex"]))
+HOSTS = ["claude-code", "codex"]
+HOSTS.append("opencode")  # its plugin runs the hook (hooks/opencode_setup.py installs it)
+HOST = click.argument("host", metavar="HOST", type=click.Choice(HOSTS))
 
 
 @command(cli, "hook")
@@ -210,6 +212,9 @@ def install_cmd(
       sessionwatch install codex --session agent:main:main
       sessionwatch --gateway http://127.0.0.1:7878 install codex --user
     """
+    if host == "opencode":
+        _install_opencode(state, scope, directory, session_key, agent_id, verify)
+        return
     from ..hooks.doctor import check_backend, verify as run_verify
     from ..hooks.install import install, target
     from .output import emit  # rich: only here, never on the hook's path
@@ -262,10 +267,16 @@ def uninstall_cmd(state: State, host: str, scope: str, directory: str | None) ->
       sessionwatch uninstall claude-code --local
       sessionwatch uninstall codex --user
     """
-    from ..hooks.install import target, uninstall
     from .output import emit
 
-    changes = uninstall(target(host, scope, directory))
+    if host == "opencode":
+        from ..hooks.opencode_setup import uninstall as uninstall_opencode
+
+        changes: list[Any] = uninstall_opencode(scope, directory)
+    else:
+        from ..hooks.install import target, uninstall
+
+        changes = uninstall(target(host, scope, directory))
     emit(
         state.json,
         {"host": host, "scope": scope, "changes": [c.to_json() for c in changes]},
@@ -274,7 +285,7 @@ def uninstall_cmd(state: State, host: str, scope: str, directory: str | None) ->
 
 
 @command(cli, "doctor")
-@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(["claude-code", "codex"]))
+@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(HOSTS))
 @DIR
 @pass_state
 def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
@@ -297,15 +308,22 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
     from ..hooks.install import target
     from .output import emit
 
-    hosts = [host] if host else ["claude-code", "codex"]
+    hosts = [host] if host else list(HOSTS)
     reports: list[dict[str, Any]] = []
     broken = False
     installed = False
     for name in hosts:
-        scopes = [diagnose(target(name, scope, directory)) for scope in scopes_of(name)]
+        if name == "opencode":
+            from ..hooks import opencode_setup
+
+            scopes = [opencode_setup.diagnose(scope, directory) for scope in ("project", "user")]
+            version = opencode_setup.host_version() if any(s.installed for s in scopes) or host else None
+        else:
+            scopes = [diagnose(target(name, scope, directory)) for scope in scopes_of(name)]
+            version = host_version(name)
         installed |= any(s.installed for s in scopes)
         broken |= not all(s.ok for s in scopes)
-        reports.append({"host": name, "version": host_version(name), "scopes": [s.to_json() for s in scopes]})
+        reports.append({"host": name, "version": version, "scopes": [s.to_json() for s in scopes]})
     ok = installed and not broken
 
     def human(c: Any) -> None:
@@ -323,10 +341,70 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
                     if ch["fix"] and ch["ok"] is not True:
                         c.print(f"         {'':10} fix: {ch['fix']}", markup=False)
         if not installed:
-            c.print(
-                "sessionwatch is not installed here: sessionwatch install claude-code|codex --session KEY", markup=False
-            )
+            c.print("sessionwatch is not installed here: sessionwatch install claude-code|codex|opencode", markup=False)
 
     emit(state.json, {"ok": ok, "installed": installed, "hosts": reports}, human)
     if not ok:
+        raise click.exceptions.Exit(1)
+
+
+def _install_opencode(
+    state: State, scope: str, directory: str | None, session_key: str | None, agent_id: str | None, verify: bool
+) -> None:
+    """``install opencode``: the plugin and its config entry (see hooks/opencode_setup.py)."""
+    from ..hooks import opencode_setup
+    from ..hooks.doctor import check_backend
+    from .output import emit
+
+    lay, changes = opencode_setup.install(scope, directory, session_key, agent_id, _global_args(state))
+    warnings: list[str] = []
+    if session_key is None and not state.gateway:
+        from .backend import Backend  # each session creates its own key on its first event: the store must exist
+
+        Backend.open(store=state.store).close()
+    if session_key is not None:
+        found = check_backend(_global_args(state), session_key, agent_id)
+        if found.ok is not True:
+            warnings.append(found.detail)
+    if scope == "project" and shutil.which("sessionwatch") is None:
+        warnings.append("`sessionwatch` is not on this PATH: the plugin finds the command through OpenCode's PATH")
+    run = opencode_setup.verify(lay) if verify else None
+    data: dict[str, Any] = {
+        "host": "opencode",
+        "scope": scope,
+        "changes": [c.to_json() for c in changes],
+        "warnings": warnings,
+    }
+    if run is not None:
+        data["verify"] = {
+            "ok": run.error is None,
+            "command": opencode_setup.hook_command(lay)[0],
+            "hook": {
+                "event": "UserPromptSubmit",
+                "exitCode": run.returncode,
+                "ms": round(run.ms, 1),
+                "additionalContext": run.context,
+                "error": run.error,
+                "log": run.log,
+            },
+        }
+
+    def human(c: Any) -> None:
+        _show(changes, "install", None, warnings)(c)
+        if run is not None:
+            state_ = f"exit {run.returncode}" if run.returncode is not None else "no exit"
+            c.print(
+                f"verify    UserPromptSubmit through the plugin's command: {state_} in {run.ms:.0f} ms", markup=False
+            )
+            if run.error:
+                c.print(f"          OpenCode would get nothing: {run.error}", markup=False)
+            elif run.context:
+                c.print("          the model would read:", markup=False)
+                for line in run.context.splitlines():
+                    c.print(f"            {line}", markup=False)
+            else:
+                c.print("          the model would read nothing: no notice is pending for this session", markup=False)
+
+    emit(state.json, data, human)
+    if run is not None and run.error is not None:
         raise click.exceptions.Exit(1)

@@ -48,3 +48,6 @@ HOSTS: dict[str, Host] = {
     "claude-code": Host("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION)),
     "codex": Host("codex", "codex", ANSWERED, OBSERVED),
 }
+# OpenCode's plugin (hosts/opencode/plugin.js) runs the hook with these names: UserPromptSubmit as a model
+# call is prepared (the answer goes into that call's system text), the rest only written down.
+HOSTS["opencode"] = Host("opencode", "opencode", (USER_PROMPT_SUBMIT,), (SESSION_START, POST_TOOL_USE, STOP, *OBSERVED))

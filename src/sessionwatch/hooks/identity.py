@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 CATALOG = {"claude-code": "claude", "codex": "codex"}  # twin: hosts.HOSTS[*].catalog
+CATALOG["opencode"] = "opencode"
 DEFAULT_AGENT = "main"
 MAX_AGENT = 64
 _AGENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")

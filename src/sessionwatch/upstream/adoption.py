@@ -38,11 +38,16 @@ def default_session_key(agent: str, catalog: str, node_id: str | None, thread_id
 
 class Adopter:
     def __init__(
-        self, gateway: Any, catalogs: dict[str, LocalCatalog], client_factory: Callable[[Node], NodeClient]
+        self,
+        gateway: Any,
+        catalogs: dict[str, LocalCatalog],
+        client_factory: Callable[[Node], NodeClient],
+        rooms: dict[str, Any] | None = None,
     ) -> None:
         self.gw = gateway
         self.catalogs = catalogs
         self.client_factory = client_factory
+        self.rooms = rooms if rooms is not None else {}  # the host rooms' catalogs (service.rooms)
 
     def continue_thread(
         self,
@@ -65,7 +70,13 @@ class Adopter:
         # Find the upstream and its baseline before writing anything.
         upstream: tuple[str, dict[str, Any], dict[str, Any]] | None
         reason: str | None = None
-        if node_id is None:
+        if catalog == "opencode":
+            if node_id is not None:
+                raise NotFound("OpenCode sessions are read on this machine only (hostId gateway:local)")
+            from .opencode import baseline as opencode_baseline
+
+            upstream, reason = opencode_baseline(self.rooms["opencode"], tid)
+        elif node_id is None:
             upstream, reason = self._local(catalog, tid)
         else:
             upstream, reason = self._node(catalog, node_id, tid)

@@ -24,7 +24,10 @@ _CODEX_NAME = re.compile(
 )
 HEAD_BYTES = 64 * 1024
 TITLE_CHARS = 120
-CATALOG_IDS = ("claude", "codex")
+CATALOG_IDS = ("claude", "codex")  # transcript files (LocalCatalog); a paired node serves these
+# Catalogs a host room reads (src/sessionwatch/hosts/), each on its own line: local to this machine only.
+ROOM_CATALOGS: list[str] = []
+ROOM_CATALOGS.append("opencode")
 
 
 def check_thread_id(value: object) -> str:
@@ -46,8 +49,8 @@ def claude_thread_of(file_name: str) -> str | None:
 
 
 def check_catalog(value: object) -> str:
-    if not isinstance(value, str) or value not in CATALOG_IDS:
-        raise NotFound(f"unknown catalog {value!r}; catalogs: {', '.join(CATALOG_IDS)}")
+    if not isinstance(value, str) or (value not in CATALOG_IDS and value not in ROOM_CATALOGS):
+        raise NotFound(f"unknown catalog {value!r}; catalogs: {', '.join((*CATALOG_IDS, *ROOM_CATALOGS))}")
     return value
 
 

@@ -23,6 +23,7 @@ from .catalogs import CATALOG_IDS, LocalCatalog, check_catalog
 from .links import LOCAL_HOST, link_json, parse_host, thread_links
 from .monitor import Monitor, Provider, skipped_entry
 from .node_client import NodeClient, NodeError, NodeUnauthorized
+from .opencode import OpenCodeCatalog, OpenCodeSessions
 from .providers import LocalFiles, NodeThreads
 
 log = logging.getLogger("sessionwatch.upstream")
@@ -36,6 +37,9 @@ class UpstreamService:
     def __init__(self, gateway: Any) -> None:
         self.gw = gateway
         self.catalogs: dict[str, LocalCatalog] = {c: LocalCatalog(c) for c in CATALOG_IDS}
+        # the host rooms' catalogs (ROOM_CATALOGS), one line each: this machine's only
+        self.rooms: dict[str, Any] = {}
+        self.rooms["opencode"] = OpenCodeCatalog()
         self.node_timeout_s = 10.0
         self.listing_timeout_s = 5.0
         self.scan_budget_s = DEFAULT_SCAN_BUDGET_S
@@ -47,7 +51,7 @@ class UpstreamService:
         self._registered = False
         self._runner: threading.Thread | None = None
         self.monitor = Monitor(gateway, self._provider_for)
-        self.adopter = Adopter(gateway, self.catalogs, self._client)
+        self.adopter = Adopter(gateway, self.catalogs, self._client, self.rooms)
 
     # -- configuration --------------------------------------------------------------------------
     def configure(
@@ -58,6 +62,7 @@ class UpstreamService:
         node_timeout_s: float | None = None,
         background: bool | None = None,
         scan_budget_s: float | None = None,
+        opencode_db: str | os.PathLike[str] | None = None,
     ) -> None:
         """Override the transcript roots (default: ``$CLAUDE_CONFIG_DIR`` or ~/.claude, ``$CODEX_HOME`` or
         ~/.codex), the per-request node timeout, whether timed ticks run on their own thread, and how long
@@ -72,6 +77,8 @@ class UpstreamService:
             self.catalogs["codex"] = LocalCatalog("codex", codex_root)
         if claude_root is not None or codex_root is not None:
             self.adopter.catalogs = self.catalogs
+        if opencode_db is not None:  # OpenCode's database (default: where OpenCode itself looks)
+            self.rooms["opencode"] = OpenCodeCatalog(opencode_db)
         if node_timeout_s is not None:
             self.node_timeout_s = float(node_timeout_s)
         if background is not None:
@@ -81,6 +88,8 @@ class UpstreamService:
         return NodeClient(node, timeout=self.node_timeout_s)
 
     def _provider_for(self, catalog: str, host: str) -> Provider | None:
+        if catalog == "opencode" and host == LOCAL_HOST:
+            return OpenCodeSessions(self.rooms["opencode"])
         if catalog not in self.catalogs:
             return None
         if host == LOCAL_HOST:
@@ -105,6 +114,12 @@ class UpstreamService:
             return self._node_threads(catalog_id)
         catalog = check_catalog(catalog_id)
         out: list[dict[str, Any]] = []
+        if catalog in self.rooms:  # a host room's catalog: this machine's sessions only
+            try:
+                return [{**t, "hostId": LOCAL_HOST} for t in self.rooms[catalog].list_threads()]
+            except Exception as exc:  # noqa: BLE001 - a database that cannot be read now lists nothing
+                log.warning("listing local %s threads failed: %s", catalog, exc)
+                return []
         try:
             for t in self.catalogs[catalog].list_threads():
                 t["hostId"] = LOCAL_HOST
