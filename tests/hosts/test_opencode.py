@@ -217,12 +217,12 @@ def test_the_reader_finds_the_prompt_in_a_real_database(real_db: tuple[Path, str
     (thread,) = catalog.list_threads()
     assert thread["threadId"] == sid and thread["cwd"].endswith("project")
     assert catalog.list_threads(folder="/nowhere") == []
-    found = catalog.scan(sid, {"seq": -1}, lambda: [])
+    found = catalog.scan(sid, {"seq": -1}, list)
     assert isinstance(found, Found) and found.turns == 1
-    again = catalog.scan(sid, found.next_marker, lambda: [])
+    again = catalog.scan(sid, found.next_marker, list)
     assert again is None  # nothing new
     assert catalog.scan(sid, {"seq": -1}, lambda: ["the only prompt"]).turns == 0  # type: ignore[union-attr]
-    assert catalog.scan("ses_nope", {"seq": -1}, lambda: []) == GONE
+    assert catalog.scan("ses_nope", {"seq": -1}, list) == GONE
 
 
 def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
@@ -237,14 +237,14 @@ def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
     holder.execute("UPDATE session SET title = title")
     try:
         started = time.monotonic()
-        assert catalog.scan(sid, {"seq": -1}, lambda: []) is None  # inconclusive: not gone, no error
+        assert catalog.scan(sid, {"seq": -1}, list) is None  # inconclusive: not gone, no error
         assert time.monotonic() - started < 3
         with pytest.raises(Unreadable):
             catalog.list_threads()
     finally:
         holder.execute("COMMIT")
         holder.close()
-    found = catalog.scan(sid, {"seq": -1}, lambda: [])
+    found = catalog.scan(sid, {"seq": -1}, list)
     assert isinstance(found, Found) and found.turns == 1
 
     moved = _copy(db, tmp_path / "moved")
@@ -253,7 +253,7 @@ def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
     conn.commit()
     conn.close()
     catalog = OpenCodeCatalog(moved)
-    assert catalog.scan(sid, {"seq": -1}, lambda: []) is None
+    assert catalog.scan(sid, {"seq": -1}, list) is None
     with pytest.raises(Unreadable):
         catalog.list_threads()
     gw = Gateway.open(f"sqlite:///{tmp_path / 'sw.db'}", timers=False)
