@@ -20,7 +20,7 @@ HOOK_VALUES = {"--session": "session", "--agent": "agent", "--nudge-wait": "nudg
 HOOK_FLAGS = {"--no-nudge": "no_nudge", "--foreground-nudge": "foreground_nudge", "--json": "json"}
 HELP = ("--help", "-h")
 LEVELS = ("debug", "info", "warning", "error")
-HOSTS = ("claude-code", "codex", "pi")
+HOSTS = ("claude-code", "codex", "opencode", "pi")
 MAX_NUDGE_WAIT_MS = 10_000
 
 

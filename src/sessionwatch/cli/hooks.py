@@ -9,7 +9,8 @@ import click
 
 from .app import State, cli, command, pass_state
 
-HOST = click.argument("host", metavar="HOST", type=click.Choice(["claude-code", "codex", "pi"]))
+HOSTS = ["claude-code", "codex", "opencode", "pi"]  # opencode, pi: their plugin runs the hook
+HOST = click.argument("host", metavar="HOST", type=click.Choice(HOSTS))
 
 
 @command(cli, "hook")
@@ -187,7 +188,7 @@ def install_cmd(
     no_trust: bool,
     verify: bool,
 ) -> None:
-    """Write sessionwatch's hooks and MCP server into Claude Code's or Codex's config, usable at once.
+    """Install sessionwatch into a host (Claude Code, Codex, OpenCode, Pi), usable at once.
 
     Claude Code: the hooks, the MCP server with its tools loaded up front
     (alwaysLoad), the permission rule that lets the model call them, and (--project)
@@ -195,8 +196,11 @@ def install_cmd(
     waits for it and passes SESSIONWATCH_TOKEN), and the hooks' trust, written by
     Codex itself through `codex app-server` when codex is on PATH (--no-trust: left
     to you). Pi: the extension (.pi/extensions/sessionwatch.ts, or the agent dir's
-    extensions/ with --user) that runs `sessionwatch hook pi`. Merges with what is
-    there and is idempotent; what each file held before is kept in the state folder, so uninstall restores it exactly.
+    extensions/ with --user) that runs `sessionwatch hook pi`. OpenCode: the plugin
+    (.sessionwatch/opencode-plugin.js, listed in opencode.json) that runs
+    `sessionwatch hook opencode`. Merges with what is there and is idempotent; what
+    each file held before is kept in the state folder, so uninstall restores it
+    exactly.
 
     --project files are meant to be committed and hold no path of this machine (the
     command is `sessionwatch` from PATH); --local and --user files name this
@@ -212,6 +216,9 @@ def install_cmd(
       sessionwatch install pi --verify
       sessionwatch --gateway http://127.0.0.1:7878 install codex --user
     """
+    if host == "opencode":
+        _install_opencode(state, scope, directory, session_key, agent_id, verify)
+        return
     from ..hooks.doctor import check_backend, verify as run_verify
     from ..hooks.install import install, target
     from .output import emit  # rich: only here, never on the hook's path
@@ -264,10 +271,16 @@ def uninstall_cmd(state: State, host: str, scope: str, directory: str | None) ->
       sessionwatch uninstall claude-code --local
       sessionwatch uninstall codex --user
     """
-    from ..hooks.install import target, uninstall
     from .output import emit
 
-    changes = uninstall(target(host, scope, directory))
+    if host == "opencode":
+        from ..hooks.opencode_setup import uninstall as uninstall_opencode
+
+        changes: list[Any] = uninstall_opencode(scope, directory)
+    else:
+        from ..hooks.install import target, uninstall
+
+        changes = uninstall(target(host, scope, directory))
     emit(
         state.json,
         {"host": host, "scope": scope, "changes": [c.to_json() for c in changes]},
@@ -276,7 +289,7 @@ def uninstall_cmd(state: State, host: str, scope: str, directory: str | None) ->
 
 
 @command(cli, "doctor")
-@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(["claude-code", "codex", "pi"]))
+@click.argument("host", metavar="[HOST]", required=False, type=click.Choice(HOSTS))
 @DIR
 @pass_state
 def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
@@ -299,15 +312,22 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
     from ..hooks.install import target
     from .output import emit
 
-    hosts = [host] if host else ["claude-code", "codex", "pi"]
+    hosts = [host] if host else list(HOSTS)
     reports: list[dict[str, Any]] = []
     broken = False
     installed = False
     for name in hosts:
-        scopes = [diagnose(target(name, scope, directory)) for scope in scopes_of(name)]
+        if name == "opencode":
+            from ..hooks import opencode_setup
+
+            scopes = [opencode_setup.diagnose(scope, directory) for scope in ("project", "user")]
+            version = opencode_setup.host_version() if any(s.installed for s in scopes) or host else None
+        else:
+            scopes = [diagnose(target(name, scope, directory)) for scope in scopes_of(name)]
+            version = host_version(name)
         installed |= any(s.installed for s in scopes)
         broken |= not all(s.ok for s in scopes)
-        reports.append({"host": name, "version": host_version(name), "scopes": [s.to_json() for s in scopes]})
+        reports.append({"host": name, "version": version, "scopes": [s.to_json() for s in scopes]})
     ok = installed and not broken
 
     def human(c: Any) -> None:
@@ -326,9 +346,71 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
                         c.print(f"         {'':10} fix: {ch['fix']}", markup=False)
         if not installed:
             c.print(
-                "sessionwatch is not installed here: sessionwatch install claude-code|codex --session KEY", markup=False
+                "sessionwatch is not installed here: sessionwatch install claude-code|codex|opencode|pi", markup=False
             )
 
     emit(state.json, {"ok": ok, "installed": installed, "hosts": reports}, human)
     if not ok:
+        raise click.exceptions.Exit(1)
+
+
+def _install_opencode(
+    state: State, scope: str, directory: str | None, session_key: str | None, agent_id: str | None, verify: bool
+) -> None:
+    """``install opencode``: the plugin and its config entry (see hooks/opencode_setup.py)."""
+    from ..hooks import opencode_setup
+    from ..hooks.doctor import check_backend
+    from .output import emit
+
+    lay, changes = opencode_setup.install(scope, directory, session_key, agent_id, _global_args(state))
+    warnings: list[str] = []
+    if session_key is None and not state.gateway:
+        from .backend import Backend  # each session creates its own key on its first event: the store must exist
+
+        Backend.open(store=state.store).close()
+    if session_key is not None:
+        found = check_backend(_global_args(state), session_key, agent_id)
+        if found.ok is not True:
+            warnings.append(found.detail)
+    if scope == "project" and shutil.which("sessionwatch") is None:
+        warnings.append("`sessionwatch` is not on this PATH: the plugin finds the command through OpenCode's PATH")
+    run = opencode_setup.verify(lay) if verify else None
+    data: dict[str, Any] = {
+        "host": "opencode",
+        "scope": scope,
+        "changes": [c.to_json() for c in changes],
+        "warnings": warnings,
+    }
+    if run is not None:
+        data["verify"] = {
+            "ok": run.error is None,
+            "command": opencode_setup.hook_command(lay)[0],
+            "hook": {
+                "event": "UserPromptSubmit",
+                "exitCode": run.returncode,
+                "ms": round(run.ms, 1),
+                "additionalContext": run.context,
+                "error": run.error,
+                "log": run.log,
+            },
+        }
+
+    def human(c: Any) -> None:
+        _show(changes, "install", None, warnings)(c)
+        if run is not None:
+            state_ = f"exit {run.returncode}" if run.returncode is not None else "no exit"
+            c.print(
+                f"verify    UserPromptSubmit through the plugin's command: {state_} in {run.ms:.0f} ms", markup=False
+            )
+            if run.error:
+                c.print(f"          OpenCode would get nothing: {run.error}", markup=False)
+            elif run.context:
+                c.print("          the model would read:", markup=False)
+                for line in run.context.splitlines():
+                    c.print(f"            {line}", markup=False)
+            else:
+                c.print("          the model would read nothing: no notice is pending for this session", markup=False)
+
+    emit(state.json, data, human)
+    if run is not None and run.error is not None:
         raise click.exceptions.Exit(1)

@@ -19,6 +19,7 @@ from urllib.parse import quote, urlsplit
 from . import identity
 
 PATHS = {"claude-code", "codex"}
+PATHS.add("opencode")
 
 
 def answer(opts: dict[str, str], raw: bytes) -> bool:

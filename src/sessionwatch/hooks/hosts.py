@@ -51,3 +51,6 @@ HOSTS: dict[str, Host] = {
     # (in the system prompt), the rest is lifecycle
     "pi": Host("pi", "pi", (USER_PROMPT_SUBMIT,), (SESSION_START, STOP, SESSION_END)),
 }
+# OpenCode's plugin (hosts/opencode/plugin.js) runs the hook with these names: UserPromptSubmit as a model
+# call is prepared (the answer goes into that call's system text), the rest only written down.
+HOSTS["opencode"] = Host("opencode", "opencode", (USER_PROMPT_SUBMIT,), (SESSION_START, POST_TOOL_USE, STOP, *OBSERVED))

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import os
 
-CATALOG = {"claude-code": "claude", "codex": "codex", "pi": "pi"}  # twin: hosts.HOSTS[*].catalog
+CATALOG = {
+    "claude-code": "claude",
+    "codex": "codex",
+    "opencode": "opencode",
+    "pi": "pi",
+}  # twin: hosts.HOSTS[*].catalog
 DEFAULT_AGENT = "main"
 MAX_AGENT = 64
 _AGENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")

@@ -29,7 +29,6 @@ log = logging.getLogger("sessionwatch.http")
 failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 
-
 @dataclass
 class Call:
     """What a handler gets: validated path, query and body, and the engine."""

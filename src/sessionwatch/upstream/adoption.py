@@ -119,8 +119,8 @@ class Adopter:
             return None
 
     def _local(self, catalog: str, tid: str) -> tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]:
-        if catalog in self.rooms:
-            return self._room(catalog, tid)
+        if catalog in self.rooms:  # a host room's thread on this machine: the room makes the baseline
+            return self.rooms[catalog].adopt(tid)
         cat = self.catalogs[catalog]
         try:
             found = cat.locate(tid)
@@ -134,21 +134,6 @@ class Adopter:
         except OSError as exc:
             return None, f"cannot read {found.path} for a baseline: {exc.strerror or exc}"
         return (cat.upstream_kind, {"filePath": found.path}, marker), None
-
-    def _room(self, catalog: str, tid: str) -> tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]:
-        """A host room's thread on this machine: its file, and the room's baseline cursor."""
-        room = self.rooms[catalog]
-        try:
-            found = room.locate(tid)
-        except OSError as exc:
-            return None, f"listing the {catalog} catalog failed: {exc.strerror or exc}"
-        if found is None:
-            raise NotFound(f"no {catalog} thread {tid!r} under {room.base}")
-        try:
-            marker = room.baseline(found.path)
-        except OSError as exc:
-            return None, f"cannot read {found.path} for a baseline: {exc.strerror or exc}"
-        return (room.upstream_kind, {"filePath": found.path}, marker), None
 
     def _node(
         self, catalog: str, node_id: str, tid: str

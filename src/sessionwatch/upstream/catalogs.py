@@ -26,7 +26,7 @@ HEAD_BYTES = 64 * 1024
 TITLE_CHARS = 120
 CATALOG_IDS = ("claude", "codex")
 # catalogs of a host room (upstream/rooms.py): on this machine only, never served by a node
-ROOM_CATALOG_IDS = ("pi",)
+ROOM_CATALOG_IDS = ("opencode", "pi")
 
 
 def check_thread_id(value: object) -> str:

@@ -13,10 +13,15 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..errors import NotFound
 from ..hosts import pi as pi_room
 from .probes import ACTIVITY, Outcome, Probe, missing
 
 log = logging.getLogger("sessionwatch.upstream")
+
+
+Adopted = tuple[tuple[str, dict[str, Any], dict[str, Any]] | None, str | None]
+"""((upstream kind, ref, marker), None) for an adoption, or (None, why it cannot be linked now)."""
 
 
 class Located(Protocol):
@@ -25,12 +30,15 @@ class Located(Protocol):
 
 
 class RoomCatalog(Protocol):
-    catalog_id: str
-    upstream_kind: str
+    """What the monitor, adoption and ``threads`` ask of a host room's catalog."""
 
-    def locate(self, thread_id: str) -> Located | None: ...
-    def list_threads(self, *, include_paths: bool = True) -> list[dict[str, Any]]: ...
-    def baseline(self, path: str) -> dict[str, Any]: ...
+    catalog_id: str
+
+    def adopt(self, thread_id: str) -> Adopted:
+        """The link's baseline; NotFound when the room has no such thread."""
+        ...
+
+    def list_threads(self) -> list[dict[str, Any]]: ...
     def provider(self, window: int, budget_s: float) -> Any: ...
 
 
@@ -51,11 +59,22 @@ class PiCatalog:
     def locate(self, thread_id: str) -> Located | None:
         return self.sessions.locate(thread_id)
 
-    def list_threads(self, *, include_paths: bool = True) -> list[dict[str, Any]]:
-        return self.sessions.list_threads(include_paths=include_paths)
+    def adopt(self, thread_id: str) -> Adopted:
+        """The session's file, and the room's baseline cursor on it."""
+        try:
+            found = self.locate(thread_id)
+        except OSError as exc:
+            return None, f"listing the {self.catalog_id} catalog failed: {exc.strerror or exc}"
+        if found is None:
+            raise NotFound(f"no {self.catalog_id} thread {thread_id!r} under {self.base}")
+        try:
+            marker = pi_room.baseline(found.path)
+        except OSError as exc:
+            return None, f"cannot read {found.path} for a baseline: {exc.strerror or exc}"
+        return (self.upstream_kind, {"filePath": found.path}, marker), None
 
-    def baseline(self, path: str) -> dict[str, Any]:
-        return pi_room.baseline(path)
+    def list_threads(self) -> list[dict[str, Any]]:
+        return self.sessions.list_threads(include_paths=True)
 
     def provider(self, window: int, budget_s: float) -> PiFiles:
         return PiFiles(window, budget_s)
@@ -101,5 +120,7 @@ def _own_of(probe: Probe) -> Callable[[], list[str]]:
 
 
 def rooms() -> dict[str, RoomCatalog]:
-    """Every room catalog, by id."""
-    return {pi_room.CATALOG: PiCatalog()}
+    """Every room catalog, by id (each at its host's default place)."""
+    from .opencode import OpenCodeRoom
+
+    return {pi_room.CATALOG: PiCatalog(), OpenCodeRoom.catalog_id: OpenCodeRoom()}

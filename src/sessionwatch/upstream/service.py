@@ -23,6 +23,7 @@ from .catalogs import CATALOG_IDS, LocalCatalog, check_catalog
 from .links import LOCAL_HOST, link_json, parse_host, thread_links
 from .monitor import Monitor, Provider, skipped_entry
 from .node_client import NodeClient, NodeError, NodeUnauthorized
+from .opencode import OpenCodeRoom
 from .providers import LocalFiles, NodeThreads
 from .rooms import PiCatalog, RoomCatalog, rooms
 
@@ -37,7 +38,7 @@ class UpstreamService:
     def __init__(self, gateway: Any) -> None:
         self.gw = gateway
         self.catalogs: dict[str, LocalCatalog] = {c: LocalCatalog(c) for c in CATALOG_IDS}
-        self.rooms: dict[str, RoomCatalog] = rooms()  # host rooms' catalogs (pi), local only
+        self.rooms: dict[str, RoomCatalog] = rooms()  # host rooms' catalogs (OpenCode, Pi), local only
         self.node_timeout_s = 10.0
         self.listing_timeout_s = 5.0
         self.scan_budget_s = DEFAULT_SCAN_BUDGET_S
@@ -61,6 +62,7 @@ class UpstreamService:
         node_timeout_s: float | None = None,
         background: bool | None = None,
         scan_budget_s: float | None = None,
+        opencode_db: str | os.PathLike[str] | None = None,
     ) -> None:
         """Override the transcript roots (default: ``$CLAUDE_CONFIG_DIR`` or ~/.claude, ``$CODEX_HOME`` or
         ~/.codex; ``pi_root``: Pi's agent dir, default ``$PI_CODING_AGENT_DIR`` or ~/.pi/agent), the per-request
@@ -78,6 +80,8 @@ class UpstreamService:
             self.adopter.catalogs = self.catalogs
         if pi_root is not None:
             self.rooms["pi"] = PiCatalog(pi_root)
+        if opencode_db is not None:  # OpenCode's database (default: where OpenCode itself looks)
+            self.rooms["opencode"] = OpenCodeRoom(opencode_db)
         if node_timeout_s is not None:
             self.node_timeout_s = float(node_timeout_s)
         if background is not None:
@@ -118,10 +122,10 @@ class UpstreamService:
             return self._node_threads(catalog_id)
         catalog = check_catalog(catalog_id)
         out: list[dict[str, Any]] = []
-        if catalog in self.rooms:  # this machine's only: a paired node serves no room catalog
+        if catalog in self.rooms:  # a host room's catalog: this machine's sessions only
             try:
                 return [{**t, "hostId": LOCAL_HOST} for t in self.rooms[catalog].list_threads()]
-            except OSError as exc:
+            except Exception as exc:  # noqa: BLE001 - a database that cannot be read now lists nothing
                 log.warning("listing local %s threads failed: %s", catalog, exc)
                 return []
         try:

@@ -1,0 +1,151 @@
+"""``install``/``uninstall``/``doctor opencode`` and ``--verify``: the OpenCode room's files (the plugin and
+its config entry, ``hosts/opencode/install.py``) with the checks the other hosts get.
+
+The plugin runs ``sessionwatch [--store|--gateway ...] hook opencode [--session KEY] [--agent ID]``; a check
+fires a sample ``UserPromptSubmit`` through exactly that command line (with a throwaway state folder, so
+it takes no notice meant for a session), and says whether the store or gateway answers.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgument
+from ..hosts.opencode import install as room
+from .doctor import Check, HookRun, ScopeReport, check_backend, run_hook
+from .identity import agent_from_folder
+from .install import _refuse_machine_paths, sessionwatch_argv
+
+HOST = "opencode"
+
+
+def _hook_args(session: str | None, agent: str | None) -> list[str]:
+    out: list[str] = []
+    if session:
+        out += ["--session", session]
+    if agent:
+        out += ["--agent", agent]
+    return out
+
+
+def check_options(lay: room.Layout, session: str | None, global_args: list[str]) -> None:
+    if session is not None:
+        from ..keys import parse_key
+
+        parse_key(session, "--session")
+    if lay.scope == "user" and session is not None:
+        raise InvalidArgument(
+            "--user installs for every OpenCode session on this machine, so --session would bind them all to "
+            "one key: bind a project with --project --session KEY; for --user each session gets its own key "
+            "(agent:<folder>:opencode:<session id>)"
+        )
+    if lay.scope == "project":
+        _refuse_machine_paths(global_args)
+
+
+def install(
+    scope: str, directory: str | None, session: str | None, agent: str | None, global_args: list[str]
+) -> tuple[room.Layout, list[room.Change]]:
+    lay = room.layout(scope, directory)
+    check_options(lay, session, global_args)
+    if agent is None and session is None and scope == "project":
+        agent = agent_from_folder(str(lay.dir))  # the project's agent, fixed now (as for the other hosts)
+    command = ["sessionwatch"] if scope == "project" else sessionwatch_argv()
+    return lay, room.install(lay, command, list(global_args), _hook_args(session, agent))
+
+
+def uninstall(scope: str, directory: str | None) -> list[room.Change]:
+    return room.uninstall(room.layout(scope, directory))
+
+
+def hook_command(lay: room.Layout) -> tuple[str | None, dict[str, Any] | None]:
+    """The command line the installed plugin runs (None when no plugin of ours is there), and its settings."""
+    try:
+        settings = room.settings_of(lay.plugin_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None, None
+    if settings is None:
+        return None, None
+    argv = [*settings.get("command", []), *settings.get("globalArgs", []), "hook", HOST, *settings.get("hookArgs", [])]
+    return shlex.join(str(a) for a in argv), settings
+
+
+def verify(lay: room.Layout) -> HookRun | None:
+    command, _ = hook_command(lay)
+    return run_hook(HOST, command, lay.dir) if command is not None else None
+
+
+def host_version() -> str | None:
+    binary = shutil.which("opencode")
+    if binary is None:
+        return None
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else None
+
+
+def fix_command(lay: room.Layout, settings: dict[str, Any] | None = None) -> str:
+    argv = ["sessionwatch", "install", HOST, f"--{lay.scope}"]
+    if lay.scope == "project":
+        argv += ["--dir", str(lay.dir)]
+    return shlex.join(argv)
+
+
+def diagnose(scope: str, directory: str | None, *, probe: bool = True) -> ScopeReport:
+    lay = room.layout(scope, directory)
+    command, settings = hook_command(lay)
+    listed = room.found_entry(lay)
+    report = ScopeReport(HOST, scope, None if scope == "user" else str(lay.dir), command is not None or listed)
+    if not report.installed:
+        return report
+    checks = report.checks
+    fix = fix_command(lay)
+    if command is None or settings is None:
+        checks.append(Check("plugin", False, f"{lay.plugin_path} is missing or not sessionwatch's", fix))
+    else:
+        hook_args = list(settings.get("hookArgs", []))
+        fresh = room.plugin_source(list(settings.get("command", [])), list(settings.get("globalArgs", [])), hook_args)
+        current = lay.plugin_path.read_text(encoding="utf-8") == fresh
+        detail = f"{lay.plugin_path}" + ("" if current else " (an older version: reinstall to update it)")
+        checks.append(Check("plugin", True if current else None, detail, None if current else fix))
+    if listed:
+        checks.append(Check("config", True, f"{lay.entry} in the 'plugin' list of {lay.config_path}"))
+    else:
+        checks.append(Check("config", False, f"{lay.config_path} does not list {lay.entry}", fix))
+    if command is not None:
+        checks.append(_check_command(command, lay, probe))
+        global_args = list(settings.get("globalArgs", [])) if settings else []
+        session = _option(settings, "--session")
+        checks.append(check_backend(global_args, session, _option(settings, "--agent") if session else None))
+    return report
+
+
+def _option(settings: dict[str, Any] | None, name: str) -> str | None:
+    args = list(settings.get("hookArgs", [])) if settings else []
+    return str(args[args.index(name) + 1]) if name in args[:-1] else None
+
+
+def _check_command(command: str, lay: room.Layout, probe: bool) -> Check:
+    exe = shlex.split(command)[0]
+    found = exe if "/" in exe else shutil.which(exe)
+    if found is None or not Path(found).exists():
+        return Check(
+            "command",
+            False,
+            f"{exe} is not found on PATH: the plugin runs nothing (OpenCode works on, without notices)",
+            "install sessionwatch where OpenCode's PATH finds it, or: sessionwatch install opencode --user",
+        )
+    if not probe:
+        return Check("command", True, found)
+    run = run_hook(HOST, command, lay.dir)
+    if run.error is not None:
+        return Check("command", False, f"a sample UserPromptSubmit fails: {run.error}", fix_command(lay) + " --verify")
+    said = "adds a notice" if run.context else "adds nothing (no notice pending)"
+    return Check("command", True, f"{found}: a sample UserPromptSubmit answers in {run.ms:.0f} ms, exit 0, {said}")

@@ -1,0 +1,94 @@
+"""install/uninstall/doctor opencode against a project whose opencode.json already holds a person's settings.
+
+The plugin goes to ``.sessionwatch/opencode-plugin.js`` (not ``.opencode/``, which would make OpenCode
+npm-install its plugin package on the next start) and is listed relatively in ``opencode.json``; the files
+name no path of this machine. Installing again changes nothing, uninstall takes out exactly our entry and
+file, and ``doctor``/``--verify`` fire a sample prompt through the plugin's own command line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sessionwatch.hosts.opencode.install import settings_of
+from tests.hooks.test_install import env_of, sw
+
+USER_CONFIG = {
+    "$schema": "https://opencode.ai/config.json",
+    "model": "anthropic/claude-sonnet-4-5",
+    "plugin": ["opencode-wakatime"],
+    "mcp": {"docs": {"type": "local", "command": ["npx", "-y", "docs-mcp"]}},
+}
+
+
+def test_install_lists_the_plugin_beside_the_persons_own_and_uninstall_takes_out_only_ours(tmp_path: Path) -> None:
+    project = tmp_path / "acme"
+    project.mkdir()
+    (project / "opencode.json").write_text(json.dumps(USER_CONFIG, indent=2))
+    res = sw(tmp_path, "install", "opencode", "--dir", str(project))
+    assert res.returncode == 0, res.stdout + res.stderr
+    config = json.loads((project / "opencode.json").read_text())
+    assert config["plugin"] == ["opencode-wakatime", "./.sessionwatch/opencode-plugin.js"]
+    assert {k: v for k, v in config.items() if k != "plugin"} == {k: v for k, v in USER_CONFIG.items() if k != "plugin"}
+    plugin = (project / ".sessionwatch" / "opencode-plugin.js").read_text()
+    assert settings_of(plugin) == {"command": ["sessionwatch"], "globalArgs": [], "hookArgs": ["--agent", "acme"]}
+    assert str(tmp_path) not in plugin + (project / "opencode.json").read_text()  # committed: no machine path
+    assert not (project / ".opencode").exists()
+
+    again = sw(tmp_path, "install", "opencode", "--dir", str(project), "--json")
+    assert [c["action"] for c in json.loads(again.stdout)["changes"]] == ["unchanged", "unchanged"]
+
+    doctor = sw(tmp_path, "doctor", "opencode", "--dir", str(project), "--json")
+    report = json.loads(doctor.stdout)
+    (scope,) = [s for s in report["hosts"][0]["scopes"] if s["scope"] == "project"]
+    checks = {c["check"]: c for c in scope["checks"]}
+    assert checks["plugin"]["ok"] and checks["config"]["ok"] and checks["command"]["ok"], checks
+    assert doctor.returncode == 0, doctor.stdout
+
+    out = sw(tmp_path, "uninstall", "opencode", "--dir", str(project))
+    assert out.returncode == 0, out.stderr
+    assert json.loads((project / "opencode.json").read_text()) == USER_CONFIG
+    assert not (project / ".sessionwatch").exists()
+    assert sw(tmp_path, "doctor", "opencode", "--dir", str(project)).returncode == 1  # nothing installed
+
+
+def test_install_into_a_fresh_folder_then_uninstall_leaves_nothing_and_verify_answers(tmp_path: Path) -> None:
+    project = tmp_path / "fresh"
+    project.mkdir()
+    res = sw(tmp_path, "install", "opencode", "--dir", str(project), "--session", "agent:main:worker", "--verify")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "verify    UserPromptSubmit through the plugin's command: exit 0" in res.stdout
+    plugin = (project / ".sessionwatch" / "opencode-plugin.js").read_text()
+    assert settings_of(plugin)["hookArgs"] == ["--session", "agent:main:worker"]  # type: ignore[index]
+    assert sw(tmp_path, "uninstall", "opencode", "--dir", str(project)).returncode == 0
+    assert list(project.iterdir()) == []
+
+
+def test_what_install_opencode_refuses(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    local = sw(tmp_path, "install", "opencode", "--local", "--dir", str(project))
+    assert local.returncode != 0 and "no per-person project file" in local.stdout + local.stderr
+    store = sw(tmp_path, "install", "opencode", "--dir", str(project), store=f"sqlite:///{tmp_path / 's.db'}")
+    assert store.returncode != 0 and "--store" in store.stdout + store.stderr  # a file of this machine
+    (project / "opencode.json").write_text("{not json")
+    broken = sw(tmp_path, "install", "opencode", "--dir", str(project))
+    assert broken.returncode != 0 and "not valid JSON" in broken.stdout + broken.stderr
+    assert not (project / ".sessionwatch").exists()  # nothing written
+
+
+def test_user_scope_names_this_installation_and_its_own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)  # the scratch HOME's ~/.config, never the real one
+    env = env_of(tmp_path)
+    res = sw(tmp_path, "install", "opencode", "--user")
+    assert res.returncode == 0, res.stdout + res.stderr
+    config_dir = Path(env["HOME"]) / ".config" / "opencode"
+    entry = json.loads((config_dir / "opencode.json").read_text())["plugin"]
+    assert entry == [str(config_dir / "sessionwatch" / "plugin.js")]
+    settings = settings_of((config_dir / "sessionwatch" / "plugin.js").read_text())
+    assert settings is not None and Path(settings["command"][0]).is_absolute() and settings["hookArgs"] == []
+    assert sw(tmp_path, "uninstall", "opencode", "--user").returncode == 0
+    assert not (config_dir / "opencode.json").exists()
