@@ -110,6 +110,9 @@ async def drain_response(request: Request, gw: Gateway, key: object, agent_id: o
         try:
             await send({"type": "http.response.start", "status": answer.status_code, "headers": headers})
             await send({"type": "http.response.body", "body": answer.body, "more_body": True})
+            # An empty chunk writes nothing, but the server waits with it until the body has left this
+            # process (its write buffer drained): a client that stopped reading holds up nothing below.
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
         except BaseException:
             with anyio.CancelScope(shield=True):
                 async with _phases.phase():
