@@ -143,8 +143,8 @@ def test_resets_in_the_middle_of_a_drain_lose_nothing(gateway_factory: Callable[
                     # the answer is mid-way: far more is still to come than the socket buffers hold
                     assert _read(sock, point) == point
                 else:
-                    wait_until(lambda: _ops(gp.url, "lease") > leases, what="the gateway leasing the queue")
-            wait_until(lambda: _ended(gp.url) > ended, timeout=20, what="the gateway ending the delivery")
+                    wait_until(lambda n=leases: _ops(gp.url, "lease") > n, what="the gateway leasing the queue")
+            wait_until(lambda n=ended: _ended(gp.url) > n, timeout=20, what="the gateway ending the delivery")
         # the reset was seen every time: the entries were released at once, never acknowledged
         assert _ops(gp.url, "acknowledge_leased") + _ops(gp.url, "acknowledge_entries") == 0
         got = _drain(http)
@@ -260,6 +260,10 @@ def test_four_clients_draining_one_watcher_never_share_an_entry(
                     with lock:
                         answers.append(got)
 
+    def _all_in(wanted: frozenset[int]) -> bool:
+        with lock:
+            return wanted <= {i for a in answers for i in a}
+
     threads = [threading.Thread(target=drainer, args=(gateways[i % len(gateways)].url,)) for i in range(4)]
     for t in threads:
         t.start()
@@ -269,11 +273,7 @@ def test_four_clients_draining_one_watcher_never_share_an_entry(
             for batch in range(20):
                 queued += _enqueue(http, 10, 200, f"b{batch}")  # below the cap between drains: nothing evicted
 
-                def drained() -> bool:
-                    with lock:
-                        return set(queued) <= {i for a in answers for i in a}
-
-                wait_until(drained, timeout=20, what="the batch drained")
+                wait_until(lambda wanted=frozenset(queued): _all_in(wanted), timeout=20, what="the batch drained")
     finally:
         stop.set()
         for t in threads:

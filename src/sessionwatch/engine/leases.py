@@ -69,7 +69,7 @@ class Delivery:
             self.holder,
             self.ids,
             target_from_context_key,
-            gw._render,  # noqa: SLF001 - the engine's own renderer, as every queue call uses
+            gw._render,
             gw.clock(),
             gw.settings.queue_cap,
         )
@@ -77,7 +77,7 @@ class Delivery:
             return False  # what it still holds stays held until release() or the lease's end
         self._ended = True
         entries, wakes = got
-        gw._delivered(entries, wakes)  # noqa: SLF001 - the same metrics as an acknowledgment by id
+        gw._delivered(entries, wakes)
         gw.wakes.request(wakes)
         return True
 
@@ -95,5 +95,5 @@ def lease(gw: Gateway, session_key: str, lease_ms: int, render_entry: Callable[.
     holder = new_holder()
     now = gw.clock()
     until = now + lease_ms
-    taken = gw.store.lease(session_key, holder, gw._render, now, until, gw.settings.queue_cap)  # noqa: SLF001
+    taken = gw.store.lease(session_key, holder, gw._render, now, until, gw.settings.queue_cap)
     return Delivery(gw, session_key, holder, lease_ms, [render_entry(e) for e in taken], until)

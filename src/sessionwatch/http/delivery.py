@@ -91,7 +91,9 @@ async def _release(delivery: Delivery, key: object) -> None:
         try:
             await anyio.to_thread.run_sync(delivery.release)
         except Exception as exc:  # noqa: BLE001 - the lease then runs out instead (logged)
-            failure_log.warning("releasing the drained entries of %s failed; they come back when the lease ends: %s", key, exc)
+            failure_log.warning(
+                "releasing the drained entries of %s failed; they come back when the lease ends: %s", key, exc
+            )
 
 
 async def drain_response(request: Request, gw: Gateway, key: object, agent_id: object) -> Any:
@@ -129,7 +131,9 @@ async def _complete(delivery: Delivery, key: object, receive: Receive, send: Sen
     completed = False
     try:
         if await _gone(receive):
-            log.info("drain of %s: the connection dropped while answering; %d entries stay queued", key, len(delivery.ids))
+            log.info(
+                "drain of %s: the connection dropped while answering; %d entries stay queued", key, len(delivery.ids)
+            )
             return
         if not await anyio.to_thread.run_sync(delivery.renew):
             # Held too long (a slow reader): another drain has some of these now, or another face

@@ -60,9 +60,7 @@ _DRAIN = named_call(
 )
 
 
-_LEASE = named_call(
-    "sw_lease", "lock::bigint", "session", "holder", "now::bigint", "until::bigint", "cap::integer"
-)
+_LEASE = named_call("sw_lease", "lock::bigint", "session", "holder", "now::bigint", "until::bigint", "cap::integer")
 
 
 _RENEW = named_call("sw_renew_lease", "lock::bigint", "session", "holder", "ids::bigint[]", "until::bigint")
@@ -276,9 +274,11 @@ class PostgresQueue(PostgresConnection, CursorQueue):
     def release_lease(self, session_key: str, holder: str) -> None:
         # No writer lock: freeing entries early races with nothing (a lease running now just skips them).
         self._run(
-            lambda c: c.execute(
-                "DELETE FROM queue_leases WHERE session_key = %s AND holder = %s", (session_key, holder)
-            ).rowcount
+            lambda c: (
+                c.execute(
+                    "DELETE FROM queue_leases WHERE session_key = %s AND holder = %s", (session_key, holder)
+                ).rowcount
+            )
         )
 
     def acknowledge_leased(

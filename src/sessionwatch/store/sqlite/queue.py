@@ -41,7 +41,8 @@ def _live_leases(conn: sqlite3.Connection, session_key: str, now: int) -> set[in
 def _holds(conn: sqlite3.Connection, session_key: str, holder: str, ids: list[int]) -> bool:
     """Does ``holder`` still hold a lease row (live or expired, but not taken over) for each of ``ids``?"""
     (n,) = conn.execute(
-        "SELECT count(*) FROM queue_leases WHERE session_key = ? AND holder = ? AND eid IN (SELECT value FROM json_each(?))",
+        "SELECT count(*) FROM queue_leases WHERE session_key = ? AND holder = ?"
+        " AND eid IN (SELECT value FROM json_each(?))",
         (session_key, holder, json.dumps(ids)),
     ).fetchone()
     return bool(n == len(ids))
