@@ -152,6 +152,7 @@ def test_resets_in_the_middle_of_a_drain_lose_nothing(gateway_factory: Callable[
         assert _drain(http) == []
 
 
+@pytest.mark.slow
 def test_a_gateway_killed_mid_answer_loses_nothing(gateway_factory: Callable[..., Any], store_url: str) -> None:
     """kill -9 while a slow client reads the answer, three times: after a restart the entries come back
     once the lease ends (2 s here), every one of them in the next complete answer."""
@@ -178,6 +179,7 @@ def test_a_gateway_killed_mid_answer_loses_nothing(gateway_factory: Callable[...
         assert _drain(http) == []
 
 
+@pytest.mark.slow
 def test_repeated_kills_under_load_lose_no_entry(gateway_factory: Callable[..., Any], sqlite_url: str) -> None:
     """Entries keep coming and two clients keep draining while the gateway is killed -9 five times at
     random moments: every entry whose enqueue was answered comes in a complete answer."""
