@@ -41,6 +41,7 @@ GATEWAY_ONLY = {
     "enable_tracing": "this process's OpenTelemetry spans (sessionwatch/tracing.py)",
     "lifecycle_of": "engine helper: one session's {state, since}; remotely get_session or session_status show it",
     "check_lost": "runs this process's lost timer now (its timer runs it on its own)",
+    "deliver_system_events": "a leased delivery for an in-process face (settle or release it); the drain route uses it",
 }
 # Parameters only the in-process engine takes: a client's credentials decide them on the server side.
 GATEWAY_ONLY_PARAMS = {

@@ -39,6 +39,9 @@ class Settings:
     # Lifecycle (docs/lifecycle.md): a session working or waiting that reports nothing for this long (and
     # whose process, where one was reported on this machine, is gone) becomes ``lost``.
     lost_after_ms: int = 600_000
+    # Delivery leases (docs/http.md, "Delivery"): how long a drain over HTTP holds the entries it is
+    # answering with before they are back in the queue for another drain (the holder died or is stuck).
+    drain_lease_ms: int = 30_000
     # The dashboard's public address (https://host/sw): notices then carry a link to the session's page.
     # None: the notice text is exactly v1's.
     public_url: str | None = None
@@ -81,6 +84,7 @@ PROCESS_ENV = {
     "SESSIONWATCH_MONITOR_INTERVAL_MS": "monitor_interval_ms",
     "SESSIONWATCH_MONITOR_FIRST_TICK_MS": "monitor_first_tick_ms",
     "SESSIONWATCH_LOST_AFTER_MS": "lost_after_ms",
+    "SESSIONWATCH_DRAIN_LEASE_MS": "drain_lease_ms",
 }
 # Per-process text settings read from the environment by every face, each with its check.
 PUBLIC_URL_ENV = "SESSIONWATCH_PUBLIC_URL"

@@ -26,13 +26,18 @@ def _family(http: httpx.Client, name: str) -> tuple[str, str, int]:
 
 
 def _queue_reads(base_url: str) -> float:
-    """How many queue reads (store operation "peek": a peek, or a drain before its acknowledgment) the
-    gateway has finished, from GET /metrics."""
+    """How many queue reads (store operations "peek" and "lease": a peek, or a drain taking its entries)
+    the gateway has finished, from GET /metrics."""
     text = httpx.get(f"{base_url}/metrics", timeout=10).text
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
-        if line.startswith('sessionwatch_store_operation_seconds_count{operation="peek"}')
+        if line.startswith(
+            (
+                'sessionwatch_store_operation_seconds_count{operation="peek"}',
+                'sessionwatch_store_operation_seconds_count{operation="lease"}',
+            )
+        )
     )
 
 

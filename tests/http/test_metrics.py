@@ -62,7 +62,7 @@ def test_a_scenario_counts_exactly(gateway_factory) -> None:
     assert value("sessionwatch_wakes_sent_total", trailing="true") == 0
     assert value("sessionwatch_recordings_dropped_total", cause="busy") == 0
     assert value("sessionwatch_store_operation_seconds_count", operation="record") == 5
-    assert value("sessionwatch_store_operation_seconds_count", operation="acknowledge_entries") == 2
+    assert value("sessionwatch_store_operation_seconds_count", operation="acknowledge_leased") == 2
     assert value("sessionwatch_store_operation_seconds_sum", operation="record") > 0
     assert value("sessionwatch_up") == 1
     assert value("sessionwatch_sse_subscribers") in (0, 1)  # the stream's teardown may trail the scrape

@@ -45,7 +45,7 @@ from ..store.records import (
     WakeRequest,
 )
 from ..types import QueueEntry as QueueEntryJSON
-from . import data_settings, lifecycle
+from . import data_settings, leases, lifecycle
 from .drops import DropCounter
 from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
 from .wakes import Subscription, Wake, WakeCallback, WakeHub
@@ -903,6 +903,21 @@ class Gateway:
         self._delivered(entries, wakes)
         self.wakes.request(wakes)
         return {"acknowledged": len(entries)}
+
+    def deliver_system_events(
+        self, key: object, *, agent_id: object = None, lease_ms: int | None = None
+    ) -> leases.Delivery:
+        """Take the queue's free entries for one answer that may not reach its client (an HTTP drain):
+        they stay queued, leased to this delivery for ``lease_ms`` (``Settings.drain_lease_ms``), and no
+        other drain hands them out meanwhile. End it with ``settle()`` once the answer is complete, or
+        ``release()``; a delivery never ended frees them when the lease runs out (docs/http.md)."""
+        skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
+        ms = max(1, int(lease_ms if lease_ms is not None else self.settings.drain_lease_ms))
+        try:
+            return leases.lease(self, skey, ms, entry_json)
+        except Exception as exc:  # the notices stay queued: an error, never an empty success
+            failure_log.exception("leasing the queue of %s failed", skey)
+            raise StoreUnavailable(f"reading the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
 
     def _delivered(self, entries: list[QueueEntry], wakes: list[Any]) -> None:
         """Metrics: entries a client took off the queue, the stale notices among them, the reopens."""

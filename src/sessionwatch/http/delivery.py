@@ -1,16 +1,31 @@
-"""The one-call drain over HTTP, delivered at least once where the server can tell.
+"""The one-call drain over HTTP: a notice leaves the queue only once its answer is complete.
 
-A drain used to consume the queue before the answer was written, so a client whose connection dropped
-lost its notices for good. Here the route peeks (stable ids), writes the answer, and acknowledges
-those ids only after the body went out and the client was still connected (the chunked answer ends
-after the acknowledgment, so the client's next call sees it); a client that went away before finds
-the same entries on its next call. What the server cannot see (bytes that reached the
-client's kernel but never its code) needs peek + ``system-events/ack`` from the client.
+The route leases the queue's free entries to this answer (``Gateway.deliver_system_events``), writes
+the answer chunked, and completes it only while it still holds them: it renews the lease, sends the
+final chunk, and then acknowledges the entries. So:
+
+- a client that went away before the end (its connection dropped or was reset) never has a complete
+  answer, and its entries are released for the next drain at once;
+- a gateway killed anywhere before the acknowledgment leaves a lease that runs out
+  (``SESSIONWATCH_DRAIN_LEASE_MS``), and the entries are back for the next drain, here or on another
+  gateway: at least once, never lost;
+- concurrent drains of one watcher (on any gateway sharing the store) skip each other's leased
+  entries, and an answer whose lease was taken over is cut short, so no entry is in two complete
+  answers at once.
+
+What the server cannot see is a client that reads the complete answer into its kernel and then loses
+it; such a client peeks and acknowledges by id itself (``system-events/ack``).
+
+A request to this gateway waits for the store phases of drains begun before it arrived (``_Phases``),
+so a client's next call here sees its previous answer acknowledged. Another gateway may see that a
+moment later; its drains skip the leased entries meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -20,6 +35,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from ..engine import Gateway
+from ..engine.leases import Delivery
 from ..repeats import RepeatedFailures
 from .jsonio import json_response
 
@@ -28,7 +44,35 @@ failure_log = RepeatedFailures(log)  # a failure repeated per request is logged 
 
 
 class DrainNotAcknowledged(RuntimeError):
-    """Raised after a drain's answer started but its acknowledgment failed: the server cuts the answer."""
+    """Raised after a drain's answer started but could not be completed: the server cuts the answer."""
+
+
+class _Phases:
+    """The store phases of drains in progress in this process (taking a lease; completing an answer and
+    acknowledging it; releasing one). A request waits for those begun before it arrived, so a client's
+    next call here sees its previous drain settled, as if the acknowledgment had come before the end
+    of the answer. Writing an answer to its client is never such a phase: a slow reader stalls no one."""
+
+    def __init__(self) -> None:
+        self._open: set[anyio.Event] = set()
+
+    @asynccontextmanager
+    async def phase(self) -> AsyncIterator[None]:
+        done = anyio.Event()
+        self._open.add(done)
+        try:
+            yield
+        finally:
+            self._open.discard(done)
+            done.set()
+
+    async def wait_begun(self) -> None:
+        for done in list(self._open):
+            await done.wait()
+
+
+_phases = _Phases()
+wait_for_drains = _phases.wait_begun  # endpoints.py: every request starts with it
 
 
 async def _gone(receive: Receive) -> bool:
@@ -41,33 +85,70 @@ async def _gone(receive: Receive) -> bool:
     return False
 
 
-async def drain_response(request: Request, gw: Gateway, key: object, agent_id: object) -> Any:
-    entries = await anyio.to_thread.run_sync(lambda: gw.peek_system_events(key, agent_id=agent_id))
-    answer = json_response({"entries": entries})
-    ids = [e["id"] for e in entries]
-
-    async def send_then_ack(scope: Scope, receive: Receive, send: Send) -> None:
-        if ids and await _gone(receive):
-            log.info("drain of %s: the client went away first; %d entries stay queued", key, len(ids))
-            return
-        headers = answer.raw_headers
-        if ids:  # chunked: the answer ends only after the acknowledgment, so a next call sees it done
-            headers = [(k, v) for k, v in headers if k.lower() != b"content-length"]
-        await send({"type": "http.response.start", "status": answer.status_code, "headers": headers})
-        await send({"type": "http.response.body", "body": answer.body, "more_body": bool(ids)})
-        if not ids:
-            return
-        if await _gone(receive):
-            log.info("drain of %s: the connection dropped while answering; %d entries stay queued", key, len(ids))
-            return
+async def _release(delivery: Delivery, key: object) -> None:
+    """Free the entries of an answer that will not complete (shielded: a cancelled request still frees)."""
+    with anyio.CancelScope(shield=True):
         try:
-            await anyio.to_thread.run_sync(lambda: gw.ack_system_events(key, ids, agent_id=agent_id))
-        except Exception as exc:
-            # The status line is out, so the failure cannot be a 503 any more: the answer is cut short
-            # instead (no final chunk), which every HTTP client reports as an error, never as a drain
-            # that succeeded. The entries stay queued and come again: at least once.
-            failure_log.warning("acknowledging the drained entries of %s failed; the answer is cut short: %s", key, exc)
-            raise DrainNotAcknowledged(f"the drained entries of {key!r} could not be acknowledged") from exc
-        await send({"type": "http.response.body", "body": b""})
+            await anyio.to_thread.run_sync(delivery.release)
+        except Exception as exc:  # noqa: BLE001 - the lease then runs out instead (logged)
+            failure_log.warning(
+                "releasing the drained entries of %s failed; they come back when the lease ends: %s", key, exc
+            )
 
-    return send_then_ack
+
+async def drain_response(request: Request, gw: Gateway, key: object, agent_id: object) -> Any:
+    async with _phases.phase():
+        delivery = await anyio.to_thread.run_sync(lambda: gw.deliver_system_events(key, agent_id=agent_id))
+        if not delivery.entries:
+            return json_response({"entries": []})
+        if await _gone(request.receive):
+            log.info("drain of %s: the client went away first; %d entries stay queued", key, len(delivery.entries))
+            await _release(delivery, key)
+            return json_response({"entries": []})  # nobody reads it
+    answer = json_response({"entries": delivery.entries})
+    headers = [(k, v) for k, v in answer.raw_headers if k.lower() != b"content-length"]  # chunked
+
+    async def send_answer(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await send({"type": "http.response.start", "status": answer.status_code, "headers": headers})
+            await send({"type": "http.response.body", "body": answer.body, "more_body": True})
+            # An empty chunk writes nothing, but the server waits with it until the body has left this
+            # process (its write buffer drained): a client that stopped reading holds up nothing below.
+            await send({"type": "http.response.body", "body": b"", "more_body": True})
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                async with _phases.phase():
+                    await _release(delivery, key)
+            raise
+        async with _phases.phase():
+            await _complete(delivery, key, receive, send)
+
+    return send_answer
+
+
+async def _complete(delivery: Delivery, key: object, receive: Receive, send: Send) -> None:
+    """Complete a drain's answer whose body went out, and acknowledge it; or free its entries."""
+    completed = False
+    try:
+        if await _gone(receive):
+            log.info(
+                "drain of %s: the connection dropped while answering; %d entries stay queued", key, len(delivery.ids)
+            )
+            return
+        if not await anyio.to_thread.run_sync(delivery.renew):
+            # Held too long (a slow reader): another drain has some of these now, or another face
+            # acknowledged one. Completing would answer them twice: the answer is cut short instead.
+            log.warning("drain of %s: the lease ran out while answering; the answer is cut short", key)
+            raise DrainNotAcknowledged(f"the drained entries of {key!r} were leased to another drain")
+        await send({"type": "http.response.body", "body": b""})  # the answer is complete
+        completed = True
+        try:
+            settled = await anyio.to_thread.run_sync(delivery.settle)
+        except Exception as exc:  # noqa: BLE001 - the lease runs out, the entries come again (logged)
+            failure_log.warning("acknowledging the drained entries of %s failed; they come again: %s", key, exc)
+            return
+        if not settled:
+            log.warning("drain of %s: its lease was lost after answering; the entries come again", key)
+    finally:
+        if not completed:
+            await _release(delivery, key)

@@ -18,6 +18,7 @@ from ..engine import Gateway
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
 from ..repeats import RepeatedFailures
 from .auth import Touches, authorize, declared, principal_of
+from .delivery import wait_for_drains
 from .errors import error_response
 from .jsonio import json_response, read_object
 from .paths import SLASH_STAND_IN
@@ -102,6 +103,7 @@ def make_handler(ep: Endpoint, runtime: Runtime, max_body: int) -> RequestHandle
     touches = declared(ep.touches, ep.path)
 
     async def endpoint(request: Request) -> Response:
+        await wait_for_drains()  # a drain answered before this request came is acknowledged (delivery.py)
         try:
             gw = runtime.require() if ep.needs_gateway else runtime.gateway
             query = parse_query(request, ep.query, ep.required_query)

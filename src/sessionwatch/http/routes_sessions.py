@@ -235,9 +235,10 @@ ROUTES: list[Endpoint] = [
         _drain,
         body=schemas.AGENT_ONLY,
         result=schemas.R_ENTRIES,
-        description="One call: the entries are acknowledged after the answer was sent, and not at all when "
-        "the client went away before. A client that must not lose an entry even then peeks "
-        "and acknowledges by id.",
+        description="One call, under a lease: the entries are held for this answer (other drains skip "
+        "them), acknowledged once the answer ended, freed when it did not, and back in the queue when the "
+        "lease (SESSIONWATCH_DRAIN_LEASE_MS, 30 s) runs out. A client that must not lose an entry even "
+        "after a complete answer peeks and acknowledges by id.",
     ),
     Endpoint(
         "POST",

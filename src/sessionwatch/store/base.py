@@ -144,7 +144,8 @@ class CursorQueue(ABC):
     def drain(
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
     ) -> tuple[list[QueueEntry], list[WakeRequest]]:
-        """Remove the queue and acknowledge its session-state entries, in one transaction."""
+        """Remove the queue and acknowledge its session-state entries, in one transaction. Entries under a
+        live lease (``lease``) stay: another delivery has them."""
 
     @abstractmethod
     def acknowledge_entries(
@@ -158,6 +159,41 @@ class CursorQueue(ABC):
     ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         """Remove the live entries with these stable ids (unknown or gone ids are skipped) and acknowledge
         the session-state ones exactly as ``drain`` does, in one transaction. Returns the removed entries."""
+
+    # -- delivery leases: a delivery the client may not complete (an HTTP answer) ------------------
+    # A lease marks entries handed to one delivery (``holder``) until a time. ``drain`` and ``lease``
+    # skip entries under another holder's live lease; ``peek`` still shows them (a view, as in v1). A
+    # lease whose time passed is void: its entries are back in the queue. Ids are stable ids.
+
+    @abstractmethod
+    def lease(
+        self, session_key: str, holder: str, render: Render, now: int, until: int, queue_cap: int = 20
+    ) -> list[QueueEntry]:
+        """Lease to ``holder`` until ``until`` the live entries no other live lease holds, and return them,
+        in one transaction (with the writer lock: two concurrent leases never return the same entry)."""
+
+    @abstractmethod
+    def renew_lease(self, session_key: str, holder: str, ids: Sequence[int], now: int, until: int) -> bool:
+        """Extend ``holder``'s lease on these entries to ``until``, only if it still holds every one of
+        them (an expired lease no one took over still counts); False, changing nothing, otherwise."""
+
+    @abstractmethod
+    def release_lease(self, session_key: str, holder: str) -> None:
+        """Void ``holder``'s leases (a delivery that failed): its entries are free for the next drain."""
+
+    @abstractmethod
+    def acknowledge_leased(
+        self,
+        session_key: str,
+        holder: str,
+        ids: Sequence[int],
+        decode: Callable[[str | None], str | None],
+        render: Render,
+        now: int,
+        queue_cap: int,
+    ) -> tuple[list[QueueEntry], list[WakeRequest]] | None:
+        """``acknowledge_entries`` of a delivery that completed, only if ``holder`` still holds every id
+        (as ``renew_lease``); its leases end. None, changing nothing, when the lease was lost."""
 
     @abstractmethod
     def reconcile(

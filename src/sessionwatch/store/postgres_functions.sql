@@ -13,7 +13,7 @@
 -- (tests/conformance/test_schema.py compares them). A function may use what the migrations created,
 -- never the other way round (migrations run first, and on a new database before any function exists).
 --
--- revision: 4
+-- revision: 5
 -- Bump the revision with every change: a gateway never replaces the functions of a higher revision
 -- (an older gateway restarted during a rolling upgrade leaves the newer functions in place).
 --
@@ -752,6 +752,7 @@ BEGIN
     RETURN QUERY SELECT * FROM sw_queue(p_session, p_cap);
     UPDATE queue_heads h SET drained = h.appended WHERE h.session_key = p_session;
     DELETE FROM system_events e WHERE e.session_key = p_session;
+    DELETE FROM queue_leases l WHERE l.session_key = p_session;  -- sw_drain calls this only when none is live
 END $$;
 
 -- The prune's claim: one prune at a time across gateways, the shared
@@ -806,6 +807,7 @@ BEGIN
     RETURN QUERY SELECT * FROM sw_queue(p_session, p_cap) q WHERE q.o_idx = ANY (v_live);
     UPDATE cursors c SET queued_idx = 0 WHERE c.watcher = p_session AND c.queued_id = ANY (v_live);
     DELETE FROM system_events e WHERE e.session_key = p_session AND e.eid = ANY (v_live);
+    DELETE FROM queue_leases l WHERE l.session_key = p_session AND l.eid = ANY (v_live);  -- delivered: whoever held them
     PERFORM sw_compact(p_session, p_cap);
 END $$;
 
@@ -827,6 +829,16 @@ DECLARE
     v_target  text;
     v_targets text[] := '{}';
 BEGIN
+    IF p_ids IS NULL THEN
+        -- A drain leaves the entries another delivery holds under a live lease (sw_lease): it takes the others.
+        PERFORM pg_advisory_xact_lock(p_lock);
+        IF EXISTS (SELECT 1 FROM queue_leases l WHERE l.session_key = p_session AND l.until > p_now) THEN
+            SELECT coalesce(array_agg(q.o_idx), '{}') INTO p_ids FROM sw_queue(p_session, p_cap) q
+             WHERE NOT EXISTS (SELECT 1 FROM queue_leases l
+                                WHERE l.session_key = p_session AND l.eid = q.o_idx AND l.until > p_now);
+            DELETE FROM queue_leases l WHERE l.session_key = p_session AND l.until <= p_now;
+        END IF;
+    END IF;
     IF p_ids IS NULL THEN
         OPEN v_taken FOR SELECT * FROM sw_take_queue(p_lock, p_session, p_cap);
     ELSE
@@ -850,6 +862,81 @@ BEGIN
               FROM sw_ack(p_lock, p_session, v_targets, sw_context_keys(v_targets), p_now, p_cap, p_channel,
                           p_origin) a;
     END IF;
+END $$;
+
+-- Delivery leases (store.base.CursorQueue.lease and the three after it; migration 0011). A lease row
+-- (session, stable id) -> (holder, until) marks an entry handed to one delivery; a row whose until has
+-- passed is void (the entry is back in the queue) and is deleted by the next lease or drain of the session.
+
+-- Lease to p_holder until p_until the live entries no other live lease holds; rows: those entries (the
+-- columns of sw_queue), in queue order. Under the writer lock: two leases never return one entry.
+-- twin: store/sqlite/queue.py::SQLiteQueue.lease
+-- bound by: sessionwatch/testing/leases.py::test_two_leases_never_share_an_entry
+CREATE OR REPLACE FUNCTION sw_lease(p_lock bigint, p_session text, p_holder text, p_now bigint, p_until bigint,
+                                    p_cap integer)
+RETURNS TABLE (o_idx bigint, o_target text, o_ls bigint, o_ts bigint, o_quiet boolean, o_ctx text, o_text text)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_lock);
+    PERFORM set_config('synchronous_commit', 'off', true);  -- the caller waits for the flush
+    DELETE FROM queue_leases l WHERE l.session_key = p_session AND l.until <= p_now;
+    RETURN QUERY
+        WITH free AS (
+            SELECT q.* FROM sw_queue(p_session, p_cap) q
+             WHERE NOT EXISTS (SELECT 1 FROM queue_leases l
+                                WHERE l.session_key = p_session AND l.eid = q.o_idx AND l.holder <> p_holder)
+        ), taken AS (
+            INSERT INTO queue_leases AS l (session_key, eid, holder, until)
+            SELECT p_session, f.o_idx, p_holder, p_until FROM free f
+            ON CONFLICT (session_key, eid) DO UPDATE SET holder = excluded.holder, until = excluded.until
+            RETURNING l.eid
+        )
+        SELECT f.* FROM free f WHERE f.o_idx IN (SELECT t.eid FROM taken t);
+END $$;
+
+-- Does p_holder hold a lease row (live or expired, not taken over) for every one of p_ids?
+CREATE OR REPLACE FUNCTION sw_holds(p_session text, p_holder text, p_ids bigint[]) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT count(*) = cardinality(ARRAY(SELECT DISTINCT unnest(p_ids)))
+      FROM queue_leases l WHERE l.session_key = p_session AND l.holder = p_holder AND l.eid = ANY (p_ids);
+$$;
+
+-- Extend p_holder's lease on p_ids to p_until if it still holds every one; false, changing nothing, if not.
+-- twin: store/sqlite/queue.py::SQLiteQueue.renew_lease
+-- bound by: sessionwatch/testing/leases.py::test_a_lease_taken_over_cannot_be_renewed_or_acknowledged
+CREATE OR REPLACE FUNCTION sw_renew_lease(p_lock bigint, p_session text, p_holder text, p_ids bigint[], p_until bigint)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_lock);
+    PERFORM set_config('synchronous_commit', 'off', true);  -- a renewal lost with a crash: the old until stands
+    IF NOT sw_holds(p_session, p_holder, p_ids) THEN
+        RETURN false;
+    END IF;
+    UPDATE queue_leases l SET until = p_until
+     WHERE l.session_key = p_session AND l.holder = p_holder AND l.eid = ANY (p_ids);
+    RETURN true;
+END $$;
+
+-- A delivery that completed: when p_holder still holds every one of p_ids, its leases end and the entries
+-- are taken and acknowledged as sw_drain does by id (its rows); otherwise one row of o_kind 'lost' and
+-- nothing changes.
+-- twin: store/sqlite/queue.py::SQLiteQueue.acknowledge_leased
+-- bound by: sessionwatch/testing/leases.py::test_acknowledging_a_lease_is_a_drain_of_its_entries
+CREATE OR REPLACE FUNCTION sw_settle(p_lock bigint, p_session text, p_holder text, p_ids bigint[], p_cap integer,
+                                     p_now bigint, p_channel text, p_origin text)
+RETURNS TABLE (o_kind text, o_idx bigint, o_target text, o_ls bigint, o_ts bigint, o_quiet boolean, o_ctx text,
+               o_text text, o_wake_seq bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(p_lock);
+    IF NOT sw_holds(p_session, p_holder, p_ids) THEN
+        RETURN QUERY SELECT 'lost'::text, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, NULL::boolean, NULL::text,
+                            NULL::text, NULL::bigint;
+        RETURN;
+    END IF;
+    DELETE FROM queue_leases l WHERE l.session_key = p_session AND l.holder = p_holder AND l.eid = ANY (p_ids);
+    RETURN QUERY SELECT * FROM sw_drain(p_lock, p_session, p_ids, p_cap, p_now, p_channel, p_origin);
 END $$;
 
 -- A watcher's session_status read of p_target covered (p_after, p_last] (store.base.Store.reconcile):

@@ -2,7 +2,7 @@
 
 The tests go through the public ``Gateway`` API only, so they hold every backend to the same
 user-visible behaviour: the signal log, ids scoped to their agent, watchers and the notice queue,
-delivery and reconciliation, sweep and prune, wakes, bad input, tokens, data settings, listing pages,
+delivery, delivery leases and reconciliation, sweep and prune, wakes, bad input, tokens, data settings, listing pages,
 flat costs, lifecycle states and hypothesis state machines against a reference model.
 """
 
@@ -24,6 +24,7 @@ from .edge_input import EdgeInputTests
 from .flat_costs import FlatCostTests
 from .helpers import MAIN, spawn
 from .hostile_text import HostileTextTests
+from .leases import LeaseTests
 from .lifecycle import LifecycleTests
 from .list_pages import ListPageTests
 from .queue import QueueTests
@@ -43,6 +44,7 @@ class StoreConformance(
     WatcherTests,
     QueueTests,
     DeliveryTests,
+    LeaseTests,
     ReconciliationTests,
     SweepPruneTests,
     WakeTests,

@@ -60,6 +60,25 @@ _DRAIN = named_call(
 )
 
 
+_LEASE = named_call("sw_lease", "lock::bigint", "session", "holder", "now::bigint", "until::bigint", "cap::integer")
+
+
+_RENEW = named_call("sw_renew_lease", "lock::bigint", "session", "holder", "ids::bigint[]", "until::bigint")
+
+
+_SETTLE = named_call(
+    "sw_settle",
+    "lock::bigint",
+    "session",
+    "holder",
+    "ids::bigint[]",
+    "cap::integer",
+    "now::bigint",
+    "channel",
+    "origin",
+)
+
+
 _RECONCILE = named_call(
     "sw_reconcile",
     "lock::bigint",
@@ -228,6 +247,76 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         if not wanted:
             return [], []
         return self._take_and_ack(session_key, wanted, render, now, queue_cap)
+
+    # -- delivery leases (sw_lease, sw_renew_lease, sw_settle) ---------------------------------------
+    def lease(
+        self, session_key: str, holder: str, render: Render, now: int, until: int, queue_cap: int = 20
+    ) -> list[QueueEntry]:
+        params = {
+            "lock": self._writer,
+            "session": session_key,
+            "holder": holder,
+            "now": now,
+            "until": until,
+            "cap": queue_cap,
+        }
+        # Run twice, a lease is the same lease (the holder's own rows are renewed); after the flush the
+        # entries handed out are durable too (a crash cannot take back an entry a client was given).
+        rows = self._durable(_LEASE, params, f"leasing the queue of {session_key!r}", many=True, idempotent=True)
+        return self._entries(session_key, rows, render)
+
+    def renew_lease(self, session_key: str, holder: str, ids: Sequence[int], now: int, until: int) -> bool:
+        wanted = sorted({int(i) for i in ids})
+        params = {"lock": self._writer, "session": session_key, "holder": holder, "ids": wanted, "until": until}
+        row = self._call_one(_RENEW, params)  # run twice, a renewal is the same renewal
+        return row is not None and bool(row["sw_renew_lease"])
+
+    def release_lease(self, session_key: str, holder: str) -> None:
+        # No writer lock: freeing entries early races with nothing (a lease running now just skips them).
+        self._run(
+            lambda c: (
+                c.execute(
+                    "DELETE FROM queue_leases WHERE session_key = %s AND holder = %s", (session_key, holder)
+                ).rowcount
+            )
+        )
+
+    def acknowledge_leased(
+        self,
+        session_key: str,
+        holder: str,
+        ids: Sequence[int],
+        decode: Callable[[str | None], str | None],
+        render: Render,
+        now: int,
+        queue_cap: int,
+    ) -> tuple[list[QueueEntry], list[WakeRequest]] | None:
+        self._queue_cap = queue_cap
+        wanted = sorted({int(i) for i in ids})
+        params = {
+            "lock": self._writer,
+            "session": session_key,
+            "holder": holder,
+            "ids": wanted,
+            "cap": queue_cap,
+            "now": now,
+            "channel": self.channel,
+            "origin": self.origin,
+        }
+
+        def present(conn: Any, rows: list[dict[str, Any]]) -> bool | None:
+            if any(r["o_kind"] == "lost" for r in rows):
+                return True  # it changed nothing: nothing to make durable
+            return not self._live(conn, session_key, [r["o_idx"] for r in rows if r["o_kind"] == "entry"], queue_cap)
+
+        rows = self._durable(
+            _SETTLE, params, f"acknowledging a delivery from the queue of {session_key!r}", many=True, present=present
+        )
+        if any(r["o_kind"] == "lost" for r in rows):
+            return None
+        entries = self._entries(session_key, (r for r in rows if r["o_kind"] == "entry"), render)
+        wakes = self._wakes(session_key, (r for r in rows if r["o_kind"] == "reopen"))
+        return entries, wakes
 
     def _take_and_ack(
         self, session_key: str, ids: list[int] | None, render: Render, now: int, queue_cap: int

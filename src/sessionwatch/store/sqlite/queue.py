@@ -32,6 +32,22 @@ _ACK_ONE = (
 )
 
 
+def _live_leases(conn: sqlite3.Connection, session_key: str, now: int) -> set[int]:
+    """The ids of the session's entries under a live lease."""
+    rows = conn.execute("SELECT eid FROM queue_leases WHERE session_key = ? AND until > ?", (session_key, now))
+    return {eid for (eid,) in rows}
+
+
+def _holds(conn: sqlite3.Connection, session_key: str, holder: str, ids: list[int]) -> bool:
+    """Does ``holder`` still hold a lease row (live or expired, but not taken over) for each of ``ids``?"""
+    (n,) = conn.execute(
+        "SELECT count(*) FROM queue_leases WHERE session_key = ? AND holder = ?"
+        " AND eid IN (SELECT value FROM json_each(?))",
+        (session_key, holder, json.dumps(ids)),
+    ).fetchone()
+    return bool(n == len(ids))
+
+
 class SQLiteQueue(SQLiteConnection, CursorQueue):
     # twin: store/postgres_functions.sql::sw_register (bound by sessionwatch/testing/stateful.py and
     #   sessionwatch/testing/watchers.py::test_an_explicit_watch_promotes_ambient_and_keeps_watermarks)
@@ -159,7 +175,13 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
     ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         with self._tx() as conn:
-            entries = queue_model.drain(conn, session_key, render, queue_cap)
+            leased = _live_leases(conn, session_key, now)
+            if leased:  # another delivery holds some: take the others only
+                free = {e.id for e in queue_model.entries(conn, session_key, render, queue_cap)} - leased
+                entries = queue_model.remove_ids(conn, session_key, free, render, queue_cap)
+            else:
+                entries = queue_model.drain(conn, session_key, render, queue_cap)
+            conn.execute("DELETE FROM queue_leases WHERE session_key = ? AND until <= ?", (session_key, now))
             targets = list(
                 dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
             )
@@ -178,12 +200,90 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         queue_cap: int,
     ) -> tuple[list[QueueEntry], list[WakeRequest]]:
         with self._tx() as conn:
-            entries = queue_model.remove_ids(conn, session_key, set(ids), render, queue_cap)
-            targets = list(
-                dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
+            return self._take_ids(conn, session_key, set(ids), decode, render, now, queue_cap)
+
+    def _take_ids(
+        self,
+        conn: sqlite3.Connection,
+        session_key: str,
+        ids: set[int],
+        decode: Callable[[str | None], str | None],
+        render: Render,
+        now: int,
+        queue_cap: int,
+    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+        entries = queue_model.remove_ids(conn, session_key, ids, render, queue_cap)
+        if entries:  # their leases end with them (whoever held them: the entries were delivered)
+            conn.execute(
+                "DELETE FROM queue_leases WHERE session_key = ? AND eid IN (SELECT value FROM json_each(?))",
+                (session_key, json.dumps([e.id for e in entries])),
             )
-            wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
+        targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None))
+        wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
         return entries, wakes
+
+    # -- delivery leases ---------------------------------------------------------------------------
+    # twin: store/postgres_functions.sql::sw_lease (bound by sessionwatch/testing/leases.py and
+    #   sessionwatch/testing/leases.py::test_two_leases_never_share_an_entry)
+    def lease(
+        self, session_key: str, holder: str, render: Render, now: int, until: int, queue_cap: int = 20
+    ) -> list[QueueEntry]:
+        with self._tx() as conn:
+            conn.execute("DELETE FROM queue_leases WHERE session_key = ? AND until <= ?", (session_key, now))
+            held = {
+                eid
+                for (eid,) in conn.execute(
+                    "SELECT eid FROM queue_leases WHERE session_key = ? AND holder <> ?", (session_key, holder)
+                )
+            }
+            free = [e for e in queue_model.entries(conn, session_key, render, queue_cap) if e.id not in held]
+            conn.executemany(
+                "INSERT INTO queue_leases (session_key, eid, holder, until) VALUES (?,?,?,?)"
+                " ON CONFLICT (session_key, eid) DO UPDATE SET holder = excluded.holder, until = excluded.until",
+                [(session_key, e.id, holder, until) for e in free],
+            )
+        return free
+
+    # twin: store/postgres_functions.sql::sw_renew_lease (bound by sessionwatch/testing/leases.py and
+    #   sessionwatch/testing/leases.py::test_a_lease_taken_over_cannot_be_renewed_or_acknowledged)
+    def renew_lease(self, session_key: str, holder: str, ids: Sequence[int], now: int, until: int) -> bool:
+        wanted = sorted(set(ids))
+        with self._tx() as conn:
+            if not _holds(conn, session_key, holder, wanted):
+                return False
+            conn.execute(
+                "UPDATE queue_leases SET until = ? WHERE session_key = ? AND holder = ?"
+                " AND eid IN (SELECT value FROM json_each(?))",
+                (until, session_key, holder, json.dumps(wanted)),
+            )
+        return True
+
+    def release_lease(self, session_key: str, holder: str) -> None:
+        with self._tx() as conn:
+            conn.execute("DELETE FROM queue_leases WHERE session_key = ? AND holder = ?", (session_key, holder))
+
+    # twin: store/postgres_functions.sql::sw_settle (bound by sessionwatch/testing/leases.py and
+    #   sessionwatch/testing/leases.py::test_acknowledging_a_lease_is_a_drain_of_its_entries)
+    def acknowledge_leased(
+        self,
+        session_key: str,
+        holder: str,
+        ids: Sequence[int],
+        decode: Callable[[str | None], str | None],
+        render: Render,
+        now: int,
+        queue_cap: int,
+    ) -> tuple[list[QueueEntry], list[WakeRequest]] | None:
+        wanted = sorted(set(ids))
+        with self._tx() as conn:
+            if not _holds(conn, session_key, holder, wanted):
+                return None
+            conn.execute(  # rows of entries gone meanwhile (evicted, replaced) end here too
+                "DELETE FROM queue_leases WHERE session_key = ? AND holder = ?"
+                " AND eid IN (SELECT value FROM json_each(?))",
+                (session_key, holder, json.dumps(wanted)),
+            )
+            return self._take_ids(conn, session_key, set(wanted), decode, render, now, queue_cap)
 
     # twin: store/postgres_functions.sql::sw_reconcile (bound by sessionwatch/testing/stateful.py and
     #   sessionwatch/testing/delivery.py::test_a_truncated_page_leaves_one_notice_quoting_the_new_last_seen)

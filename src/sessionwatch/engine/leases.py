@@ -1,0 +1,99 @@
+"""A delivery under a lease: the entries one answer carries, held for it until it is settled.
+
+A face whose answer may never reach its client (an HTTP drain) takes the queue's free entries under a
+lease (``Gateway.deliver_system_events``), writes them, and then either settles (the answer is
+complete: the entries are acknowledged, as by ``ack_system_events``) or releases (the client went away:
+they are free again at once). A holder that dies settles nothing; its lease runs out and the entries
+are back in the queue for the next drain. While the lease lives no other drain, on any process sharing
+the store, hands them out, so two concurrent drains never answer with the same entry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..notices import target_from_context_key
+from ..types import QueueEntry as QueueEntryJSON
+
+if TYPE_CHECKING:
+    from .gateway import Gateway
+
+
+def new_holder() -> str:
+    """A holder name no other delivery uses."""
+    return uuid.uuid4().hex
+
+
+@dataclass
+class Delivery:
+    """The entries of one leased delivery (``entries``, oldest first) and what ends it."""
+
+    gateway: Gateway
+    session_key: str
+    holder: str
+    lease_ms: int
+    entries: list[QueueEntryJSON]
+    until: int
+    _ended: bool = field(default=False, repr=False)
+
+    @property
+    def ids(self) -> list[int]:
+        return [e["id"] for e in self.entries]
+
+    def renew(self) -> bool:
+        """Hold the entries for another full lease, just before the answer completes: False when the
+        lease was lost (it ran out and another delivery took an entry, or another face acknowledged
+        one), and the answer must then not complete, or the entry would be answered twice."""
+        if not self.entries:
+            return True
+        gw = self.gateway
+        now = gw.clock()
+        until = now + self.lease_ms
+        if not gw.store.renew_lease(self.session_key, self.holder, self.ids, now, until):
+            return False
+        self.until = until
+        return True
+
+    def settle(self) -> bool:
+        """The answer is complete: acknowledge its entries (the stale-state ones as a drain does) and end
+        the lease. False when the lease was lost (nothing changed; the entries come again)."""
+        if self._ended or not self.entries:
+            self._ended = True
+            return True
+        gw = self.gateway
+        got = gw.store.acknowledge_leased(
+            self.session_key,
+            self.holder,
+            self.ids,
+            target_from_context_key,
+            gw._render,
+            gw.clock(),
+            gw.settings.queue_cap,
+        )
+        if got is None:
+            return False  # what it still holds stays held until release() or the lease's end
+        self._ended = True
+        entries, wakes = got
+        gw._delivered(entries, wakes)
+        gw.wakes.request(wakes)
+        return True
+
+    def release(self) -> None:
+        """The answer will not complete: free the entries for the next drain now, not at the lease's end."""
+        if self._ended:
+            return
+        self._ended = True
+        if self.entries:
+            self.gateway.store.release_lease(self.session_key, self.holder)
+
+
+def lease(gw: Gateway, session_key: str, lease_ms: int, render_entry: Callable[..., QueueEntryJSON]) -> Delivery:
+    """Take ``session_key``'s free entries under a new lease of ``lease_ms``."""
+    holder = new_holder()
+    now = gw.clock()
+    until = now + lease_ms
+    taken = gw.store.lease(session_key, holder, gw._render, now, until, gw.settings.queue_cap)
+    return Delivery(gw, session_key, holder, lease_ms, [render_entry(e) for e in taken], until)

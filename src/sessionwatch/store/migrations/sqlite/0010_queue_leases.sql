@@ -1,0 +1,12 @@
+-- 0010: delivery leases (docs/http.md, "Delivery"). A drain that answers over a network leases the
+-- entries it hands out to one holder until a time; other drains skip live-leased entries, so two
+-- concurrent drains never answer with the same entry, and an entry whose holder died (a gateway killed
+-- mid-answer) is back in the queue once its lease runs out. Keyed by the entry's stable id, which a
+-- queue never reuses, so a row left behind by an entry taken out otherwise matches nothing.
+CREATE TABLE queue_leases (
+    session_key TEXT NOT NULL,
+    eid         INTEGER NOT NULL,
+    holder      TEXT NOT NULL,
+    until       INTEGER NOT NULL,
+    PRIMARY KEY (session_key, eid)
+) STRICT, WITHOUT ROWID;
