@@ -72,7 +72,7 @@ def test_a_dropped_http_call_loses_no_notice(served: str, sqlite_url: str) -> No
             while not carried[child] and time.monotonic() < deadline:
                 for event in later.call("sessions_list", {})["systemEvents"]:
                     for key in carried:
-                        if key in event["text"]:
+                        if f'"{key}"' in event["text"]:
                             carried[key] += 1
                 if not carried[child]:
                     time.sleep(0.1)
