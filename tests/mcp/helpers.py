@@ -92,10 +92,13 @@ async def run_every_tool(client: Client) -> None:
 
 
 @contextlib.contextmanager
-def mcp_http_server(store_url: str, *token_args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def mcp_http_server(
+    store_url: str, *token_args: str, stderr: Any = subprocess.PIPE
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``sessionwatch mcp --transport http`` bound to MANAGER on a socket opened here, once it answers; stopped after.
 
-    ``token_args`` are the token options (``--http-token T`` or ``--http-token-file PATH``)."""
+    ``token_args`` are the token options (``--http-token T`` or ``--http-token-file PATH``). ``stderr``: where
+    its log goes (a test making hundreds of requests passes a file: nothing drains the pipe meanwhile)."""
     from tests.support.commands import SESSIONWATCH
     from tests.support.ports import listening_socket, spawn_serving, url_of
     from tests.support.procs import stop
@@ -107,7 +110,7 @@ def mcp_http_server(store_url: str, *token_args: str) -> Iterator[tuple[str, sub
         [*SESSIONWATCH, "--store", store_url, "mcp", "--session", MANAGER, "--transport", "http", *token_args],
         sock,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
     )
     try:
         wait_http(url, proc, status=None)  # any answer: the server is up (without a token it is a 401)

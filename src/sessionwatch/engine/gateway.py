@@ -45,7 +45,7 @@ from ..store.records import (
     WakeRequest,
 )
 from ..types import QueueEntry as QueueEntryJSON
-from . import data_settings, leases, lifecycle
+from . import data_settings, evicted, leases, lifecycle
 from .drops import DropCounter
 from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
 from .wakes import Subscription, Wake, WakeCallback, WakeHub
@@ -887,6 +887,7 @@ class Gateway:
             raise StoreUnavailable(f"draining the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
         self._delivered(entries, wakes)
         self.wakes.request(wakes)
+        self._requeue_evicted(skey, len(entries))
         return [entry_json(e) for e in entries]
 
     def ack_system_events(self, key: object, ids: object, *, agent_id: object = None) -> dict[str, Any]:
@@ -902,6 +903,7 @@ class Gateway:
         )
         self._delivered(entries, wakes)
         self.wakes.request(wakes)
+        self._requeue_evicted(skey, len(entries))
         return {"acknowledged": len(entries)}
 
     def deliver_system_events(
@@ -918,6 +920,13 @@ class Gateway:
         except Exception as exc:  # the notices stay queued: an error, never an empty success
             failure_log.exception("leasing the queue of %s failed", skey)
             raise StoreUnavailable(f"reading the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
+
+    def _requeue_evicted(self, watcher: str, taken: int) -> None:
+        """A full queue was taken: the stale notices its cap evicted are queued again (engine/evicted.py)."""
+        try:
+            evicted.requeue_evicted(self.store, watcher, taken, self._render, self.clock(), self.settings.queue_cap)
+        except Exception:  # noqa: BLE001 - best-effort: the restart sweep queues them too (logged)
+            failure_log.exception("queueing the evicted notices of %s again failed", watcher)
 
     def _delivered(self, entries: list[QueueEntry], wakes: list[Any]) -> None:
         """Metrics: entries a client took off the queue, the stale notices among them, the reopens."""

@@ -78,6 +78,7 @@ class Delivery:
         self._ended = True
         entries, wakes = got
         gw._delivered(entries, wakes)
+        gw._requeue_evicted(self.session_key, len(entries))  # a full queue taken: the evicted come back
         gw.wakes.request(wakes)
         return True
 

@@ -4,8 +4,16 @@ An MCP client has no reliable server push (2026-era push streams are not a repla
 session's pending system events are attached to every tool result. Attaching is not acknowledging: a
 call the client cancels (Esc in Claude Code) or whose answer is lost must leave its notices queued. So
 a call peeks (entries carry stable ids) and the ids are acknowledged only once its result went out:
-when the transport reports the answer written (``mcpserver.delivery``), else at the session's next
-call. Each notice rides along at least once, and after a lost answer at most once more.
+
+- stdio and in-memory: when the transport reports the answer written (``mcpserver.delivery``);
+- streamable HTTP: when the answer was written to the end while its client was connected *and* the
+  same MCP session then makes its next tool call (or ends itself with DELETE): a client that calls
+  again read its earlier answer. An answer on a connection that dropped goes back at once; one written
+  to a session that never calls again stays queued and rides along with the next call of any session.
+  A 2026-07-28 request has no session: its answer counts once written to the end, connected;
+- a transport that reports nothing: at the bound session's next call.
+
+Each notice rides along at least once, and after a lost answer at most once more.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import itertools
 import json
 import logging
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -65,6 +74,21 @@ class ToolOutcome:
         return {**data, "systemEvents": list(self.system_events)}
 
 
+class Exchange:
+    """One HTTP request to the MCP endpoint, as the delivery bookkeeping sees it (``mcpserver.delivery``)."""
+
+    __slots__ = ("closed", "ids", "sent", "session")
+
+    def __init__(self, session: str | None) -> None:
+        self.session = session  # the request's Mcp-Session-Id (None: a 2026-07-28 single exchange)
+        self.ids: list[int] = []  # entries the answered call carried
+        self.sent = False  # its answer was written to the end while the client was connected
+        self.closed = False  # the HTTP request is over: a call answering later reaches no one
+
+
+MAX_UNCONFIRMED_SESSIONS = 1000  # MCP sessions whose written answers wait for their next call
+
+
 class SessionBinding:
     """Every call runs as ``session_key``; its pending notices ride along and are acknowledged once the
     result was delivered (see the module docstring). Thread-safe: calls run on worker threads."""
@@ -82,6 +106,8 @@ class SessionBinding:
         self._in_flight: dict[int, list[int]] = {}  # ticket -> ids attached to a call still running
         self._answered: dict[str, list[int]] = {}  # request id -> ids of an answer not yet written
         self._due: list[int] = []  # ids whose answer went out: to acknowledge
+        # MCP session id -> ids of answers written to it, confirmed by that session's next call.
+        self._unconfirmed: OrderedDict[str, list[int]] = OrderedDict()
 
     def ensure_session(self) -> dict[str, Any]:
         """Create the bound session when missing; an existing one is left exactly as it is."""
@@ -95,13 +121,16 @@ class SessionBinding:
     def open_call(self) -> int:
         return next(self._tickets)
 
-    def answered(self, ticket: int, request_id: object) -> None:
+    def answered(self, ticket: int, request_id: object, exchange: Exchange | None = None) -> None:
         """The call's result is being answered (not cancelled): its entries are delivered once written."""
         with self._lock:
             ids = self._in_flight.pop(ticket, [])
             if not ids:
                 return
-            if self.reports_writes:
+            if exchange is not None:  # streamable HTTP: see exchange_done
+                if not exchange.closed:  # else the client went away while the call ran: all stays queued
+                    exchange.ids.extend(ids)
+            elif self.reports_writes:
                 self._answered[str(request_id)] = ids
             else:
                 self._due.extend(ids)
@@ -118,6 +147,30 @@ class SessionBinding:
             if ids:
                 self._due.extend(ids)
             return bool(ids)
+
+    def exchange_done(self, exchange: Exchange) -> bool:
+        """An HTTP request ended. What its answer carried waits for the session's next call when it was
+        written to the end (with no session: counts at once); otherwise it stays queued. True when
+        acknowledgments became due."""
+        with self._lock:
+            exchange.closed = True
+            if not exchange.sent or not exchange.ids:
+                return False
+            if exchange.session is None:
+                self._due.extend(exchange.ids)
+                return True
+            self._unconfirmed.setdefault(exchange.session, []).extend(exchange.ids)
+            self._unconfirmed.move_to_end(exchange.session)
+            while len(self._unconfirmed) > MAX_UNCONFIRMED_SESSIONS:  # their notices simply come again
+                self._unconfirmed.popitem(last=False)
+            return False
+
+    def confirm(self, session: str | None) -> None:
+        """MCP session ``session`` is calling again (or ended itself): it read its earlier answers."""
+        if session is None:
+            return
+        with self._lock:
+            self._due.extend(self._unconfirmed.pop(session, []))
 
     def settle(self) -> None:
         """Acknowledge the entries of delivered answers. A failure keeps them due (tried again later)."""
@@ -148,9 +201,16 @@ class SessionBinding:
         return entries
 
     def call(
-        self, name: str, args: dict[str, Any] | None, ticket: int = 0, scope: frozenset[str] | None = None
+        self,
+        name: str,
+        args: dict[str, Any] | None,
+        ticket: int = 0,
+        scope: frozenset[str] | None = None,
+        session: str | None = None,
     ) -> ToolOutcome:
-        """``scope``: the agents a scoped bearer token covers (HTTP transport); None is unrestricted."""
+        """``scope``: the agents a scoped bearer token covers (HTTP transport); None is unrestricted.
+        ``session``: the MCP session calling (HTTP transport), whose earlier answers this call confirms."""
+        self.confirm(session)
         self.settle()  # what earlier answers delivered must not ride along again
         try:
             extra: dict[str, Any] = {} if scope is None else {"scope": scope}

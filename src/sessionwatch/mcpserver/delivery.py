@@ -4,8 +4,10 @@
 (``notifications/cancelled``: the SDK cancels the handler and never answers it) abandons what it
 attached, so those notices stay queued. ``report_writes`` makes a server tell the binding when the
 transport took an answer (stdio and in-memory: ``Server.run``), and the answer's notices are
-acknowledged right then; on transports it does not wrap (streamable HTTP) they are acknowledged when
-the session's next call starts.
+acknowledged right then. On streamable HTTP, ``ReportDeliveries`` (an ASGI wrapper) follows each
+request: an answer counts as written once its last byte went out while the client was still connected,
+and it is acknowledged at the same MCP session's next tool call (``SessionBinding.exchange_done``). A
+connection reset before that leaves the notices queued for whichever session calls next.
 """
 
 from __future__ import annotations
@@ -19,28 +21,96 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp.server import Server
 from mcp_types import JSONRPCResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .binding import SessionBinding, ToolOutcome
+from .binding import Exchange, SessionBinding, ToolOutcome
 
 log = logging.getLogger("sessionwatch.mcp")
 
+EXCHANGE = "sessionwatch.mcp_exchange"  # the ASGI scope key of a request's Exchange
+SESSION_HEADER = b"mcp-session-id"
+
 
 async def run_call(
-    binding: SessionBinding, request_id: object, name: str, args: dict[str, Any], scope: frozenset[str] | None = None
+    binding: SessionBinding,
+    request_id: object,
+    name: str,
+    args: dict[str, Any],
+    scope: frozenset[str] | None = None,
+    exchange: Exchange | None = None,
 ) -> ToolOutcome:
     ticket = binding.open_call()
+    session = exchange.session if exchange is not None else None
     try:
         # The engine is synchronous (and sessions_send may wait for a reply): keep it off the event loop.
         # A cancel lands once the worker returns; then nothing it attached counts as delivered.
-        outcome = await anyio.to_thread.run_sync(binding.call, name, args, ticket, scope)
+        outcome = await anyio.to_thread.run_sync(binding.call, name, args, ticket, scope, session)
         # A cancel that arrived while the worker ran is delivered only at a checkpoint: take it here, or
         # this answer would count as delivered although the SDK will never send it.
         await anyio.lowlevel.checkpoint_if_cancelled()
     except BaseException:
         binding.abandon(ticket)
         raise
-    binding.answered(ticket, request_id)
+    binding.answered(ticket, request_id, exchange)
     return outcome
+
+
+async def _gone(receive: Receive) -> bool:
+    """Has the client disconnected? Looks at what the server already knows, never waits."""
+    await anyio.lowlevel.checkpoint()  # let the event loop take in a pending reset first
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        message = await receive()
+        return bool(message.get("type") == "http.disconnect")
+    return False
+
+
+def _session_of(scope: Scope) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name == SESSION_HEADER:
+            return str(value.decode("latin-1"))
+    return None
+
+
+class ReportDeliveries:
+    """Streamable HTTP: tell the binding which answers reached a connected client to their end.
+
+    Each POST gets an ``Exchange`` in its scope (the tool handler hands it to ``run_call``); its answer
+    counts as written when the final body message goes out and the server has not seen the client go
+    away by then. A ``DELETE`` (the client ends its session) confirms that session's answers like a call.
+    """
+
+    def __init__(self, app: ASGIApp, binding: SessionBinding) -> None:
+        self.app = app
+        self.binding = binding
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") not in ("POST", "DELETE"):
+            await self.app(scope, receive, send)
+            return
+        exchange = Exchange(_session_of(scope))
+        if scope["method"] == "DELETE":
+            await self.app(scope, receive, send)
+            self.binding.confirm(exchange.session)
+            await anyio.to_thread.run_sync(self.binding.settle)
+            return
+        scope[EXCHANGE] = exchange
+        carried = False  # a body message held a JSON-RPC answer (not only a priming event or a ping)
+
+        async def watching(message: Message) -> None:
+            nonlocal carried
+            if message["type"] == "http.response.body" and exchange.ids:
+                body = message.get("body", b"")
+                carried = carried or b'"result"' in body or b'"error"' in body
+                if carried and not message.get("more_body", False):
+                    exchange.sent = not await _gone(receive)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching)
+        finally:
+            if self.binding.exchange_done(exchange):
+                await anyio.to_thread.run_sync(self.binding.settle)
 
 
 class _ReportingStream:

@@ -182,6 +182,11 @@ def http_app(
         host=host,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    binding = getattr(server, "session_binding", None)
+    if binding is not None:  # notices count as delivered only once a client provably read them
+        from .delivery import ReportDeliveries
+
+        app = ReportDeliveries(app, binding)
     if token:
         app = BearerGuard(
             app,

@@ -19,7 +19,7 @@ from .. import __version__
 from ..engine.tools import TOOLS
 from ..http.auth import PRINCIPAL
 from .binding import SessionBinding
-from .delivery import report_writes, run_call
+from .delivery import EXCHANGE, report_writes, run_call
 from .notices_feed import DEFAULT_POLL_INTERVAL, NoticeFeed
 from .texts import instructions, tools_json
 
@@ -46,8 +46,9 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
         request = getattr(ctx, "request", None)
         principal = request.scope.get(PRINCIPAL) if request is not None and hasattr(request, "scope") else None
         scope = principal.agent_filter() if principal is not None else None
+        exchange = request.scope.get(EXCHANGE) if request is not None and hasattr(request, "scope") else None
         # Off the event loop; a cancelled call leaves its notices queued (mcpserver.delivery).
-        outcome = await run_call(binding, ctx.request_id, params.name, dict(params.arguments or {}), scope)
+        outcome = await run_call(binding, ctx.request_id, params.name, dict(params.arguments or {}), scope, exchange)
         feed.kick()  # the call may have delivered notices: subscribers see the list change
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text())],
@@ -85,4 +86,5 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
         on_subscriptions_listen=feed.listen,
     )
     server.notice_feed = feed  # type: ignore[attr-defined]  # for tests and embedding code
+    server.session_binding = binding  # type: ignore[attr-defined]  # http_app reports deliveries to it
     return report_writes(server, binding)  # notices are acknowledged once their answer is written

@@ -34,6 +34,28 @@ class QueueTests(SuiteBase):
         gw.enqueue_system_event(MAIN, "event 19")
         assert texts(gw, MAIN)[0] == "event 1" and texts(gw, MAIN)[-2:] == [notice(CHILD, spawned), "event 19"]
 
+    def test_a_notice_the_cap_evicted_is_back_after_the_next_drain(self, family: Gateway) -> None:
+        """20 ordinary entries evict a pending stale notice; the drain that takes them queues it again, so
+        the next turn is told (issue 19). Before, only a restart's sweep brought it back."""
+        gw = family
+        spawned = gw.state_version(CHILD)
+        human(gw, CHILD)
+        for i in range(20):
+            gw.enqueue_system_event(MAIN, f"event {i}")
+        assert notice(CHILD, spawned) not in texts(gw, MAIN)
+        assert [e["text"] for e in gw.drain_system_events(MAIN)] == [f"event {i}" for i in range(20)]
+        assert texts(gw, MAIN) == [notice(CHILD, spawned)]
+        # The same through peek + acknowledgment by id (the HTTP drain, MCP and the hooks).
+        gw.drain_system_events(MAIN)
+        human(gw, CHILD)
+        seen = marks(gw, MAIN, CHILD)
+        assert seen is not None
+        for i in range(20):
+            gw.enqueue_system_event(MAIN, f"again {i}")
+        ids = [e["id"] for e in gw.peek_system_events(MAIN)]
+        assert gw.ack_system_events(MAIN, ids) == {"acknowledged": 20}
+        assert texts(gw, MAIN) == [notice(CHILD, seen[0])]
+
     def test_dedupe_is_by_context_key_and_exact_text(self, gw: Gateway) -> None:
         gw.put_session(MAIN)
         assert gw.enqueue_system_event(MAIN, "tick", context_key="cron:a")["queued"] is True
@@ -124,16 +146,18 @@ class QueueTests(SuiteBase):
         lagging = marks(gw, MAIN, CHILD)
         assert lagging is not None and lagging[0] != lagging[1]
         gw.drain_system_events(MAIN)
-        gw.enqueue_system_event(MAIN, entry[0], context_key=entry[1])
-        drained = gw.drain_system_events(MAIN)
-        assert [e["text"] for e in drained] == [entry[0]]
+        # The drain that took the full queue queued the evicted notice again (issue 19); the entry under
+        # test is acknowledged on its own, by id, so only its key can move the cursor.
+        assert texts(gw, MAIN) == [notice(CHILD, lagging[0])]
+        made = gw.enqueue_system_event(MAIN, entry[0], context_key=entry[1])["entry"]
+        assert gw.ack_system_events(MAIN, [made["id"]]) == {"acknowledged": 1}
         assert marks(gw, MAIN, CHILD) == lagging
-        assert texts(gw, MAIN) == []
+        assert texts(gw, MAIN) == [notice(CHILD, lagging[0])]
 
     @staticmethod
     def _evicted_change(gw: Gateway) -> int:
         """A human change on CHILD whose notice to MAIN 20 filler lines evicted before a drain: MAIN lags
-        on CHILD with nothing queued. Returns the change's sequence."""
+        on CHILD, and the drain queued the evicted notice again. Returns the change's sequence."""
         seq = int(human(gw, CHILD)["event"]["sequence"])
         for i in range(20):
             gw.enqueue_system_event(MAIN, f"filler {i}", context_key="filler")
@@ -198,17 +222,22 @@ class QueueTests(SuiteBase):
             model.append(text)
             del model[:-20]
 
+        noticed: dict[str, int] = {}  # target -> the last_seen its notice quotes
+        taken: set[str] = set()  # notices acknowledged by id
+
         def material(t: str) -> None:
             seen = gw.state_version(t)
             human(gw, t)
+            noticed[t] = seen
             push(notice(t, seen))
 
         def ack(*texts_to_take: str) -> None:
             entries = gw.peek_system_events(MAIN)
-            taken = [e["id"] for e in entries if e["text"] in texts_to_take]
-            assert gw.ack_system_events(MAIN, taken) == {"acknowledged": len(texts_to_take)}
+            ids = [e["id"] for e in entries if e["text"] in texts_to_take]
+            assert gw.ack_system_events(MAIN, ids) == {"acknowledged": len(texts_to_take)}
             for text in texts_to_take:
                 model.remove(text)
+                taken.add(text)
 
         for t in targets[:20]:
             material(t)
@@ -228,8 +257,12 @@ class QueueTests(SuiteBase):
         for t in targets[36:]:
             material(t)
             assert texts(gw, MAIN) == model
+        pushed = list(model)
         assert [e["text"] for e in gw.drain_system_events(MAIN)] == model
-        assert texts(gw, MAIN) == []
+        # The drain took a full queue: the notices the cap evicted (never acknowledged) are queued again.
+        evicted = {notice(t, seen) for t, seen in noticed.items()} - set(pushed) - taken
+        back = texts(gw, MAIN)
+        assert len(back) == min(20, len(evicted)) and set(back) <= evicted
 
     @pytest.mark.parametrize("seed", [1, 2, 3])
     def test_queue_of_a_wide_watcher_matches_an_eager_list_under_reappends_drains_and_unwatches(
@@ -303,6 +336,10 @@ class QueueTests(SuiteBase):
                 queued.clear()
                 for t in owners:
                     consumed(t)
+                if len(drained) >= 20:  # a full queue taken: what the cap evicted is queued again (issue 19)
+                    lagging = sorted(t for t in targets if material[t] > last_seen[t] and t not in queued)
+                    for t in lagging[: 20 - len(model)]:
+                        push(notice(t, last_seen[t]), t)
             else:
                 t = rng.choice(targets[:12])
                 assert gw.unwatch(MAIN, t)

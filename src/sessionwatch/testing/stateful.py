@@ -196,6 +196,13 @@ class Model:
             c.updated_at = now
             if c.material > c.last_seen:
                 self.append_notice(w, t, c.last_seen)
+        if len(taken) >= CAP:  # a whole full queue: what the cap evicted is queued again (issue 19)
+            have = {e.t for e in self.queue(w) if e.kind == "n"}
+            lagging = sorted(
+                ((c.updated_at, t) for (cw, t), c in self.cursors.items() if cw == w and c.material > c.last_seen),
+            )
+            for _, t in [p for p in lagging if p[1] not in have][: CAP - len(self.queue(w))]:
+                self.append_notice(w, t, self.cursors[(w, t)].last_seen)
         return len(taken)
 
     def reconcile(self, w: str, t: str, after: int, last: int, now: int) -> None:
