@@ -266,3 +266,68 @@ def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
     finally:
         gw.close()
     shutil.rmtree(tmp_path / "moved")
+
+
+def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_breaks_opencode(tmp_path: Path) -> None:
+    """Installed with ``--gateway``: the plugin's hook runs post to the gateway (no store on this machine
+    is opened), the session is made and adopted there, a notice reaches the next call once; with the
+    gateway gone, OpenCode still answers and the notice waits."""
+    from tests.support.ports import listening_socket, spawn_serving, url_of
+    from tests.support.procs import stop
+    from tests.support.waiting import wait_http
+
+    token = "tok-" + "5" * 28
+    with FakeModel("chat", default="noted") as model:
+        h = OpenCodeHome(tmp_path, model.url)
+        store = f"sqlite:///{tmp_path / 'gateway.db'}"
+        Gateway.open(store, timers=False).close()
+        sock = listening_socket()
+        url = url_of(sock)
+        server = spawn_serving(
+            [*SESSIONWATCH, "serve", "--store", store, "--no-monitor", "--token", token],
+            sock,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "gateway-state")},
+        )
+        try:
+            wait_http(f"{url}/v1/health", server, timeout=60)
+            h.extra_env.update(XDG_STATE_HOME=str(tmp_path / "state"), SESSIONWATCH_TOKEN=token)
+            env = {**os.environ, **h.env()}
+            env.pop("SESSIONWATCH_STORE", None)
+            out = subprocess.run(
+                [*SESSIONWATCH, "--gateway", url, "install", "opencode", "--dir", str(h.project)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert out.returncode == 0, out.stdout + out.stderr
+            assert token not in "".join(p.read_text() for p in h.project.rglob("*") if p.is_file())
+
+            res = h.prompt("set up the project")
+            assert res.returncode == 0, res.stderr[-2000:]
+            (sid,) = h.sessions()
+            key = f"agent:project:opencode:{sid}"
+            with Gateway.open(store, timers=False) as gw:  # the gateway's store: the session was made there
+                assert gw.get_session(key)["lifecycle"]["state"] == "idle"
+                gw.put_session(OTHER)
+                assert gw.watch(key, OTHER)
+                gw.inbound(OTHER, "rotate the keys first", channel="slack")
+            before = len(model.requests)
+            res = h.prompt("carry on", "--session", sid)
+            assert res.returncode == 0, res.stderr[-2000:]
+            told = [i for i, r in enumerate(model.requests[before:]) if any(OTHER in t for t in model.texts(r))]
+            assert told == [0], told
+
+            with Gateway.open(store, timers=False) as gw:
+                gw.inbound(OTHER, "and the certificates", channel="slack")
+            stop(server)  # the gateway is gone: OpenCode answers all the same, the notice waits
+            begun = time.monotonic()
+            res = h.prompt("anything else?", "--session", sid)
+            assert res.returncode == 0 and "noted" in res.stdout, res.stderr[-2000:]
+            assert time.monotonic() - begun < 60
+            with Gateway.open(store, timers=False) as gw:
+                assert len(gw.peek_system_events(key)) == 1  # nothing lost
+        finally:
+            stop(server)
