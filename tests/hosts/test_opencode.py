@@ -331,3 +331,35 @@ def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_bre
                 assert len(gw.peek_system_events(key)) == 1  # nothing lost
         finally:
             stop(server)
+
+
+def test_a_subagent_session_is_a_child_its_parent_watches_and_its_end_tells_the_parent_once(world: World) -> None:
+    """OpenCode's task tool runs a subagent in a session of its own (``parent_id``): the plugin makes it
+    ``agent:project:subagent:<its session id>``, spawned by the parent's key (which watches it from its
+    spawn), and the subagent's end tells the parent once."""
+    from tests.support.fake_model import Reply
+
+    TASK = "subtask-7731: list the files"  # a text no prompt of OpenCode's own holds
+    w = world
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not w.model.tool_names(request):
+            return Reply.say("A survey")  # the title OpenCode asks for alongside
+        if w.model.tool_results(request):
+            return Reply.say("done")  # the parent, after the task returned
+        if any(TASK in t for t in w.model.texts(request)):
+            return Reply.say("the subagent found two files")  # the subagent's own answer
+        return Reply.call("task", {"description": "survey", "prompt": TASK, "subagent_type": "general"})
+
+    w.model.respond = respond
+    w.run("delegate a survey")
+    (sid,) = w.h.sessions()
+    children = [r[0] for r in w.h.query("SELECT id FROM session WHERE parent_id = ?", sid)]
+    assert len(children) == 1, [w.model.texts(r)[-1:] for r in w.model.requests]
+    parent, child = w.key(sid), f"agent:project:subagent:{children[0]}"
+    info = wait_until(lambda: w.gw.get_session(child), timeout=30, what="the subagent's session")
+    assert info["spawnedBy"] == parent, info
+    kinds = [e["kind"] for e in w.events(child)]
+    assert "session_ended" in kinds, kinds
+    told = [e for e in w.gw.peek_system_events(parent) if child in e["text"]]
+    assert len(told) == 1, w.gw.peek_system_events(parent)
