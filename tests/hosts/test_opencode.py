@@ -363,3 +363,42 @@ def test_a_subagent_session_is_a_child_its_parent_watches_and_its_end_tells_the_
     assert "session_ended" in kinds, kinds
     told = [e for e in w.gw.peek_system_events(parent) if child in e["text"]]
     assert len(told) == 1, w.gw.peek_system_events(parent)
+
+
+def test_a_permission_asked_in_the_tui_shows_the_session_waiting_and_the_answer_working(world: World) -> None:
+    """A tool call the config says to ask about: OpenCode asks the person in the TUI, and the plugin
+    reports ``waiting``; the person allows it and the session is ``working`` again, then ``idle``."""
+    import json as _json
+
+    from tests.support.fake_model import Reply
+
+    w = world
+    config = _json.loads((w.h.project / "opencode.json").read_text())
+    config["permission"] = {"bash": "ask"}
+    (w.h.project / "opencode.json").write_text(_json.dumps(config, indent=2))
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not w.model.tool_names(request):
+            return Reply.say("A check")  # the title
+        if w.model.tool_results(request):
+            return Reply.say("done")
+        return Reply.call("bash", {"command": "echo checked", "description": "a check"})
+
+    w.model.respond = respond
+    with Tui(w.h) as tui:
+        tui.wait_for(r"Ask anything", timeout=120)
+        time.sleep(1)  # the prompt box takes keys a moment after it is drawn
+        tui.type("run the check")
+        (sid,) = wait_until(w.h.sessions, timeout=60, what="the session")
+        key = w.key(sid)
+
+        def state() -> str | None:
+            session = w.gw.get_session(key) if w.gw.store.get_session(key, "project") else None
+            return (session or {}).get("lifecycle", {}).get("state")
+
+        wait_until(lambda: state() == "waiting", timeout=60, what=f"waiting; screen: {tui.screen[-600:]!r}")
+        tui.type("", enter=True)  # Enter: the dialog's first choice, allow once
+        wait_until(lambda: state() == "idle" and w.model.tool_results(w.model.requests[-1]), timeout=60)
+    kinds = [e["kind"] for e in w.events(key) if e["kind"].startswith("session_")]
+    waited = kinds.index("session_waiting")
+    assert "session_working" in kinds[waited:], kinds
