@@ -714,6 +714,13 @@ class AsyncGatewayClient(_ClientBase):
     async def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return (await self._session("GET", key, "/system-events", params={"agentId": agent_id}))["entries"]
 
+    async def withheld_notices(self, key: object, *, agent_id: object = None, shown: Sized | None = None) -> int:
+        """How many more watched sessions changed than the full queue holds notices for (see the sync client)."""
+        if shown is not None and not len(shown):
+            return 0
+        body = await self._session("GET", key, "/system-events", params={"agentId": agent_id})
+        return int(body.get("withheld") or 0)
+
     async def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return (await self._session("POST", key, "/system-events/drain", body=_drop_none({"agentId": agent_id})))[
             "entries"

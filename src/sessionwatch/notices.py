@@ -101,7 +101,7 @@ def withheld_line(count: int) -> str:
     sessions = "session" if count == 1 else "sessions"
     return (
         f"System: {count} more watched {sessions} changed; their notices follow on later turns. To reconcile now: "
-        'sessions_list, then for each session whose stateVersion is above what you last saw: session_status '
+        "sessions_list, then for each session whose stateVersion is above what you last saw: session_status "
         'sessionKey "<key>" changesSince <that number>.'
     )
 
