@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sized
 from typing import Any
 from urllib.parse import quote
 
@@ -388,6 +388,14 @@ class GatewayClient(_ClientBase):
     def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return self._session("GET", key, "/system-events", params={"agentId": agent_id})["entries"]
 
+    def withheld_notices(self, key: object, *, agent_id: object = None, shown: Sized | None = None) -> int:
+        """How many more watched sessions changed than the full queue holds notices for (the peek's
+        ``withheld``; 0 from a gateway that does not count them). ``shown`` empty: nothing is asked."""
+        if shown is not None and not len(shown):
+            return 0
+        body = self._session("GET", key, "/system-events", params={"agentId": agent_id})
+        return int(body.get("withheld") or 0)
+
     def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return self._session("POST", key, "/system-events/drain", body=_drop_none({"agentId": agent_id}))["entries"]
 
@@ -705,6 +713,13 @@ class AsyncGatewayClient(_ClientBase):
 
     async def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return (await self._session("GET", key, "/system-events", params={"agentId": agent_id}))["entries"]
+
+    async def withheld_notices(self, key: object, *, agent_id: object = None, shown: Sized | None = None) -> int:
+        """How many more watched sessions changed than the full queue holds notices for (see the sync client)."""
+        if shown is not None and not len(shown):
+            return 0
+        body = await self._session("GET", key, "/system-events", params={"agentId": agent_id})
+        return int(body.get("withheld") or 0)
 
     async def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
         return (await self._session("POST", key, "/system-events/drain", body=_drop_none({"agentId": agent_id})))[

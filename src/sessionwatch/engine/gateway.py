@@ -12,7 +12,7 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .. import kinds, validation
@@ -920,6 +920,16 @@ class Gateway:
         except Exception as exc:  # the notices stay queued: an error, never an empty success
             failure_log.exception("leasing the queue of %s failed", skey)
             raise StoreUnavailable(f"reading the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
+
+    def withheld_notices(self, key: object, *, agent_id: object = None, shown: Sized | None = None) -> int:
+        """How many more watched sessions changed than the full queue of ``key`` holds notices for (the cap
+        evicted theirs; they are queued again as the queue is taken, engine/evicted.py). 0 unless the
+        queue is full; given ``shown`` (the entries just peeked) shorter than the cap, nothing is read."""
+        skey, _ = self.resolve(key, agent_id, stored=True)
+        return self._host_read(
+            lambda: evicted.withheld_count(self.store, skey, shown, self._render, self.settings.queue_cap),
+            "reading the watched sessions",
+        )
 
     def _requeue_evicted(self, watcher: str, taken: int) -> None:
         """A full queue was taken: the stale notices its cap evicted are queued again (engine/evicted.py)."""
