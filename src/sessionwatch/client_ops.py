@@ -11,7 +11,8 @@ the CLI cannot drift apart. A declaration names:
 - ``query``: query field -> parameter (a None value is left out);
 - ``result``: the field of the answer returned (None: the whole answer), then ``convert`` applied;
 - ``shape``: adjusts the bound arguments first (a default the client fills in), ``timeout``: the HTTP
-  timeout when the call itself waits on the server.
+  timeout when the call itself waits on the server, ``known``: the answer without asking, when the
+  arguments already tell it (else None).
 
 The few methods that are not one request and its answer are written by hand in ``client.py``:
 ``CLIENT_METHODS``.
@@ -71,6 +72,15 @@ class Op:
     shape: Callable[[dict[str, Any]], None] | None = None
     timeout: Callable[[float, Mapping[str, Any]], float] | None = None
     params: tuple[str, ...] = field(default=())
+    known: Callable[[Mapping[str, Any]], Any] | None = None
+
+    def known_answer(self, client: object, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        """The answer the arguments already give (no request), or None."""
+        if self.known is None:
+            return None
+        bound = self.signature.bind(client, *args, **kwargs)
+        bound.apply_defaults()
+        return self.known(bound.arguments)
 
     def request(self, client: object, args: tuple[Any, ...], kwargs: Mapping[str, Any], base: float) -> Request:
         bound = self.signature.bind(client, *args, **kwargs)
@@ -107,6 +117,7 @@ def operation(
     convert: Callable[[Any], Any] | None = None,
     shape: Callable[[dict[str, Any]], None] | None = None,
     timeout: Callable[[float, Mapping[str, Any]], float] | None = None,
+    known: Callable[[Mapping[str, Any]], Any] | None = None,
 ) -> Callable[[F], F]:
     """Declare the stub below as an operation (it stays the stub: the clients build the methods)."""
 
@@ -117,7 +128,20 @@ def operation(
         unknown = named - set(sig.parameters)
         assert not unknown, f"{fn.__name__}: the declaration names no such parameter {sorted(unknown)}"
         OPS[fn.__name__] = Op(
-            fn.__name__, method, path, sig, body, payload, keep_none, query, result, convert, shape, timeout, params
+            fn.__name__,
+            method,
+            path,
+            sig,
+            body,
+            payload,
+            keep_none,
+            query,
+            result,
+            convert,
+            shape,
+            timeout,
+            params,
+            known,
         )
         return fn
 
@@ -129,6 +153,9 @@ def sync(stub: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P]
     op = OPS[stub.__name__]
 
     def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        known = op.known_answer(self, args, kwargs)
+        if known is not None:
+            return known
         req = op.request(self, args, kwargs, self.timeout)
         return op.answer(self._request(req.method, req.path, body=req.body, params=req.params, timeout=req.timeout))
 
@@ -141,6 +168,9 @@ def asynchronous(stub: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate
     op = OPS[stub.__name__]
 
     async def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        known = op.known_answer(self, args, kwargs)
+        if known is not None:
+            return known
         req = op.request(self, args, kwargs, self.timeout)
         data = await self._request(req.method, req.path, body=req.body, params=req.params, timeout=req.timeout)
         return op.answer(data)
@@ -340,11 +370,16 @@ class Operations(Protocol):
     @operation("GET", S + "/system-events", query=AGENT, result="entries")
     def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]: ...
 
-    @operation("GET", S + "/system-events", query=AGENT, convert=lambda answer: int(answer.get("withheld") or 0))
+    @operation(
+        "GET",
+        S + "/system-events",
+        query=AGENT,
+        convert=lambda answer: int(answer.get("withheld") or 0),
+        known=lambda a: 0 if a["shown"] is not None and not len(a["shown"]) else None,
+    )
     def withheld_notices(self, key: object, *, agent_id: object = None, shown: Sized | None = None) -> int:
         """How many more watched sessions changed than the full queue holds notices for (the peek's
-        ``withheld``; 0 from a gateway that does not count them). ``shown`` is the engine's hint only: a
-        remote gateway counts from its own queue."""
+        ``withheld``; 0 from a gateway that does not count them). ``shown`` empty: nothing is asked."""
         ...
 
     @operation("POST", S + "/system-events/drain", body=AGENT, result="entries")
