@@ -90,9 +90,7 @@ def test_python_m_benchmarks_lists_every_benchmark_and_runs_one_by_name() -> Non
     modules = {p.stem if p.is_file() else p.name for p in (ROOT / "benchmarks").iterdir()}
     programs = {m for m in modules if m.isidentifier() and not m.startswith("_") and m != "peer"}
     assert programs == set(benchmarks.BENCHMARKS), "every benchmark is listed by python -m benchmarks"
-    listed = subprocess.run(
-        [sys.executable, "-m", "benchmarks"], capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
+    listed = subprocess.run([sys.executable, "-m", "benchmarks"], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert listed.returncode == 0, listed.stderr
     assert all(f"  {name} " in listed.stdout for name in benchmarks.BENCHMARKS)
     # `python -m benchmarks NAME` is `python -m benchmarks.NAME`: its own options, its own program name
