@@ -380,11 +380,23 @@ function plan(opts) {
   return steps;
 }
 
-/** OpenClaw keeps lock files in a folder of the temp directory; the run removes the ones it created. */
-function lockFiles() {
+/** Folders outside the state folder that OpenClaw writes into: its lock files (in the temp directory) and
+ * its daily log (a fixed folder). What is there before the run stays; what the run adds is removed. */
+function outsideFolders() {
   const uid = process.getuid?.();
-  const dir = path.join(os.tmpdir(), uid === undefined ? "openclaw-state-locks" : `openclaw-state-locks-${uid}`);
-  return { dir, names: new Set(fs.existsSync(dir) ? fs.readdirSync(dir) : []), existed: fs.existsSync(dir) };
+  const locks = path.join(os.tmpdir(), uid === undefined ? "openclaw-state-locks" : `openclaw-state-locks-${uid}`);
+  return [locks, path.join("/tmp", "openclaw")].map((dir) => ({
+    dir,
+    existed: fs.existsSync(dir),
+    names: new Set(fs.existsSync(dir) ? fs.readdirSync(dir) : []),
+  }));
+}
+function removeWhatTheRunAdded(folders) {
+  for (const { dir, existed, names } of folders) {
+    if (!fs.existsSync(dir)) continue;
+    for (const name of fs.readdirSync(dir)) if (!names.has(name)) fs.rmSync(path.join(dir, name), { force: true });
+    if (!existed && fs.readdirSync(dir).length === 0) fs.rmdirSync(dir);
+  }
 }
 
 function runPhase(phase, stateDir, params) {
@@ -403,7 +415,7 @@ function runPhase(phase, stateDir, params) {
 async function orchestrate(opts) {
   const steps = plan(opts);
   const tmp = path.resolve(opts.tmp ?? os.tmpdir());
-  const locks = lockFiles();
+  const outside = outsideFolders();
   const folders = new Map();
   const begun = clock();
   print({ op: "run", meta: true, peer: "openclaw", quick: Boolean(opts.quick), pid: process.pid });
@@ -417,12 +429,7 @@ async function orchestrate(opts) {
     if (opts.keep) console.error(`# kept ${[...folders.values()].join(" ")}`);
     else {
       for (const dir of folders.values()) fs.rmSync(dir, { recursive: true, force: true });
-      if (fs.existsSync(locks.dir)) {
-        for (const name of fs.readdirSync(locks.dir)) {
-          if (!locks.names.has(name)) fs.rmSync(path.join(locks.dir, name), { force: true });
-        }
-        if (!locks.existed && fs.readdirSync(locks.dir).length === 0) fs.rmdirSync(locks.dir);
-      }
+      removeWhatTheRunAdded(outside);
     }
     console.error(`# peer done in ${((clock() - begun) / 1000).toFixed(1)} s`);
   }
