@@ -1,10 +1,12 @@
 """Run the peer benchmark (OpenClaw's implementation) and ours in one run; print the ratio table.
 
-    python benchmarks/compare.py [--quick] [--peer ../shared/bench/openclaw/run.sh] [--out bench-results]
+    python -m benchmarks.compare [--quick] [--only append,...] [--peer PATH/run.sh] [--out bench-results]
 
-Both harnesses print JSON lines with the same op names; this joins them on ``op``. Ratios, not
-absolute times, are what to read: the machine is shared and noisy. Prints a Markdown table and writes
-both raw outputs and the table under ``--out``.
+The peer is OpenClaw's published npm package driven by ``benchmarks/peer/openclaw/run.sh`` (its first
+run installs Node 24 and the package into a cache folder outside the clone). Both harnesses print JSON
+lines with the same op names; this joins them on ``op``. Ratios, not absolute times, are what to read:
+the machine is shared and noisy. Prints a Markdown table and writes both raw outputs and the table
+under ``--out``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks import PEER_HARNESS, ROOT, child_env
 
 # op -> (what is compared, target) ; kinds: "tput" ours/peer throughput, "p50" peer p50 / ours p50,
 # "time" peer seconds / ours seconds.
@@ -45,7 +47,7 @@ TARGETS: dict[str, tuple[str, float]] = {
 def run_lines(cmd: list[str], label: str) -> list[dict]:
     print(f"# running {label}: {' '.join(cmd)}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=child_env())
     if proc.returncode != 0:
         raise SystemExit(f"{label} failed with exit code {proc.returncode}")
     print(f"# {label} took {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
@@ -92,16 +94,22 @@ def table(peer: list[dict], ours: list[dict]) -> str:
     return "\n".join(rows)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--peer", default=str(ROOT.parent / "shared" / "bench" / "openclaw" / "run.sh"))
+    ap.add_argument("--peer", default=str(PEER_HARNESS), help="the peer harness (default: the one in this repository)")
     ap.add_argument("--out", default=str(ROOT / "bench-results"))
     ap.add_argument("--only", help="passed to both harnesses (append,changes,ack,sweep,prune)")
-    a = ap.parse_args()
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parser().parse_args(argv)
     extra = (["--quick"] if a.quick else []) + (["--only", a.only] if a.only else [])
     peer = run_lines(["bash", a.peer, *extra], "peer")
-    ours = run_lines([sys.executable, "-m", "sessionwatch.bench", *extra], "sessionwatch")
+    ours = run_lines([sys.executable, "-m", "benchmarks.engine", *extra], "sessionwatch")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "peer.jsonl").write_text("".join(json.dumps(d) + "\n" for d in peer))

@@ -1,6 +1,6 @@
 """What an open dashboard and 100 log-stream subscribers cost HTTP tool-call throughput.
 
-    python benchmarks/dashboard_overhead.py [--requests 4000] [--rounds 2] [--subscribers 100]
+    python -m benchmarks.dashboard_overhead [--requests 4000] [--rounds 2] [--subscribers 100]
                                             [--browser auto|chromium|none]
 
 Each round starts two fresh gateways in turn (same seed, see http_load.py): one with nothing attached
@@ -37,8 +37,7 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import http_load  # the shared load generator and workload (imported after the path is set)
+from benchmarks import http_load  # the shared load generator and workload
 
 READY_SECONDS = 90  # how long a follower or dashboard process may take to come up (spawn, imports, browser)
 

@@ -1,6 +1,6 @@
 """HTTP gateway load benchmark: tool calls through HTTP vs the in-process Python API.
 
-    python benchmarks/http_load.py [--requests 20000] [--clients 2] [--connections 4] [--subscribers 100]
+    python -m benchmarks.http_load [--requests 20000] [--clients 2] [--connections 4] [--subscribers 100]
 
 Starts a real gateway (``python -m sessionwatch.http``, access log off) on a free 127.0.0.1 port with
 a fresh SQLite store, connects ``--subscribers`` SSE wake streams and keeps them open during the HTTP

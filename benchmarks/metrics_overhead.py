@@ -1,6 +1,6 @@
 """What the metrics observer (the hooks behind ``GET /metrics``) costs an engine call, in process.
 
-    python benchmarks/metrics_overhead.py [--calls 2000] [--rounds 9] [--quick]
+    python -m benchmarks.metrics_overhead [--calls 2000] [--rounds 9] [--quick]
 
 Two gateways on two fresh SQLite stores with the same seed (http_load.py's: 50 watched targets with
 ten human messages each): one with no observer (the engine's default, which does nothing), one with
@@ -25,16 +25,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from benchmarks import http_load
 from sessionwatch import Gateway
 from sessionwatch.http.metrics import PrometheusObserver
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import http_load
 
 
 def operations(gw: Any, heads: dict[str, int]) -> dict[str, Callable[[int], Any]]:

@@ -1,7 +1,7 @@
 """Recording throughput with 1, 4, 8 ... gateway processes sharing one PostgreSQL database, next to a
 raw psycopg floor measured in the same run.
 
-    python benchmarks/pg_scaling.py [--store postgresql://postgres@127.0.0.1:5432/postgres]
+    python -m benchmarks.pg_scaling [--store postgresql://postgres@127.0.0.1:5432/postgres]
                                     [--procs 1,4,8] [--events 1500] [--watchers 0,10]
                                     [--synchronous-commit on|off] [--no-floor]
 
@@ -31,6 +31,8 @@ import time
 import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
+
+from benchmarks import child_env
 
 AGENT = "main"
 
@@ -73,7 +75,7 @@ def worker(url: str, events: int, sessions: int, worker_id: int) -> None:
                 "human_direct_message",
                 "human",
                 f"bench event {worker_id}.{i}",
-                None,
+                None,  # type: ignore[arg-type]  # no time of its own: the gateway stamps "now"
                 payload={"i": i},
             )
         )
@@ -126,12 +128,13 @@ def _setup(url: str, sessions: int, watchers: int) -> None:
 
 
 def _run(url: str, procs: int, events: int, sessions: int, role: str = "--worker") -> dict[str, Any]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**child_env(), "PYTHONUNBUFFERED": "1"}
     children = [
         subprocess.Popen(
             [
                 sys.executable,
-                __file__,
+                "-m",
+                "benchmarks.pg_scaling",
                 role,
                 url,
                 "--events",
@@ -222,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
             floor = None if a.no_floor else _floor_run(a, procs)
             name = f"sw_scaling_{uuid.uuid4().hex[:10]}"
             with psycopg.connect(a.store, autocommit=True) as admin:
-                admin.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+                admin.execute(f'CREATE DATABASE "{name}"')
             try:
                 url = _db_url(a.store, name, a.synchronous_commit)
                 _setup(url, a.sessions, watchers)
@@ -231,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
                     rows, top = conn.execute("SELECT count(*), max(sequence) FROM events").fetchone()  # type: ignore[misc]
             finally:
                 with psycopg.connect(a.store, autocommit=True) as admin:
-                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             n = procs * a.events
             per_sec = n / res["wall"]
             base = base or per_sec
@@ -268,14 +271,14 @@ def _floor_run(a: argparse.Namespace, procs: int) -> float:
 
     name = f"sw_floor_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(a.store, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+        admin.execute(f'CREATE DATABASE "{name}"')
     try:
         url = _db_url(a.store, name, a.synchronous_commit)
         _setup(url, a.sessions, 0)  # the schema, nothing else
         res = _run(url, procs, a.events, a.sessions, role="--floor-worker")
     finally:
         with psycopg.connect(a.store, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     n = procs * a.events
     per_sec = n / res["wall"]
     print(

@@ -1,6 +1,6 @@
 """The benchmark scenarios on SQLite and on PostgreSQL in one run; prints how much slower PostgreSQL is.
 
-    python benchmarks/pg_vs_sqlite.py [--store postgresql://postgres@127.0.0.1:5432/postgres] [--quick]
+    python -m benchmarks.pg_vs_sqlite [--store postgresql://postgres@127.0.0.1:5432/postgres] [--quick]
 
 Slowdown = SQLite throughput / PostgreSQL throughput (for latency-only ops, PostgreSQL p50 / SQLite p50).
 Writes both raw outputs (``pg_vs_sqlite.sqlite.jsonl``, ``pg_vs_sqlite.postgresql.jsonl``) and the Markdown
@@ -16,13 +16,19 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks import ROOT, child_env
+
 SKIP = {"raw_insert_baseline"}
 
 
 def run(extra: list[str]) -> list[dict]:
     proc = subprocess.run(
-        [sys.executable, "-m", "sessionwatch.bench", *extra], stdout=subprocess.PIPE, text=True, cwd=ROOT, check=True
+        [sys.executable, "-m", "benchmarks.engine", *extra],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=child_env(),
+        check=True,
     )
     return [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
 

@@ -1,6 +1,6 @@
 """Run every benchmark program in one go and rewrite the generated part of docs/benchmarks.md.
 
-    python benchmarks/report.py [--quick] [--only peer,http,...] [--skip ...] [--stdout]
+    python -m benchmarks.report [--quick] [--only peer,http,...] [--skip ...] [--stdout]
 
 One run, one machine: the page's part between ``<!-- report:begin -->`` and ``<!-- report:end -->`` is
 replaced by the run's date (UTC), the machine and software it ran on, the exact command, and one section
@@ -10,11 +10,11 @@ runs past ``--timeout``) is reported as failed in its section, the other section
 the run exits 1 at the end. Sections left out with ``--only``/``--skip`` keep their heading (so links to
 them hold) and say they were not run.
 
-Benchmarks (``--only``/``--skip`` keys): peer (benchmarks/compare.py, ours against OpenClaw's own
-implementation; needs the peer harness ``shared/bench/openclaw/run.sh`` of the project workspace, found
-in a folder above the repository or given with ``--peer``), http (http_load.py), pg (pg_vs_sqlite.py),
-scaling (pg_scaling.py), upstream (upstream_bench.py), dashboard (dashboard_overhead.py), metrics
-(metrics_overhead.py). ``--quick`` passes each program's quick mode, or smaller counts where it has none.
+Benchmarks (``--only``/``--skip`` keys): peer (compare.py, ours against OpenClaw's own implementation,
+through the peer harness in benchmarks/peer/openclaw/, or another one given with ``--peer``), http
+(http_load.py), pg (pg_vs_sqlite.py), scaling (pg_scaling.py), upstream (upstream_bench.py), dashboard
+(dashboard_overhead.py), metrics (metrics_overhead.py). ``--quick`` passes each program's quick mode, or
+smaller counts where it has none.
 """
 
 from __future__ import annotations
@@ -40,16 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from benchmarks import PEER_HARNESS, ROOT, compare, pg_vs_sqlite
+
 PAGE = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- report:begin -->", "<!-- report:end -->"
 PG_DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 WIDTH = 110
-
-sys.path.insert(0, str(HERE))
-import compare  # noqa: E402  (one definition of the peer ratios and their targets)
-import pg_vs_sqlite  # noqa: E402  (one definition of the PostgreSQL slowdown table)
 
 Lines = list[dict[str, Any]]
 
@@ -58,7 +54,7 @@ Lines = list[dict[str, Any]]
 @dataclass
 class Options:
     quick: bool
-    peer: str | None
+    peer: str
     store: str
     out: Path  # scratch folder for the programs' raw output files
 
@@ -106,7 +102,7 @@ def render_peer(lines: Lines) -> str:
         out += [
             "",
             "The hook (`sessionwatch hook claude-code`, from process start, Python start-up included; "
-            "measured in the same run of `python -m sessionwatch.bench`):",
+            "measured in the same run of `python -m benchmarks.engine`):",
             "",
             "| case | p50 ms | p95 ms | CPU p95 ms | budget ms |",
             "|---|---:|---:|---:|---:|",
@@ -270,21 +266,19 @@ def _collect_pg(_stdout: Lines, o: Options) -> Lines:
 
 
 def _peer_argv(o: Options) -> list[str]:
-    if o.peer is None:
-        raise FileNotFoundError(
-            "the peer harness shared/bench/openclaw/run.sh was not found in a folder above the "
-            "repository; pass --peer PATH"
-        )
-    return ["benchmarks/compare.py", "--peer", o.peer, "--out", str(o.out / "peer"), *(["--quick"] * o.quick)]
+    if not Path(o.peer).is_file():
+        raise FileNotFoundError(f"the peer harness {o.peer} does not exist; pass --peer PATH")
+    return ["-m", "benchmarks.compare", "--peer", o.peer, "--out", str(o.out / "peer"), *(["--quick"] * o.quick)]
 
 
 BENCHES: list[Bench] = [
     Bench(
         "peer",
         "Engine vs the peer (OpenClaw)",
-        "`python benchmarks/compare.py` runs the peer's harness (OpenClaw's own session-state code from its npm "
-        "package) and `python -m sessionwatch.bench` (the same scenarios, op names and JSON shape, through "
-        "sessionwatch's public engine API, a fresh SQLite file per scenario), and joins them on `op`. Ratio = "
+        "`python -m benchmarks.compare` runs the peer harness `benchmarks/peer/openclaw/run.sh` (OpenClaw's "
+        "own session-state code from its npm package) and `python -m benchmarks.engine` (the same scenarios, "
+        "op names and JSON shape, through sessionwatch's public engine API, a fresh SQLite file per scenario), "
+        "and joins them on `op`. Ratio = "
         "ours / peer throughput, or peer p50 / our p50 for the `changes_since_*` reads, or peer time / our time "
         "for the sweep and the prune: above 1, sessionwatch is faster. sessionwatch does more per call than the "
         "peer: every append with watchers also writes the durable notice queue, and the sweep writes its "
@@ -297,25 +291,26 @@ BENCHES: list[Bench] = [
     Bench(
         "http",
         "HTTP gateway",
-        "`python benchmarks/http_load.py` starts a real gateway (uvicorn with httptools and uvloop, one process) "
+        "`python -m benchmarks.http_load` starts a real gateway (uvicorn with httptools and uvloop, one process) "
         "on a fresh SQLite store, holds SSE wake streams open, and drives `session_status` with `changesSince` "
         "and `sessions_send` from two load-generator processes speaking raw keep-alive HTTP/1.1 (one request in "
         "flight per connection); then it runs the same calls in process through `sessionwatch.Gateway`. The "
         "server's CPU time per call is the figure other work on the machine disturbs least.",
-        lambda o: ["benchmarks/http_load.py", *(["--requests", "2000"] if o.quick else [])],
+        lambda o: ["-m", "benchmarks.http_load", *(["--requests", "2000"] if o.quick else [])],
         render_http,
     ),
     Bench(
         "pg",
         "PostgreSQL vs SQLite",
-        "`python benchmarks/pg_vs_sqlite.py` runs the engine scenarios against the local PostgreSQL server (a "
+        "`python -m benchmarks.pg_vs_sqlite` runs the engine scenarios against the local PostgreSQL server (a "
         "fresh database per scenario, the server's `synchronous_commit`) and against SQLite. Slower by = SQLite "
         "throughput / PostgreSQL throughput. Every PostgreSQL call is at least one round trip to the server "
         "(the `SELECT 1` floor below) and a write adds a durable commit, against SQLite's in-process calls with "
         "`synchronous=NORMAL`; batched work (`ack_batch`, `changes_since` pages, the prune, the fan-out to 100 "
         "watchers) pays the round trip once for many rows.",
         lambda o: [
-            "benchmarks/pg_vs_sqlite.py",
+            "-m",
+            "benchmarks.pg_vs_sqlite",
             "--store",
             o.store,
             "--out",
@@ -328,45 +323,49 @@ BENCHES: list[Bench] = [
     Bench(
         "scaling",
         "PostgreSQL scaling",
-        "`python benchmarks/pg_scaling.py`: aggregate recording throughput of 1, 2 and 4 gateway processes "
+        "`python -m benchmarks.pg_scaling`: aggregate recording throughput of 1, 2 and 4 gateway processes "
         "sharing one PostgreSQL database (a fresh database per run, 100 sessions, one transaction per event). "
         "Writers serialize on the writer lock; extra gateways add throughput by overlapping everything around "
         "it, as far as free cores allow (on a 2-core machine the database server and the gateways share them).",
-        lambda o: ["benchmarks/pg_scaling.py", "--store", o.store, *(["--events", "300"] if o.quick else [])],
+        lambda o: ["-m", "benchmarks.pg_scaling", "--store", o.store, *(["--events", "300"] if o.quick else [])],
         render_scaling,
     ),
     Bench(
         "upstream",
         "Upstream monitor",
-        "`python benchmarks/upstream_bench.py`: one monitor tick over watched, unchanged Claude transcripts (a "
+        "`python -m benchmarks.upstream_bench`: one monitor tick over watched, unchanged Claude transcripts (a "
         "`stat` each), the scan of newly appended Claude and Codex transcript data until its human turns are "
         "recorded, and the row classifier alone. The files are in the page cache. (The prompt behind 200 MB of "
         "tool output is a slow test, `tests/upstream/test_backlog.py`, not part of this run.)",
-        lambda o: ["benchmarks/upstream_bench.py", *(["--quick"] * o.quick)],
+        lambda o: ["-m", "benchmarks.upstream_bench", *(["--quick"] * o.quick)],
         render_upstream,
     ),
     Bench(
         "dashboard",
         "Dashboard overhead",
-        "`python benchmarks/dashboard_overhead.py`: HTTP tool-call throughput on a fresh gateway with nothing "
+        "`python -m benchmarks.dashboard_overhead`: HTTP tool-call throughput on a fresh gateway with nothing "
         "attached, then on one with the dashboard open (headless Chromium when the machine has it, else a client "
         "making the dashboard's calls) and 100 clients following the log stream, for `session_status` with "
         "`changesSince`, `sessions_send` and a person's `inbound` turn (which every stream then carries). The "
         "log stream costs one store read per 200 ms poll however many clients follow, and each event is encoded "
         "once for all of them.",
-        lambda o: ["benchmarks/dashboard_overhead.py", *(["--requests", "1000", "--rounds", "1"] if o.quick else [])],
+        lambda o: [
+            "-m",
+            "benchmarks.dashboard_overhead",
+            *(["--requests", "1000", "--rounds", "1"] if o.quick else []),
+        ],
         render_dashboard,
     ),
     Bench(
         "metrics",
         "Metrics overhead",
-        "`python benchmarks/metrics_overhead.py`: what the metrics observer behind `GET /metrics` (store "
+        "`python -m benchmarks.metrics_overhead`: what the metrics observer behind `GET /metrics` (store "
         "operations timed, notices counted; every HTTP gateway runs it) costs an engine call, measured in "
         "process, where nothing else hides it: two gateways with the same seed, one without an observer and one "
         "with, called in alternating rounds. CPU time per call is the steadier figure on a shared machine. Over "
         "HTTP the same cost is a small share of the server's work per request (see the server CPU per call in "
         "[HTTP gateway](#http-gateway)).",
-        lambda o: ["benchmarks/metrics_overhead.py", *(["--quick"] * o.quick)],
+        lambda o: ["-m", "benchmarks.metrics_overhead", *(["--quick"] * o.quick)],
         render_metrics,
     ),
 ]
@@ -532,7 +531,7 @@ def render_header(
         "## The benchmark run",
         "",
         wrap(
-            "Everything from here to the end of the page is written by `benchmarks/report.py` from one run; "
+            "Everything from here to the end of the page is written by `python -m benchmarks.report` from one run; "
             "edit the program, not this text."
         ),
         "",
@@ -600,24 +599,18 @@ def replace_region(page: str, generated: str) -> str:
     return page[: start + len(BEGIN)] + "\n" + generated.strip() + "\n" + page[end:]
 
 
-def find_peer() -> str | None:
-    for folder in ROOT.parents:
-        candidate = folder / "shared" / "bench" / "openclaw" / "run.sh"
-        if candidate.exists():
-            return str(candidate)
-    return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     keys = [b.key for b in BENCHES]
     p.add_argument("--quick", action="store_true", help="each program's quick mode (a smoke run, minutes)")
     p.add_argument("--only", help=f"comma list of: {','.join(keys)}")
     p.add_argument("--skip", help="comma list of benchmarks to leave out")
     p.add_argument(
         "--peer",
-        default=None,
-        help="the peer harness run.sh (default: shared/bench/openclaw/run.sh in a folder above the repository)",
+        default=str(PEER_HARNESS),
+        help="the peer harness (default: benchmarks/peer/openclaw/run.sh, which installs OpenClaw on first use)",
     )
     p.add_argument(
         "--store",
@@ -627,6 +620,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=3600, help="seconds one program may run before it is stopped")
     p.add_argument("--page", default=str(PAGE), help="the page to rewrite")
     p.add_argument("--stdout", action="store_true", help="print the generated part instead of rewriting the page")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    keys = [b.key for b in BENCHES]
     a = p.parse_args(argv)
     only = set(a.only.split(",")) if a.only else set(keys)
     skip = set(a.skip.split(",")) if a.skip else set()
@@ -637,11 +636,11 @@ def main(argv: list[str] | None = None) -> int:
     started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
     info = machine(a.store)
-    command = shlex.join(["python", "benchmarks/report.py", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "benchmarks.report", *(sys.argv[1:] if argv is None else argv)])
     outcomes: list[Outcome] = []
     chosen = [b for b in BENCHES if b.key in only and b.key not in skip]
     with tempfile.TemporaryDirectory(prefix="sw-report-") as tmp:
-        o = Options(quick=a.quick, peer=a.peer or find_peer(), store=a.store, out=Path(tmp))
+        o = Options(quick=a.quick, peer=a.peer, store=a.store, out=Path(tmp))
         for b in BENCHES:
             if b not in chosen:
                 outcomes.append(Outcome(b))

@@ -8,7 +8,7 @@
 * ``classify_rows`` / ``stream_oversized_row``: the row classifier alone, fast path and the bounded
   memory path for rows larger than the window (informative).
 
-Usage: ``python benchmarks/upstream_bench.py [--links 1000] [--mb 100] [--quick] [--tmp DIR]``.
+Usage: ``python -m benchmarks.upstream_bench [--links 1000] [--mb 100] [--quick] [--tmp DIR]``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def claude_rows(rnd: random.Random, session: str, target_bytes: int) -> tuple[by
     while size < target_bytes:
         n += 1
         uid = str(uuid.UUID(int=rnd.getrandbits(128)))
-        env = {
+        env: dict[str, Any] = {
             "parentUuid": parent,
             "isSidechain": False,
             "userType": "external",
@@ -62,7 +62,7 @@ def claude_rows(rnd: random.Random, session: str, target_bytes: int) -> tuple[by
         }
         r = rnd.random()
         if r < 0.04:
-            row = {
+            row: dict[str, Any] = {
                 **env,
                 "type": "user",
                 "message": {"role": "user", "content": f"please look at issue {n} " * 4},

@@ -1,11 +1,10 @@
-"""benchmarks/report.py: JSON lines become the page's sections, and only the marked region of the page changes.
+"""benchmarks.report: JSON lines become the page's sections, and only the marked region of the page changes.
 
 No benchmark runs here: the renderers get sample lines in the programs' shapes, and the end-to-end case
 runs two stand-in programs (one prints a result, one fails)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import sys
@@ -14,17 +13,14 @@ from types import ModuleType
 
 import pytest
 
+from benchmarks import report as report_module
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def report() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_report", ROOT / "benchmarks" / "report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return report_module
 
 
 def bench(report: ModuleType, key: str) -> object:
@@ -50,11 +46,11 @@ def test_http_lines_become_the_http_section(report: ModuleType) -> None:
         {"op": "ratio", "meta": True},
     ]
     out = report.Outcome(
-        bench(report, "http"), command="python benchmarks/http_load.py", ran=True, seconds=61, returncode=0, lines=lines
+        bench(report, "http"), command="python -m benchmarks.http_load", ran=True, seconds=61, returncode=0, lines=lines
     )
     md = report.render_section(out, "`--only`")
     assert md.startswith("## HTTP gateway\n")
-    assert "`python benchmarks/http_load.py` (61 s)" in md
+    assert "`python -m benchmarks.http_load` (61 s)" in md
     assert "| `session_status` + `changesSince` | 6,692 | 1,003.2 | 2,310.0 | 120.5 | 15,782 | 61.0 | 2.4× |" in md
     assert "| `sessions_send` | 7,891 | 800.0 | 1,800.0 | – | 20,936 | 37.0 | 2.7× |" in md
     assert "100 SSE subscribers connected; errors: 0" in md
@@ -89,7 +85,7 @@ def test_peer_lines_become_the_ratio_table(report: ModuleType) -> None:
     ]
     md = report.render_section(
         report.Outcome(
-            bench(report, "peer"), command="python benchmarks/compare.py", ran=True, returncode=0, lines=lines
+            bench(report, "peer"), command="python -m benchmarks.compare", ran=True, returncode=0, lines=lines
         ),
         "",
     )
@@ -104,7 +100,7 @@ def test_peer_lines_become_the_ratio_table(report: ModuleType) -> None:
 def test_a_failed_or_skipped_benchmark_keeps_its_heading_and_says_so(report: ModuleType) -> None:
     failed = report.Outcome(
         bench(report, "dashboard"),
-        command="python benchmarks/dashboard_overhead.py",
+        command="python -m benchmarks.dashboard_overhead",
         ran=True,
         returncode=1,
         error="exited with code 1: RuntimeError: the dashboard was not ready",
@@ -153,7 +149,7 @@ def test_a_run_writes_every_section_and_fails_when_one_program_fails(
     assert code == 1
     assert text.startswith(f"# Benchmarks\n\nkept\n\n{report.BEGIN}\n## The benchmark run\n")
     assert text.endswith(f"{report.END}\n") and "stale figures" not in text
-    assert "- **Command**: `python benchmarks/report.py --skip http --page" in text
+    assert "- **Command**: `python -m benchmarks.report --skip http --page" in text
     assert "- **Benchmarks run**: upstream, metrics; **failed**: metrics." in text
     assert (
         "| one tick over 1,000 watched, unchanged transcripts | 0.050 s median (best 0.040 s) | < 0.50 s | yes |"
@@ -176,7 +172,7 @@ def test_a_program_past_the_timeout_is_stopped_and_reported(
     ]
     up = bench(report, "upstream")
     monkeypatch.setattr(report, "BENCHES", [report.Bench(up.key, up.title, up.about, lambda o: sleeper, up.render)])
-    options = report.Options(quick=False, peer=None, store="", out=tmp_path)
+    options = report.Options(quick=False, peer="", store="", out=tmp_path)
     outcome = report.run_one(report.BENCHES[0], options, timeout=1)
     assert outcome.error == "did not finish within 1 s and was stopped"
     assert outcome.seconds < 8  # not 60 s, nor the 10 s wait for pipes a surviving child would hold open

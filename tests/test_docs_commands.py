@@ -48,6 +48,10 @@ ELSEWHERE = {
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest": (
         "the suite itself: .ci/run runs it word for word (tests/test_project_files.py keeps them equal)"
     ),
+    "python -m benchmarks": (
+        "the benchmarks run from a clone's root, which this test's scratch folder is not: "
+        "tests/test_examples_and_bench.py runs both lines there"
+    ),
 }
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from sessionwatch import __version__
@@ -25,7 +27,7 @@ SKIP_DIRS = {
     "build",
     "dist",
 }
-TEXT_SUFFIXES = {".py", ".md", ".toml", ".sql", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".json", ".sh", ""}
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".sql", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".json", ".sh", ".mjs", ""}
 
 
 def _bare_env() -> dict[str, str]:
@@ -57,10 +59,8 @@ def test_the_tests_find_the_command_without_virtual_env() -> None:
     assert out.returncode == 0, out.stderr
 
 
-def test_no_path_of_one_machine_in_the_repository() -> None:
-    # Built from parts so this file does not match itself.
-    needles = ["/" + "work/", "/" + "root/"]
-    hits: list[str] = []
+def _text_lines() -> Iterator[tuple[str, str]]:
+    """("file:line", line) for every line of the project's own text files."""
     for dirpath, dirnames, filenames in os.walk(ROOT):
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")]
         for name in filenames:
@@ -74,6 +74,19 @@ def test_no_path_of_one_machine_in_the_repository() -> None:
             except (UnicodeDecodeError, OSError):
                 continue
             for number, line in enumerate(text.splitlines(), 1):
-                if any(n in line for n in needles):
-                    hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}")
+                yield f"{path.relative_to(ROOT)}:{number}", line
+
+
+def test_no_path_of_one_machine_in_the_repository() -> None:
+    # Built from parts so this file does not match itself.
+    needles = ["/" + "work/", "/" + "root/"]
+    hits = [f"{where}: {line.strip()[:120]}" for where, line in _text_lines() if any(n in line for n in needles)]
     assert hits == [], "machine-specific paths:\n" + "\n".join(hits)
+
+
+def test_nothing_points_at_the_workspace_folders_beside_the_repository() -> None:
+    # The project's workspace keeps a shared folder next to the clone; a clone elsewhere has none, so no code
+    # default, doc or script may lean on it (the peer benchmark's harness lives in benchmarks/peer/).
+    beside = re.compile(r"(?:^|[\s`'\"(=])(?:\.\./)*" + "sha" + r"red/(?:bench|reference|SPEC)")
+    hits = [f"{where}: {line.strip()[:120]}" for where, line in _text_lines() if beside.search(line)]
+    assert hits == [], "paths outside the repository:\n" + "\n".join(hits)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sessionwatch.bench import growth
+from benchmarks.engine import growth
 
 LIMIT = 2.0
 

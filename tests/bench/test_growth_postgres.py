@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sessionwatch.bench import growth
+from benchmarks.engine import growth
 from tests.support import pg
 
 pytestmark = [

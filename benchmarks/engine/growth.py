@@ -1,4 +1,4 @@
-"""``python -m sessionwatch.bench --growth``: do per-call costs stay flat as the store grows?
+"""``python -m benchmarks.engine --growth``: do per-call costs stay flat as the store grows?
 
 Four dimensions, three or four sizes each; for every size a fresh store is built, then each operation is
 timed a few times (median). A JSON line per (dimension, operation, size) and one per (dimension,
@@ -36,10 +36,10 @@ from itertools import pairwise
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .. import Gateway
-from ..settings import Settings
-from ..store import open_store
-from ..store.records import EventInput
+from sessionwatch import Gateway
+from sessionwatch.settings import Settings
+from sessionwatch.store import open_store
+from sessionwatch.store.records import EventInput
 
 Emit = Callable[..., None]
 AGENT = "main"

@@ -1,4 +1,4 @@
-"""``python -m sessionwatch.bench``: orchestrates the scenario phases, each in a fresh process."""
+"""``python -m benchmarks.engine``: orchestrates the scenario phases, each in a fresh process."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from benchmarks import child_env
+
 
 def _emit(op: str, n: int | None = None, seconds: float | None = None, **extra: Any) -> None:
     line: dict[str, Any] = {"op": op}
@@ -24,9 +26,9 @@ def _emit(op: str, n: int | None = None, seconds: float | None = None, **extra: 
 
 
 def _phase_main(phase: str, url: str, args: dict[str, Any]) -> None:
-    from .hook_latency import hook_latency
-    from .mcp_start import mcp_start
-    from .scenarios import PHASES
+    from benchmarks.engine.hook_latency import hook_latency
+    from benchmarks.engine.mcp_start import mcp_start
+    from benchmarks.engine.scenarios import PHASES
 
     {**PHASES, "hook": hook_latency, "mcp": mcp_start}[phase](url, args, _emit)
 
@@ -57,8 +59,8 @@ def _store(base: str | None, tmp: str, label: str) -> Iterator[str]:
 
 
 def _run(phase: str, url: str, args: dict[str, Any]) -> None:
-    cmd = [sys.executable, "-m", "sessionwatch.bench", "--phase", phase, "--url", url, "--args", json.dumps(args)]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    cmd = [sys.executable, "-m", "benchmarks.engine", "--phase", phase, "--url", url, "--args", json.dumps(args)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=child_env())
     sys.stdout.write(proc.stdout)
     sys.stdout.flush()
     if proc.returncode != 0:
@@ -66,7 +68,7 @@ def _run(phase: str, url: str, args: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m sessionwatch.bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.engine", description=__doc__)
     p.add_argument("--quick", action="store_true", help="10x smaller smoke run")
     p.add_argument("--only", help="comma list of: info,raw,append,changes,ack,sweep,prune,hook,mcp")
     p.add_argument(
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--tmp", default=None, help="folder for the SQLite files (default: system temp)")
     p.add_argument("--no-all", action="store_true", help="skip the fan-out-to-every-session append runs")
-    p.add_argument("--growth", action="store_true", help="the growth benchmark (bench/growth.py) instead")
+    p.add_argument("--growth", action="store_true", help="the growth benchmark (benchmarks/engine/growth.py) instead")
     p.add_argument("--small", action="store_true", help="with --growth: sizes / 10")
     p.add_argument(
         "--postgres",
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
         _phase_main(a.phase, a.url, json.loads(a.args))
         return
     if a.growth:
-        from .growth import main as growth_main
+        from benchmarks.engine.growth import main as growth_main
 
         raise SystemExit(
             growth_main(

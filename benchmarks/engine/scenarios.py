@@ -10,10 +10,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import Gateway
-from ..clock import system_clock
-from ..store.records import EventInput, EventRecord, PruneResult
-from ..store.sqlite import PRAGMAS, SQLiteStore
+from sessionwatch import Gateway
+from sessionwatch.clock import system_clock
+from sessionwatch.store.records import EventInput, EventRecord, PruneResult
+from sessionwatch.store.sqlite import PRAGMAS, SQLiteStore
 
 AGENT = "main"
 Emit = Callable[..., None]
@@ -36,7 +36,7 @@ def pct(lat: list[float]) -> dict[str, float]:
 
 def open_timed(url: str, *, sweep: bool = True) -> tuple[Gateway, float]:
     t0 = time.perf_counter()
-    from ..store import open_store
+    from sessionwatch.store import open_store
 
     gw = Gateway(open_store(url), sweep=sweep, timers=False)
     gw.state_version(key("warmup"))
@@ -328,7 +328,7 @@ def prune(url: str, args: dict[str, Any], emit: Emit) -> None:
 
 def raw_insert_baseline(url: str, args: dict[str, Any], emit: Emit) -> None:
     """The floor: plain sqlite3, the same pragmas, the same event row and head upsert per transaction."""
-    from ..store.sqlite import apply_migrations, sqlite_path
+    from sessionwatch.store.sqlite import apply_migrations, sqlite_path
 
     n, sessions = args["n"], args["sessions"]
     conn = sqlite3.connect(sqlite_path(url), isolation_level=None)

@@ -1,6 +1,6 @@
 """How ``sessions_list`` costs grow with the number of sessions, and what its indexes cost on writes.
 
-``python -m sessionwatch.bench.list_growth [--store postgresql://...] [--quick]`` prints JSON lines: the
+``python -m benchmarks.engine.list_growth [--store postgresql://...] [--quick]`` prints JSON lines: the
 median cost of one page per store size, the growth factor per 10x, and the write cost of the listing
 indexes (migration 0005). The growth benchmark calls ``list_growth`` and ``index_write_cost`` directly.
 
@@ -22,8 +22,8 @@ from contextlib import AbstractContextManager
 from itertools import pairwise
 from typing import Any
 
-from .. import Gateway
-from ..clock import ManualClock
+from sessionwatch import Gateway
+from sessionwatch.clock import ManualClock
 
 Emit = Callable[..., None]
 AGENTS = 10
@@ -196,9 +196,9 @@ def index_write_cost(url: str, emit: Emit, n: int = 10_000, writes: int = 300) -
 
 
 def main(argv: list[str] | None = None) -> None:
-    from .__main__ import _emit, _store
+    from benchmarks.engine.__main__ import _emit, _store
 
-    p = argparse.ArgumentParser(prog="python -m sessionwatch.bench.list_growth", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m benchmarks.engine.list_growth", description=__doc__)
     p.add_argument("--store", help="postgresql://user@host:port/anydb (a fresh database per size)")
     p.add_argument("--quick", action="store_true", help="sizes 100/1k/10k instead of 1k/10k/100k")
     a = p.parse_args(argv)

@@ -66,7 +66,7 @@ def hook_latency(url: str, args: dict[str, Any], emit: Callable[..., None]) -> N
     import os
     import tempfile
 
-    from ..engine.gateway import Gateway
+    from sessionwatch import Gateway
 
     runs = int(args.get("runs", 40))
     manager, worker = "agent:main:main", "agent:main:subagent:worker"

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .hook_latency import _argv, _stats
+from benchmarks.engine.hook_latency import _argv, _stats
 
 BUDGET_MS = 300.0
 META = {
@@ -80,7 +80,7 @@ def _open(url: str, opening: list[dict[str, Any]], quick: bool) -> tuple[float, 
 
 
 def mcp_start(url: str, args: dict[str, Any], emit: Callable[..., None]) -> None:
-    from ..engine.gateway import Gateway
+    from sessionwatch import Gateway
 
     runs = int(args.get("runs", 20))
     with Gateway.open(url, timers=False) as gw:
