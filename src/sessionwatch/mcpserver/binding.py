@@ -115,6 +115,10 @@ class SessionBinding:
         self._due: list[int] = []  # ids whose answer went out: to acknowledge
         # MCP session id -> ids of answers written to it, confirmed by that session's next call.
         self._unconfirmed: OrderedDict[str, list[int]] = OrderedDict()
+        # streamable HTTP: ids of answers on their way (the request has not ended), by exchange: a client
+        # that read the answer may call again before the server finished the request, and must not be
+        # handed the same notices once more
+        self._in_transit: dict[int, list[int]] = {}
 
     def ensure_session(self) -> dict[str, Any]:
         """Create the bound session when missing; an existing one is left exactly as it is."""
@@ -137,6 +141,7 @@ class SessionBinding:
             if exchange is not None:  # streamable HTTP: see exchange_done
                 if not exchange.closed:  # else the client went away while the call ran: all stays queued
                     exchange.ids.extend(ids)
+                    self._in_transit[id(exchange)] = exchange.ids
             elif self.reports_writes:
                 self._answered[str(request_id)] = ids
             else:
@@ -161,6 +166,7 @@ class SessionBinding:
         acknowledgments became due."""
         with self._lock:
             exchange.closed = True
+            self._in_transit.pop(id(exchange), None)
             if not exchange.sent or not exchange.ids:
                 return False
             if exchange.session is None:
@@ -206,6 +212,7 @@ class SessionBinding:
             return [], 0
         with self._lock:
             taken = {i for ids in self._in_flight.values() for i in ids} | set(self._due)
+            taken |= {i for ids in self._in_transit.values() for i in ids}
             entries = [e for e in queued if e.get("id") not in taken]
             if ticket:
                 self._in_flight[ticket] = [e["id"] for e in entries]
