@@ -11,6 +11,12 @@ import pytest
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # pytest-xdist gives its workers a made-up 80x24 terminal; the CLI's tables would then wrap as in one,
+    # unlike the pipe a test reads them from without workers
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 
 def _backends() -> list[str]:
     backends = ["sqlite"]
