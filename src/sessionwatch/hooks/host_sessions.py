@@ -20,7 +20,7 @@ import logging
 import os
 from typing import Any, NamedTuple, Protocol
 
-from .identity import agent_of_key, host_id, subagent_key, zero_config_key
+from ..hosts.identity import agent_of_key, host_id, subagent_key, zero_config_key
 
 log = logging.getLogger("sessionwatch.hook")
 

@@ -24,7 +24,7 @@ import json
 import os
 import sys
 
-from . import identity
+from ..hosts import identity
 
 MAX_INPUT_BYTES = 1 << 20  # twin: run.MAX_INPUT_BYTES
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")  # twin: hosts.HOSTS[*].events
