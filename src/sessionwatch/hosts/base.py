@@ -49,13 +49,15 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
 
     ``events``: the events answered (pending notices go to the model); ``observes``: the events only written
     down (lifecycle, subagents). ``tells_sender``: the host's side says who sent each prompt (Pi's
-    extension), so a prompt needs no nudge of the monitor to be found. The answer is the JSON both Claude
+    extension): the hook writes it down, and a prompt needs no nudge of the monitor to be found.
+    ``daemon_push``: the hook writes down the session's thread and running turn, so its MCP server can push
+    through the host's daemon (Codex's TUI; ``hooks/codex_push.py``). The answer is the JSON both Claude
     Code and Codex read from stdout on exit 0 (``{"hookSpecificOutput": {"hookEventName",
     "additionalContext"}}``; on Stop ``{"decision": "block", "reason"}``: the turn goes on with the reason as
     the model's next input); a room's plugin or extension reads the same.
     """
 
-    __slots__ = ("catalog", "events", "name", "observes", "tells_sender")
+    __slots__ = ("catalog", "daemon_push", "events", "name", "observes", "tells_sender")
 
     def __init__(
         self,
@@ -65,12 +67,14 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
         observes: tuple[str, ...] = (),
         *,
         tells_sender: bool = False,
+        daemon_push: bool = False,
     ) -> None:
         self.name = name  # as on the command line
         self.catalog = catalog  # the upstream catalog its sessions are listed in (and the keys' middle part)
         self.events = events
         self.observes = observes
         self.tells_sender = tells_sender
+        self.daemon_push = daemon_push
 
     def answer(self, event: str, text: str) -> str:
         """The stdout of a hook that gives ``text`` to the model ("" gives nothing)."""

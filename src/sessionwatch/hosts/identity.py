@@ -16,8 +16,9 @@ import os
 
 from .agent_names import AGENT_CHARS, DEFAULT_AGENT, MAX_AGENT, agent_from_folder
 from .registry import CATALOGS as CATALOG  # host name -> catalog id, from each room's card
+from .registry import ROOMS
 
-__all__ = ["CATALOG", "DEFAULT_AGENT", "MAX_AGENT", "agent_from_folder"]
+__all__ = ["CATALOG", "DEFAULT_AGENT", "MAX_AGENT", "ROOMS", "agent_from_folder"]
 
 # A host's id goes into a key as it is; anything that is not a plain id (a key forbids whitespace and
 # controls, and ':' would change what the key means) is not taken. No regular expressions: importing

@@ -27,7 +27,7 @@ def _reader() -> TranscriptFiles:
 
 
 ROOM = Room(
-    HookAdapter("codex", "codex", ANSWERED, OBSERVED),
+    HookAdapter("codex", "codex", ANSWERED, OBSERVED, daemon_push=True),
     label="Codex",
     program="codex",
     scopes=("project", "user"),
