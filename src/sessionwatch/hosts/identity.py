@@ -15,8 +15,10 @@ from __future__ import annotations
 import os
 
 from .agent_names import AGENT_CHARS, DEFAULT_AGENT, MAX_AGENT, agent_from_folder
-from .registry import CATALOGS as CATALOG  # host name -> catalog id, from each room's card
-from .registry import ROOMS
+from .registry import (
+    CATALOGS as CATALOG,  # host name -> catalog id, from each room's card
+    ROOMS,
+)
 
 __all__ = ["CATALOG", "DEFAULT_AGENT", "MAX_AGENT", "ROOMS", "agent_from_folder"]
 
