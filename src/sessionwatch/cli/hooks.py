@@ -311,9 +311,7 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
                     if ch["fix"] and ch["ok"] is not True:
                         c.print(f"         {'':10} fix: {ch['fix']}", markup=False)
         if not installed:
-            c.print(
-                "sessionwatch is not installed here: sessionwatch install claude-code|codex|opencode|pi", markup=False
-            )
+            c.print(f"sessionwatch is not installed here: sessionwatch install {'|'.join(HOSTS)}", markup=False)
 
     emit(state.json, {"ok": ok, "installed": installed, "hosts": reports}, human)
     if not ok:
