@@ -18,8 +18,8 @@ from sessionwatch.errors import NotFound
 from sessionwatch.hosts import registry
 from sessionwatch.hosts.base import USER_PROMPT_SUBMIT, HookAdapter, Room
 from sessionwatch.hosts.checks import Check, Diagnosis, ScopeReport
+from sessionwatch.hosts.installer import Change, Installation
 from sessionwatch.hosts.readers import Adopted, Reading
-from sessionwatch.hosts.setup import Change, Installation
 
 NAME = "made-up"
 CATALOG = "madeup"

@@ -1,5 +1,5 @@
 """``sessionwatch doctor`` and ``install``: a room's own checks (its installer's ``diagnose``, see
-``hosts/setup.py``), then whether the store or gateway its installed command names answers, and whether the
+``hosts/installer.py``), then whether the store or gateway its installed command names answers, and whether the
 session exists. The engine and the HTTP client load only here, never on the hook's path.
 """
 

@@ -5,7 +5,7 @@ observes, and the shape of an answer on the host's stdout), its installer and it
 the reader are loaded on first use, so reading a room's card (what the hook's quick path does) imports
 nothing but this module.
 
-- ``installer()``: an :class:`~sessionwatch.hosts.setup.Installer`, ``install``/``uninstall``/``diagnose``/
+- ``installer()``: an :class:`~sessionwatch.hosts.installer.Installer`, ``install``/``uninstall``/``diagnose``/
   ``verify`` for a scope and folder (``sessionwatch install|uninstall|doctor HOST``).
 - ``reader()``: how the monitor reads the host's sessions, one of two shapes. A room whose host writes JSONL
   transcripts gives :class:`~sessionwatch.hosts.transcripts.TranscriptFiles` (where the files are, which
@@ -26,8 +26,8 @@ TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from .installer import Installer
     from .readers import SessionReader
-    from .setup import Installer
     from .transcripts import TranscriptFiles
 
 SESSION_START = "SessionStart"

@@ -24,8 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from ..errors import InvalidArgument
 from .base import USER_PROMPT_SUBMIT
-from .jsonrpc import LineClient, RpcError
-from .setup import (
+from .installer import (
     HOOK_TIMEOUT_S,
     Change,
     Installation,
@@ -39,6 +38,7 @@ from .setup import (
     is_our_server,
     make_target,
 )
+from .jsonrpc import LineClient, RpcError
 
 MCP_TIMEOUT_S = 30.0  # Claude Code's and Codex's own connect timeouts are of this order
 
@@ -188,7 +188,7 @@ class HookRun:
 
 
 def run_hook(command: str, cwd: Path, sample: dict[str, Any], env_extra: dict[str, str] | None = None) -> HookRun:
-    """Fire ``sample`` (what the host sends, see ``setup.sample_payload``) through ``command`` through a
+    """Fire ``sample`` (what the host sends, see ``installer.sample_payload``) through ``command`` through a
     shell, in ``cwd``, as the host would (``env_extra``: what the host adds to its environment)."""
     payload = json.dumps(sample)
     with tempfile.TemporaryDirectory(prefix="sessionwatch-verify-") as tmp:
@@ -426,7 +426,7 @@ T = TypeVar("T", bound=Target)
 
 
 class FileInstaller(Generic[T]):
-    """The ``setup.Installer`` of a room whose host reads our hooks from its config files: its ``Target``
+    """The ``installer.Installer`` of a room whose host reads our hooks from its config files: its ``Target``
     class says where the files are and what goes in them; this does the rest the same way for each."""
 
     path_hint = "`sessionwatch` is not on this PATH: the host finds the command through its PATH"

@@ -51,7 +51,8 @@ def create_node_app(
 ) -> Starlette:
     if not isinstance(token, str) or not token.strip():
         raise InvalidArgument("a node needs a non-empty token")
-    catalogs = {"claude": LocalCatalog("claude", claude_root), "codex": LocalCatalog("codex", codex_root)}
+    roots = {"claude": claude_root, "codex": codex_root}  # the node's --claude-root, --codex-root
+    catalogs = {c: LocalCatalog(c, roots.get(c)) for c in CATALOG_IDS}  # every room whose host writes transcripts
     expected = f"Bearer {token}".encode()
 
     def authorized(request: Request) -> bool:

@@ -10,7 +10,7 @@ from ..base import ANSWERED, NOTIFICATION, OBSERVED, HookAdapter, Room
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
 if TYPE_CHECKING:
-    from ..setup import Installer
+    from ..installer import Installer
     from ..transcripts import TranscriptFiles
 
 

@@ -1,6 +1,6 @@
 """``sessionwatch install|uninstall|doctor claude-code``: the hooks, the MCP server, the permission rule that lets
 the model call its tools and the project server's approval, in Claude Code's own files, merged with what is
-there (the kit: ``hosts/setup.py``; the checks: ``hosts/checks.py``).
+there (the kit: ``hosts/installer.py``; the checks: ``hosts/checks.py``).
 
 Where (verified against the pinned real binary, see docs/hooks-claude-code.md):
 
@@ -27,7 +27,7 @@ from ...errors import InvalidArgument
 from .. import install_state as snapshots
 from ..base import POST_TOOL_USE, SESSION_START
 from ..checks import Check, FileInstaller, read_config
-from ..setup import (
+from ..installer import (
     SERVER_NAME,
     Change,
     Edit,

@@ -1,5 +1,5 @@
 """``sessionwatch install|uninstall|doctor codex``: the hooks, the MCP server and the hooks' trust in Codex's own
-files, merged with what is there (the kit: ``hosts/setup.py``; the checks: ``hosts/checks.py``).
+files, merged with what is there (the kit: ``hosts/installer.py``; the checks: ``hosts/checks.py``).
 
 Where (verified against the pinned real binary, see docs/hooks-codex.md):
 
@@ -23,8 +23,7 @@ from typing import Any
 
 from .. import install_state as snapshots
 from ..checks import Check, FileInstaller, Found, read_config
-from ..jsonrpc import RpcError
-from ..setup import (
+from ..installer import (
     SERVER_NAME,
     Change,
     Edit,
@@ -40,6 +39,7 @@ from ..setup import (
     revert_file,
     strip_hooks,
 )
+from ..jsonrpc import RpcError
 from . import ROOM
 
 # what Codex passes its MCP server from the environment it runs in (it passes almost nothing by default):

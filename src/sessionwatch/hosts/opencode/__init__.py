@@ -1,7 +1,7 @@
 """OpenCode's room: its shared SQLite database read as a catalog (``database.py``, ``reader.py``; the monitor's
 view: ``catalog.py``), the plugin it loads (``plugin.js``, package data) and what that plugin records
 (``sources.py``), and the files ``sessionwatch install opencode`` writes (``install.py``; with its checks:
-``setup.py``). See docs/hosts-opencode.md.
+``installer.py``). See docs/hosts-opencode.md.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from ..base import OBSERVED, POST_TOOL_USE, SESSION_START, STOP, USER_PROMPT_SUB
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
 if TYPE_CHECKING:
+    from ..installer import Installer
     from ..readers import SessionReader
-    from ..setup import Installer
 
 
 def _installer() -> Installer:
-    from .setup import INSTALLER
+    from .installer import INSTALLER
 
     return INSTALLER
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidArgument
-from ..setup import Change
+from ..installer import Change
 
 MARKER = "// sessionwatch:settings"
 SCHEMA = "https://opencode.ai/config.json"

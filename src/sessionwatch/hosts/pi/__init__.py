@@ -5,7 +5,7 @@
   needs no extension). ``catalog``: both, as the monitor's reader.
 - ``sessionwatch.ts`` (package data) and ``install``: the extension ``sessionwatch install pi`` writes,
   which delivers notices into the next model call, tells who sent each prompt, and reports the lifecycle;
-  ``setup``: install, uninstall and the checks.
+  ``installer``: install, uninstall and the checks.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from ..base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT, HookAda
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
 if TYPE_CHECKING:
+    from ..installer import Installer
     from ..readers import SessionReader
-    from ..setup import Installer
 
 
 def _installer() -> Installer:
-    from .setup import INSTALLER
+    from .installer import INSTALLER
 
     return INSTALLER
 

@@ -1,5 +1,5 @@
 """``sessionwatch install|uninstall|doctor pi``: the extension (``install.py``) as a room configured through
-files (the kit: ``hosts/setup.py``; the checks: ``hosts/checks.py``). Pi has no MCP: the extension is all
+files (the kit: ``hosts/installer.py``; the checks: ``hosts/checks.py``). Pi has no MCP: the extension is all
 there is, with the hook command in it.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from ..base import USER_PROMPT_SUBMIT
 from ..checks import Check, FileInstaller, Found
-from ..setup import Change, Target, fix_command
+from ..installer import Change, Target, fix_command
 from . import ROOM, install as pi
 
 

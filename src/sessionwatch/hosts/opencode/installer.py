@@ -19,7 +19,7 @@ from ...keys import parse_key
 from ..agent_names import agent_from_folder
 from ..base import USER_PROMPT_SUBMIT
 from ..checks import Check, Diagnosis, HookRun, ScopeReport, host_version as program_version, run_hook
-from ..setup import Change, Installation, refuse_machine_paths, sample_payload, sessionwatch_argv
+from ..installer import Change, Installation, refuse_machine_paths, sample_payload, sessionwatch_argv
 from . import ROOM, install as room
 
 HOST = "opencode"
@@ -184,7 +184,7 @@ class PluginVerification:
 
 
 class OpenCodeInstaller:
-    """The room's ``setup.Installer``: the plugin and its config entry."""
+    """The room's ``installer.Installer``: the plugin and its config entry."""
 
     path_hint = "`sessionwatch` is not on this PATH: the plugin finds the command through OpenCode's PATH"
     quiet_version = True  # ``opencode --version`` starts its runtime: asked only when the room is in use
