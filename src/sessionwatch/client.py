@@ -22,36 +22,18 @@ parity test (tests/test_client_parity.py) fails when their methods or signatures
 from __future__ import annotations
 
 import json
-import os
-import socket
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
-from . import log_follow
+from . import client_ops as ops, log_follow
 from .errors import InvalidArgument, SessionwatchError, StoreUnavailable, StoreUnreachable, error_from_json
 from .headers import encode_header_value
-from .store.records import PruneResult
-from .types import QueueEntry
-
-
-def _seg(value: object) -> str:
-    """One path segment; ':' stays readable, '/' and everything else unsafe is percent-encoded."""
-    return quote(str(value), safe=":@")
 
 
 def _drop_none(body: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not None}
-
-
-def _ack_body(ids: Any, agent_id: object) -> dict[str, Any]:
-    return _drop_none({"ids": list(ids) if isinstance(ids, (list, tuple)) else ids, "agentId": agent_id})
-
-
-def _session_path(key: object, suffix: str = "") -> str:
-    return f"/v1/sessions/{_seg(key)}{suffix}"
 
 
 def caller_headers(caller: str, agent_id: str | None) -> dict[str, str]:
@@ -61,12 +43,6 @@ def caller_headers(caller: str, agent_id: str | None) -> dict[str, str]:
     if agent_id is not None:
         headers["X-Agent-Id"] = encode_header_value(str(agent_id))
     return headers
-
-
-def _nudge_timeout(base: float, wait_ms: object) -> float:
-    """A nudge answers after looking for up to ``wait_ms``: the HTTP timeout outlasts that."""
-    wait = wait_ms / 1000 if isinstance(wait_ms, int) and not isinstance(wait_ms, bool) and wait_ms > 0 else 0.0
-    return base + min(wait, 10.0)
 
 
 def _tool_timeout(base: float, args: Mapping[str, Any]) -> float:
@@ -110,15 +86,6 @@ def _tool_failure(exc: Exception) -> dict[str, Any]:
     return {"error": {"code": "invalid_argument", "message": str(exc)}}
 
 
-def _prune_result(data: Mapping[str, Any]) -> PruneResult:
-    return PruneResult(
-        rows_deleted=data["rowsDeleted"],
-        cursors_deleted=data["cursorsDeleted"],
-        heads_stamped=data["headsStamped"],
-        skipped=data["skipped"],
-    )
-
-
 def _health(res: httpx.Response) -> dict[str, Any]:
     data = _decode(res)
     return data if isinstance(data, dict) else {"status": "unknown", "httpStatus": res.status_code}
@@ -128,25 +95,6 @@ def _stream_refused(res: httpx.Response) -> SessionwatchError:
     data = _decode(res)
     return (
         error_from_json(data) if isinstance(data, dict) else StoreUnavailable(f"HTTP {res.status_code} from /v1/stream")
-    )
-
-
-def _lifecycle_body(
-    state: object, agent_id: object, pid: object, host: object, machine: object, outcome: object, at: object
-) -> dict[str, Any]:
-    if pid is not None and machine is None:
-        # twin: engine/lifecycle.py::this_machine (not imported: the client stays light to import)
-        machine = os.environ.get("SESSIONWATCH_MACHINE") or socket.gethostname()
-    return _drop_none(
-        {
-            "state": state,
-            "agentId": agent_id,
-            "pid": pid,
-            "host": host,
-            "machine": machine,
-            "outcome": outcome,
-            "at": at,
-        }
     )
 
 
@@ -231,9 +179,6 @@ class GatewayClient(_ClientBase):
     def _request(self, method: str, path: str, **kw: Any) -> Any:
         return _answer(self._send(method, path, **kw), path)
 
-    def _session(self, method: str, key: object, suffix: str = "", **kw: Any) -> Any:
-        return self._request(method, _session_path(key, suffix), **kw)
-
     # -- tools -----------------------------------------------------------------------------------
     def call_tool(
         self, name: str, args: Mapping[str, Any] | None = None, *, caller: str, agent_id: str | None = None
@@ -243,7 +188,7 @@ class GatewayClient(_ClientBase):
         try:
             res = self._send(
                 "POST",
-                f"/v1/tools/{_seg(name)}",
+                f"/v1/tools/{ops.segment(name)}",
                 body=args,
                 headers=caller_headers(caller, agent_id),
                 timeout=_tool_timeout(self.timeout, args),
@@ -252,219 +197,42 @@ class GatewayClient(_ClientBase):
             return _tool_failure(exc)
         return _tool_answer(res)
 
-    # -- sessions --------------------------------------------------------------------------------
-    def put_session(
-        self,
-        key: object,
-        *,
-        agent_id: object = None,
-        kind: object = None,
-        spawned_by: object = None,
-        label: object = None,
-        created_by: object = None,
-    ) -> dict[str, Any]:
-        return self._session(
-            "PUT",
-            key,
-            body=_drop_none(
-                {"agentId": agent_id, "kind": kind, "spawnedBy": spawned_by, "label": label, "createdBy": created_by}
-            ),
-        )
-
-    def get_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
-        return self._session("GET", key, params={"agentId": agent_id})
-
-    def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
-        return self._session("DELETE", key, params={"agentId": agent_id})
-
-    def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
-        return self._session("POST", key, "/reset", body=_drop_none({"agentId": agent_id}))
-
-    # -- producers -------------------------------------------------------------------------------
-    def inbound(
-        self,
-        key: object,
-        text: object,
-        *,
-        channel: object,
-        provenance: object = None,
-        source_session_key: object = None,
-        human_id: object = None,
-        lane: object = None,
-        occurred_at: object = None,
-        run_id: object = None,
-        agent_id: object = None,
-        dedupe_key: object = None,
-    ) -> dict[str, Any]:
-        return self._session(
-            "POST",
-            key,
-            "/inbound",
-            body=_drop_none(
-                {
-                    "text": text,
-                    "channel": channel,
-                    "provenance": provenance,
-                    "sourceSessionKey": source_session_key,
-                    "humanId": human_id,
-                    "lane": lane,
-                    "occurredAt": occurred_at,
-                    "runId": run_id,
-                    "agentId": agent_id,
-                    "dedupeKey": dedupe_key,
-                }
-            ),
-        )
-
-    def set_goal(
-        self,
-        key: object,
-        action: object,
-        *,
-        objective: object = None,
-        status: object = None,
-        actor: object = None,
-        agent_id: object = None,
-    ) -> dict[str, Any]:
-        return self._session(
-            "POST",
-            key,
-            "/goal",
-            body=_drop_none(
-                {"action": action, "objective": objective, "status": status, "actor": actor, "agentId": agent_id}
-            ),
-        )
-
-    def begin_run(self, key: object, run_id: object, *, agent_id: object = None) -> dict[str, Any]:
-        return self._session("POST", key, "/runs", body=_drop_none({"runId": run_id, "agentId": agent_id}))
-
-    def end_run(self, key: object, run_id: object, status: object, *, agent_id: object = None) -> dict[str, Any]:
-        return self._session(
-            "POST", key, f"/runs/{_seg(run_id)}/end", body=_drop_none({"status": status, "agentId": agent_id})
-        )
-
-    def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
-        return self._session(
-            "POST", key, "/compactions", body=_drop_none({"operationId": operation_id, "agentId": agent_id})
-        )
-
-    def report_lifecycle(
-        self,
-        key: object,
-        state: object,
-        *,
-        agent_id: object = None,
-        pid: object = None,
-        host: object = None,
-        machine: object = None,
-        outcome: object = None,
-        at: object = None,
-    ) -> dict[str, Any]:
-        """``Gateway.report_lifecycle`` over HTTP. A pid without a machine is one of this machine (the
-        client's, not the gateway's), so a remote gateway still checks it only where it runs."""
-        return self._session(
-            "POST", key, "/lifecycle", body=_lifecycle_body(state, agent_id, pid, host, machine, outcome, at)
-        )
-
-    def append_message(
-        self, key: object, role: object, text: object, *, agent_id: object = None, imported: bool = False
-    ) -> dict[str, Any]:
-        body = _drop_none({"role": role, "text": text, "agentId": agent_id})
-        if imported:
-            body["imported"] = True
-        return self._session("POST", key, "/messages", body=body)
-
-    # -- queue and watches -----------------------------------------------------------------------
-    def enqueue_system_event(
-        self, key: object, text: object, *, context_key: object = None, agent_id: object = None
-    ) -> dict[str, Any]:
-        return self._session(
-            "POST",
-            key,
-            "/system-events",
-            body=_drop_none({"text": text, "contextKey": context_key, "agentId": agent_id}),
-        )
-
-    def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
-        return self._session("GET", key, "/system-events", params={"agentId": agent_id})["entries"]
-
-    def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
-        return self._session("POST", key, "/system-events/drain", body=_drop_none({"agentId": agent_id}))["entries"]
-
-    def ack_system_events(self, key: object, ids: Any, *, agent_id: object = None) -> dict[str, Any]:
-        """Acknowledge entries (ids from a peek) once you have them: ``{acknowledged: n}``."""
-        return self._session("POST", key, "/system-events/ack", body=_ack_body(ids, agent_id))
-
-    def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
-        return self._request(
-            "POST", "/v1/watch", body=_drop_none({"watcher": watcher, "target": target, "agentId": agent_id})
-        )["watched"]
-
-    def unwatch(self, watcher: object, target: object) -> bool:
-        return self._request("POST", "/v1/unwatch", body={"watcher": watcher, "target": target})["unwatched"]
-
-    def cursors(self, *, watcher: object = None, target: object = None) -> list[dict[str, Any]]:
-        return self._request("GET", "/v1/cursors", params={"watcher": watcher, "target": target})["cursors"]
-
-    # -- reconciliation and the log --------------------------------------------------------------
-    def state_version(self, key: object, agent_id: object = None) -> int:
-        return int(self._session("GET", key, "/state-version", params={"agentId": agent_id})["stateVersion"])
-
-    def events_after(self, after: object = 0, limit: object = 200) -> list[dict[str, Any]]:
-        return self._request("GET", "/v1/events", params={"after": after, "limit": limit})["events"]
-
-    # -- maintenance -----------------------------------------------------------------------------
-    def prune(self, *, force: bool = True) -> PruneResult:
-        return _prune_result(self._request("POST", "/v1/prune", body={"force": force}))
-
-    def sweep(self) -> int:
-        return int(self._request("POST", "/v1/sweep", body={})["swept"])
-
     def health(self) -> dict[str, Any]:
         """``{status, ...}``; answers (never raises) while the gateway is starting."""
         return _health(self._send("GET", "/v1/health"))
 
-    # -- upstream --------------------------------------------------------------------------------
-    def list_threads(self, catalog_id: str) -> list[dict[str, Any]]:
-        return self._request("GET", f"/v1/catalogs/{_seg(catalog_id)}/threads")["threads"]
-
-    def continue_thread(
-        self,
-        catalog_id: str,
-        thread_id: str,
-        *,
-        session_key: str | None = None,
-        agent_id: str | None = None,
-        host_id: str = "gateway:local",
-    ) -> dict[str, Any]:
-        return self._request(
-            "POST",
-            f"/v1/catalogs/{_seg(catalog_id)}/threads/{_seg(thread_id)}/continue",
-            body=_drop_none({"sessionKey": session_key, "agentId": agent_id, "hostId": host_id}),
-        )
-
-    def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
-        return self._session("GET", session_key, "/link", params={"agentId": agent_id})["link"]
-
-    def upstream_tick(self) -> dict[str, Any]:
-        return self._request("POST", "/v1/upstream/tick", body={})
-
-    def nudge(self, session_key: object, agent_id: object = None, *, wait_ms: object = 0) -> dict[str, Any]:
-        body = {"agentId": agent_id, "waitMs": wait_ms}
-        timeout = _nudge_timeout(self.timeout, wait_ms)
-        return self._session("POST", session_key, "/nudge", body=body, timeout=timeout)
-
-    def answer_hook(
-        self, session_key: object, host: str, payload: Mapping[str, Any], *, agent_id: object = None
-    ) -> dict[str, Any]:
-        """The gateway's answer to a host's hook input for the session ({} when nothing is pending)."""
-        return self._session("POST", session_key, f"/hooks/{host}", body=dict(payload), params={"agentId": agent_id})
-
-    def upstream_results(self) -> dict[str, Any]:
-        return self._request("GET", "/v1/upstream/results")
-
-    def pair_node(self, node_id: str, url: str, token: str) -> dict[str, Any]:
-        return self._request("PUT", f"/v1/nodes/{_seg(node_id)}", body={"url": url, "token": token})
+    # -- the declared operations (client_ops.py): one request and its answer each --------------
+    put_session = ops.sync(ops.Operations.put_session)
+    get_session = ops.sync(ops.Operations.get_session)
+    delete_session = ops.sync(ops.Operations.delete_session)
+    reset_session = ops.sync(ops.Operations.reset_session)
+    inbound = ops.sync(ops.Operations.inbound)
+    set_goal = ops.sync(ops.Operations.set_goal)
+    begin_run = ops.sync(ops.Operations.begin_run)
+    end_run = ops.sync(ops.Operations.end_run)
+    record_compaction = ops.sync(ops.Operations.record_compaction)
+    report_lifecycle = ops.sync(ops.Operations.report_lifecycle)
+    append_message = ops.sync(ops.Operations.append_message)
+    enqueue_system_event = ops.sync(ops.Operations.enqueue_system_event)
+    peek_system_events = ops.sync(ops.Operations.peek_system_events)
+    withheld_notices = ops.sync(ops.Operations.withheld_notices)
+    drain_system_events = ops.sync(ops.Operations.drain_system_events)
+    ack_system_events = ops.sync(ops.Operations.ack_system_events)
+    watch = ops.sync(ops.Operations.watch)
+    unwatch = ops.sync(ops.Operations.unwatch)
+    cursors = ops.sync(ops.Operations.cursors)
+    state_version = ops.sync(ops.Operations.state_version)
+    events_after = ops.sync(ops.Operations.events_after)
+    prune = ops.sync(ops.Operations.prune)
+    sweep = ops.sync(ops.Operations.sweep)
+    list_threads = ops.sync(ops.Operations.list_threads)
+    continue_thread = ops.sync(ops.Operations.continue_thread)
+    link = ops.sync(ops.Operations.link)
+    upstream_tick = ops.sync(ops.Operations.upstream_tick)
+    nudge = ops.sync(ops.Operations.nudge)
+    answer_hook = ops.sync(ops.Operations.answer_hook)
+    upstream_results = ops.sync(ops.Operations.upstream_results)
+    pair_node = ops.sync(ops.Operations.pair_node)
 
     # -- wakes -----------------------------------------------------------------------------------
     def stream_wakes(self, key: str, *, timeout: float | None = None) -> Iterator[dict[str, Any]]:
@@ -550,9 +318,6 @@ class AsyncGatewayClient(_ClientBase):
     async def _request(self, method: str, path: str, **kw: Any) -> Any:
         return _answer(await self._send(method, path, **kw), path)
 
-    async def _session(self, method: str, key: object, suffix: str = "", **kw: Any) -> Any:
-        return await self._request(method, _session_path(key, suffix), **kw)
-
     # -- tools -----------------------------------------------------------------------------------
     async def call_tool(
         self, name: str, args: Mapping[str, Any] | None = None, *, caller: str, agent_id: str | None = None
@@ -562,7 +327,7 @@ class AsyncGatewayClient(_ClientBase):
         try:
             res = await self._send(
                 "POST",
-                f"/v1/tools/{_seg(name)}",
+                f"/v1/tools/{ops.segment(name)}",
                 body=args,
                 headers=caller_headers(caller, agent_id),
                 timeout=_tool_timeout(self.timeout, args),
@@ -571,224 +336,42 @@ class AsyncGatewayClient(_ClientBase):
             return _tool_failure(exc)
         return _tool_answer(res)
 
-    # -- sessions --------------------------------------------------------------------------------
-    async def put_session(
-        self,
-        key: object,
-        *,
-        agent_id: object = None,
-        kind: object = None,
-        spawned_by: object = None,
-        label: object = None,
-        created_by: object = None,
-    ) -> dict[str, Any]:
-        return await self._session(
-            "PUT",
-            key,
-            body=_drop_none(
-                {"agentId": agent_id, "kind": kind, "spawnedBy": spawned_by, "label": label, "createdBy": created_by}
-            ),
-        )
-
-    async def get_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
-        return await self._session("GET", key, params={"agentId": agent_id})
-
-    async def delete_session(self, key: object, agent_id: object = None) -> dict[str, Any]:
-        return await self._session("DELETE", key, params={"agentId": agent_id})
-
-    async def reset_session(self, key: object, *, agent_id: object = None) -> dict[str, Any]:
-        return await self._session("POST", key, "/reset", body=_drop_none({"agentId": agent_id}))
-
-    # -- producers -------------------------------------------------------------------------------
-    async def inbound(
-        self,
-        key: object,
-        text: object,
-        *,
-        channel: object,
-        provenance: object = None,
-        source_session_key: object = None,
-        human_id: object = None,
-        lane: object = None,
-        occurred_at: object = None,
-        run_id: object = None,
-        agent_id: object = None,
-        dedupe_key: object = None,
-    ) -> dict[str, Any]:
-        return await self._session(
-            "POST",
-            key,
-            "/inbound",
-            body=_drop_none(
-                {
-                    "text": text,
-                    "channel": channel,
-                    "provenance": provenance,
-                    "sourceSessionKey": source_session_key,
-                    "humanId": human_id,
-                    "lane": lane,
-                    "occurredAt": occurred_at,
-                    "runId": run_id,
-                    "agentId": agent_id,
-                    "dedupeKey": dedupe_key,
-                }
-            ),
-        )
-
-    async def set_goal(
-        self,
-        key: object,
-        action: object,
-        *,
-        objective: object = None,
-        status: object = None,
-        actor: object = None,
-        agent_id: object = None,
-    ) -> dict[str, Any]:
-        return await self._session(
-            "POST",
-            key,
-            "/goal",
-            body=_drop_none(
-                {"action": action, "objective": objective, "status": status, "actor": actor, "agentId": agent_id}
-            ),
-        )
-
-    async def begin_run(self, key: object, run_id: object, *, agent_id: object = None) -> dict[str, Any]:
-        return await self._session("POST", key, "/runs", body=_drop_none({"runId": run_id, "agentId": agent_id}))
-
-    async def end_run(self, key: object, run_id: object, status: object, *, agent_id: object = None) -> dict[str, Any]:
-        return await self._session(
-            "POST", key, f"/runs/{_seg(run_id)}/end", body=_drop_none({"status": status, "agentId": agent_id})
-        )
-
-    async def record_compaction(self, key: object, operation_id: object, *, agent_id: object = None) -> dict[str, Any]:
-        return await self._session(
-            "POST", key, "/compactions", body=_drop_none({"operationId": operation_id, "agentId": agent_id})
-        )
-
-    async def report_lifecycle(
-        self,
-        key: object,
-        state: object,
-        *,
-        agent_id: object = None,
-        pid: object = None,
-        host: object = None,
-        machine: object = None,
-        outcome: object = None,
-        at: object = None,
-    ) -> dict[str, Any]:
-        """``Gateway.report_lifecycle`` over HTTP (see ``GatewayClient.report_lifecycle``)."""
-        return await self._session(
-            "POST", key, "/lifecycle", body=_lifecycle_body(state, agent_id, pid, host, machine, outcome, at)
-        )
-
-    async def append_message(
-        self, key: object, role: object, text: object, *, agent_id: object = None, imported: bool = False
-    ) -> dict[str, Any]:
-        body = _drop_none({"role": role, "text": text, "agentId": agent_id})
-        if imported:
-            body["imported"] = True
-        return await self._session("POST", key, "/messages", body=body)
-
-    # -- queue and watches -----------------------------------------------------------------------
-    async def enqueue_system_event(
-        self, key: object, text: object, *, context_key: object = None, agent_id: object = None
-    ) -> dict[str, Any]:
-        return await self._session(
-            "POST",
-            key,
-            "/system-events",
-            body=_drop_none({"text": text, "contextKey": context_key, "agentId": agent_id}),
-        )
-
-    async def peek_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
-        return (await self._session("GET", key, "/system-events", params={"agentId": agent_id}))["entries"]
-
-    async def drain_system_events(self, key: object, *, agent_id: object = None) -> list[QueueEntry]:
-        return (await self._session("POST", key, "/system-events/drain", body=_drop_none({"agentId": agent_id})))[
-            "entries"
-        ]
-
-    async def ack_system_events(self, key: object, ids: Any, *, agent_id: object = None) -> dict[str, Any]:
-        """Acknowledge entries (ids from a peek) once you have them: ``{acknowledged: n}``."""
-        return await self._session("POST", key, "/system-events/ack", body=_ack_body(ids, agent_id))
-
-    async def watch(self, watcher: object, target: object, *, agent_id: object = None) -> bool:
-        return (
-            await self._request(
-                "POST", "/v1/watch", body=_drop_none({"watcher": watcher, "target": target, "agentId": agent_id})
-            )
-        )["watched"]
-
-    async def unwatch(self, watcher: object, target: object) -> bool:
-        return (await self._request("POST", "/v1/unwatch", body={"watcher": watcher, "target": target}))["unwatched"]
-
-    async def cursors(self, *, watcher: object = None, target: object = None) -> list[dict[str, Any]]:
-        return (await self._request("GET", "/v1/cursors", params={"watcher": watcher, "target": target}))["cursors"]
-
-    # -- reconciliation and the log --------------------------------------------------------------
-    async def state_version(self, key: object, agent_id: object = None) -> int:
-        return int((await self._session("GET", key, "/state-version", params={"agentId": agent_id}))["stateVersion"])
-
-    async def events_after(self, after: object = 0, limit: object = 200) -> list[dict[str, Any]]:
-        return (await self._request("GET", "/v1/events", params={"after": after, "limit": limit}))["events"]
-
-    # -- maintenance -----------------------------------------------------------------------------
-    async def prune(self, *, force: bool = True) -> PruneResult:
-        return _prune_result(await self._request("POST", "/v1/prune", body={"force": force}))
-
-    async def sweep(self) -> int:
-        return int((await self._request("POST", "/v1/sweep", body={}))["swept"])
-
     async def health(self) -> dict[str, Any]:
         """``{status, ...}``; answers (never raises) while the gateway is starting."""
         return _health(await self._send("GET", "/v1/health"))
 
-    # -- upstream --------------------------------------------------------------------------------
-    async def list_threads(self, catalog_id: str) -> list[dict[str, Any]]:
-        return (await self._request("GET", f"/v1/catalogs/{_seg(catalog_id)}/threads"))["threads"]
-
-    async def continue_thread(
-        self,
-        catalog_id: str,
-        thread_id: str,
-        *,
-        session_key: str | None = None,
-        agent_id: str | None = None,
-        host_id: str = "gateway:local",
-    ) -> dict[str, Any]:
-        return await self._request(
-            "POST",
-            f"/v1/catalogs/{_seg(catalog_id)}/threads/{_seg(thread_id)}/continue",
-            body=_drop_none({"sessionKey": session_key, "agentId": agent_id, "hostId": host_id}),
-        )
-
-    async def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
-        return (await self._session("GET", session_key, "/link", params={"agentId": agent_id}))["link"]
-
-    async def upstream_tick(self) -> dict[str, Any]:
-        return await self._request("POST", "/v1/upstream/tick", body={})
-
-    async def nudge(self, session_key: object, agent_id: object = None, *, wait_ms: object = 0) -> dict[str, Any]:
-        body = {"agentId": agent_id, "waitMs": wait_ms}
-        timeout = _nudge_timeout(self.timeout, wait_ms)
-        return await self._session("POST", session_key, "/nudge", body=body, timeout=timeout)
-
-    async def answer_hook(
-        self, session_key: object, host: str, payload: Mapping[str, Any], *, agent_id: object = None
-    ) -> dict[str, Any]:
-        """The gateway's answer to a host's hook input for the session ({} when nothing is pending)."""
-        return await self._session(
-            "POST", session_key, f"/hooks/{host}", body=dict(payload), params={"agentId": agent_id}
-        )
-
-    async def upstream_results(self) -> dict[str, Any]:
-        return await self._request("GET", "/v1/upstream/results")
-
-    async def pair_node(self, node_id: str, url: str, token: str) -> dict[str, Any]:
-        return await self._request("PUT", f"/v1/nodes/{_seg(node_id)}", body={"url": url, "token": token})
+    # -- the declared operations (client_ops.py): one request and its answer each --------------
+    put_session = ops.asynchronous(ops.Operations.put_session)
+    get_session = ops.asynchronous(ops.Operations.get_session)
+    delete_session = ops.asynchronous(ops.Operations.delete_session)
+    reset_session = ops.asynchronous(ops.Operations.reset_session)
+    inbound = ops.asynchronous(ops.Operations.inbound)
+    set_goal = ops.asynchronous(ops.Operations.set_goal)
+    begin_run = ops.asynchronous(ops.Operations.begin_run)
+    end_run = ops.asynchronous(ops.Operations.end_run)
+    record_compaction = ops.asynchronous(ops.Operations.record_compaction)
+    report_lifecycle = ops.asynchronous(ops.Operations.report_lifecycle)
+    append_message = ops.asynchronous(ops.Operations.append_message)
+    enqueue_system_event = ops.asynchronous(ops.Operations.enqueue_system_event)
+    peek_system_events = ops.asynchronous(ops.Operations.peek_system_events)
+    withheld_notices = ops.asynchronous(ops.Operations.withheld_notices)
+    drain_system_events = ops.asynchronous(ops.Operations.drain_system_events)
+    ack_system_events = ops.asynchronous(ops.Operations.ack_system_events)
+    watch = ops.asynchronous(ops.Operations.watch)
+    unwatch = ops.asynchronous(ops.Operations.unwatch)
+    cursors = ops.asynchronous(ops.Operations.cursors)
+    state_version = ops.asynchronous(ops.Operations.state_version)
+    events_after = ops.asynchronous(ops.Operations.events_after)
+    prune = ops.asynchronous(ops.Operations.prune)
+    sweep = ops.asynchronous(ops.Operations.sweep)
+    list_threads = ops.asynchronous(ops.Operations.list_threads)
+    continue_thread = ops.asynchronous(ops.Operations.continue_thread)
+    link = ops.asynchronous(ops.Operations.link)
+    upstream_tick = ops.asynchronous(ops.Operations.upstream_tick)
+    nudge = ops.asynchronous(ops.Operations.nudge)
+    answer_hook = ops.asynchronous(ops.Operations.answer_hook)
+    upstream_results = ops.asynchronous(ops.Operations.upstream_results)
+    pair_node = ops.asynchronous(ops.Operations.pair_node)
 
     # -- wakes -----------------------------------------------------------------------------------
     async def stream_wakes(self, key: str, *, timeout: float | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -835,3 +418,7 @@ class AsyncGatewayClient(_ClientBase):
             timeout=timeout,
         ):
             yield item
+
+
+ops.covers(GatewayClient)
+ops.covers(AsyncGatewayClient)

@@ -95,6 +95,17 @@ def format_line(ts_ms: int, text: str) -> str:
     return "\n".join(lines)
 
 
+def withheld_line(count: int) -> str:
+    """The line a delivery ends with when the queue cap held back ``count`` watched sessions' notices
+    (engine/evicted.py). Not a queue entry: it has no id, nothing acknowledges it."""
+    sessions = "session" if count == 1 else "sessions"
+    return (
+        f"System: {count} more watched {sessions} changed; their notices follow on later turns. To reconcile now: "
+        "sessions_list, then for each session whose stateVersion is above what you last saw: session_status "
+        'sessionKey "<key>" changesSince <that number>.'
+    )
+
+
 def parse_notice(
     text: str, context_key: str | None, render: Callable[[str], NoticeTemplate] = notice_template
 ) -> tuple[str, int] | None:

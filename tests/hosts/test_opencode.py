@@ -266,3 +266,139 @@ def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
     finally:
         gw.close()
     shutil.rmtree(tmp_path / "moved")
+
+
+def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_breaks_opencode(tmp_path: Path) -> None:
+    """Installed with ``--gateway``: the plugin's hook runs post to the gateway (no store on this machine
+    is opened), the session is made and adopted there, a notice reaches the next call once; with the
+    gateway gone, OpenCode still answers and the notice waits."""
+    from tests.support.ports import listening_socket, spawn_serving, url_of
+    from tests.support.procs import stop
+    from tests.support.waiting import wait_http
+
+    token = "tok-" + "5" * 28
+    with FakeModel("chat", default="noted") as model:
+        h = OpenCodeHome(tmp_path, model.url)
+        store = f"sqlite:///{tmp_path / 'gateway.db'}"
+        Gateway.open(store, timers=False).close()
+        sock = listening_socket()
+        url = url_of(sock)
+        server = spawn_serving(
+            [*SESSIONWATCH, "serve", "--store", store, "--no-monitor", "--token", token],
+            sock,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "gateway-state")},
+        )
+        try:
+            wait_http(f"{url}/v1/health", server, timeout=60)
+            h.extra_env.update(XDG_STATE_HOME=str(tmp_path / "state"), SESSIONWATCH_TOKEN=token)
+            env = {**os.environ, **h.env()}
+            env.pop("SESSIONWATCH_STORE", None)
+            out = subprocess.run(
+                [*SESSIONWATCH, "--gateway", url, "install", "opencode", "--dir", str(h.project)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert out.returncode == 0, out.stdout + out.stderr
+            assert token not in "".join(p.read_text() for p in h.project.rglob("*") if p.is_file())
+
+            res = h.prompt("set up the project")
+            assert res.returncode == 0, res.stderr[-2000:]
+            (sid,) = h.sessions()
+            key = f"agent:project:opencode:{sid}"
+            with Gateway.open(store, timers=False) as gw:  # the gateway's store: the session was made there
+                assert gw.get_session(key)["lifecycle"]["state"] == "idle"
+                gw.put_session(OTHER)
+                assert gw.watch(key, OTHER)
+                gw.inbound(OTHER, "rotate the keys first", channel="slack")
+            before = len(model.requests)
+            res = h.prompt("carry on", "--session", sid)
+            assert res.returncode == 0, res.stderr[-2000:]
+            told = [i for i, r in enumerate(model.requests[before:]) if any(OTHER in t for t in model.texts(r))]
+            assert told == [0], told
+
+            with Gateway.open(store, timers=False) as gw:
+                gw.inbound(OTHER, "and the certificates", channel="slack")
+            stop(server)  # the gateway is gone: OpenCode answers all the same, the notice waits
+            begun = time.monotonic()
+            res = h.prompt("anything else?", "--session", sid)
+            assert res.returncode == 0 and "noted" in res.stdout, res.stderr[-2000:]
+            assert time.monotonic() - begun < 60
+            with Gateway.open(store, timers=False) as gw:
+                assert len(gw.peek_system_events(key)) == 1  # nothing lost
+        finally:
+            stop(server)
+
+
+def test_a_subagent_session_is_a_child_its_parent_watches_and_its_end_tells_the_parent_once(world: World) -> None:
+    """OpenCode's task tool runs a subagent in a session of its own (``parent_id``): the plugin makes it
+    ``agent:project:subagent:<its session id>``, spawned by the parent's key (which watches it from its
+    spawn), and the subagent's end tells the parent once."""
+    from tests.support.fake_model import Reply
+
+    TASK = "subtask-7731: list the files"  # a text no prompt of OpenCode's own holds
+    w = world
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not w.model.tool_names(request):
+            return Reply.say("A survey")  # the title OpenCode asks for alongside
+        if w.model.tool_results(request):
+            return Reply.say("done")  # the parent, after the task returned
+        if any(TASK in t for t in w.model.texts(request)):
+            return Reply.say("the subagent found two files")  # the subagent's own answer
+        return Reply.call("task", {"description": "survey", "prompt": TASK, "subagent_type": "general"})
+
+    w.model.respond = respond
+    w.run("delegate a survey")
+    (sid,) = w.h.sessions()
+    children = [r[0] for r in w.h.query("SELECT id FROM session WHERE parent_id = ?", sid)]
+    assert len(children) == 1, [w.model.texts(r)[-1:] for r in w.model.requests]
+    parent, child = w.key(sid), f"agent:project:subagent:{children[0]}"
+    info = wait_until(lambda: w.gw.get_session(child), timeout=30, what="the subagent's session")
+    assert info["spawnedBy"] == parent, info
+    kinds = [e["kind"] for e in w.events(child)]
+    assert "session_ended" in kinds, kinds
+    told = [e for e in w.gw.peek_system_events(parent) if child in e["text"]]
+    assert len(told) == 1, w.gw.peek_system_events(parent)
+
+
+def test_a_permission_asked_in_the_tui_shows_the_session_waiting_and_the_answer_working(world: World) -> None:
+    """A tool call the config says to ask about: OpenCode asks the person in the TUI, and the plugin
+    reports ``waiting``; the person allows it and the session is ``working`` again, then ``idle``."""
+    import json as _json
+
+    from tests.support.fake_model import Reply
+
+    w = world
+    config = _json.loads((w.h.project / "opencode.json").read_text())
+    config["permission"] = {"bash": "ask"}
+    (w.h.project / "opencode.json").write_text(_json.dumps(config, indent=2))
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not w.model.tool_names(request):
+            return Reply.say("A check")  # the title
+        if w.model.tool_results(request):
+            return Reply.say("done")
+        return Reply.call("bash", {"command": "echo checked", "description": "a check"})
+
+    w.model.respond = respond
+    with Tui(w.h) as tui:
+        tui.wait_for(r"Ask anything", timeout=120)
+        time.sleep(1)  # the prompt box takes keys a moment after it is drawn
+        tui.type("run the check")
+        (sid,) = wait_until(w.h.sessions, timeout=60, what="the session")
+        key = w.key(sid)
+
+        def state() -> str | None:
+            session = w.gw.get_session(key) if w.gw.store.get_session(key, "project") else None
+            return (session or {}).get("lifecycle", {}).get("state")
+
+        wait_until(lambda: state() == "waiting", timeout=60, what=f"waiting; screen: {tui.screen[-600:]!r}")
+        tui.type("", enter=True)  # Enter: the dialog's first choice, allow once
+        wait_until(lambda: state() == "idle" and w.model.tool_results(w.model.requests[-1]), timeout=60)
+    kinds = [e["kind"] for e in w.events(key) if e["kind"].startswith("session_")]
+    waited = kinds.index("session_waiting")
+    assert "session_working" in kinds[waited:], kinds

@@ -151,3 +151,74 @@ def test_a_removed_session_file_is_upstream_missing_after_three_misses(world: di
     assert statuses == ["missing", "missing", "removed"], statuses
     assert len(_events(gw, WORKER, "upstream_missing")) == 1
     assert gw.link(WORKER) is None
+
+
+def test_through_a_gateway_the_extension_delivers_once_and_a_gateway_gone_never_breaks_pi(tmp_path: Path) -> None:
+    """Installed ``--user`` with ``--gateway``: the extension's hook runs post to the gateway (no local
+    store), each Pi session is made there under its own key, a notice reaches the next request once; with
+    the gateway gone, Pi answers all the same and the notice waits."""
+    import os
+    import time
+
+    from tests.support.ports import listening_socket, spawn_serving, url_of
+    from tests.support.procs import stop
+    from tests.support.waiting import wait_http
+
+    token = "tok-" + "6" * 28
+    with FakeModel("chat", default="noted") as model:
+        h = PiHome(tmp_path, pi(), model.url)
+        store = f"sqlite:///{tmp_path / 'gateway.db'}"
+        Gateway.open(store, timers=False).close()
+        sock = listening_socket()
+        url = url_of(sock)
+        server = spawn_serving(
+            [*SESSIONWATCH, "serve", "--store", store, "--no-monitor", "--token", token],
+            sock,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "gateway-state")},
+        )
+        try:
+            wait_http(f"{url}/v1/health", server, timeout=60)
+            h.extra_env = {"XDG_STATE_HOME": str(tmp_path / "state"), "SESSIONWATCH_TOKEN": token}
+            env = {**clean_env(), **h.env()}
+            out = subprocess.run(
+                [*SESSIONWATCH, "--json", "--gateway", url, "install", "pi", "--user"],
+                cwd=h.project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert out.returncode == 0, out.stdout + out.stderr
+            installed = [Path(c["path"]) for c in json.loads(out.stdout)["changes"]]
+            assert installed and all(h.project not in p.parents for p in installed)  # the agent dir
+            assert all(token not in p.read_text() for p in installed)
+
+            first = h.prompt("set up the project")
+            assert first.returncode == 0, first.stderr[-2000:]
+            (session_file,) = h.session_files()
+            sid = json.loads(session_file.read_text().splitlines()[0])["id"]
+            key = f"agent:project:pi:{sid}"  # --user: the agent is the folder the session runs in
+            with Gateway.open(store, timers=False) as gw:
+                assert gw.get_session(key) is not None
+                gw.put_session(WORKER)
+                assert gw.watch(key, WORKER)
+                gw.inbound(WORKER, "rotate the keys first", channel="slack")
+                notice = gw.peek_system_events(key)[0]["text"]
+            before = len(model.requests)
+            again = h.prompt("carry on", "--session", str(session_file))
+            assert again.returncode == 0, again.stderr[-2000:]
+            assert [i - before for i in model.seen(notice)] == [0]
+
+            with Gateway.open(store, timers=False) as gw:
+                gw.inbound(WORKER, "and the certificates", channel="slack")
+            stop(server)  # gone: Pi answers all the same, the notice waits
+            begun = time.monotonic()
+            last = h.prompt("anything else?", "--session", str(session_file))
+            assert last.returncode == 0 and "noted" in last.stdout, last.stderr[-2000:]
+            assert time.monotonic() - begun < 60
+            with Gateway.open(store, timers=False) as gw:
+                assert len(gw.peek_system_events(key)) == 1  # nothing lost
+        finally:
+            stop(server)

@@ -228,7 +228,12 @@ def test_repeated_kills_under_load_lose_no_entry(gateway_factory: Callable[..., 
             gp = gateway_factory(sqlite_url, env=env).start()
             current["url"] = gp.url
     finally:
-        time.sleep(1.0)  # some load after the last restart too
+        # some load after the last restart too, and enough entries for the test to mean something however
+        # slow a busy machine makes the enqueues (a condition, not a fixed time)
+        deadline = time.monotonic() + 120
+        time.sleep(1.0)
+        while len(queued) <= 20 and time.monotonic() < deadline:
+            time.sleep(0.2)
         stop.set()
         for t in threads:
             t.join(30)

@@ -27,6 +27,13 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def _remote_names() -> frozenset[str]:
+    """The operations a remote gateway offers: the declared ones and the client's hand-written few."""
+    from .. import client_ops  # loaded with the client, only for a remote gateway
+
+    return frozenset(client_ops.OPS) | frozenset(client_ops.CLIENT_METHODS)
+
+
 class Backend:
     def __init__(self, target: Any, *, remote: bool, where: str) -> None:
         self.target = target
@@ -78,7 +85,12 @@ class Backend:
             pass
 
     def __getattr__(self, name: str) -> Any:
-        # Host operations with identical names on both sides pass straight through.
+        # Host operations with identical names on both sides pass straight through. Remotely, only what
+        # client_ops declares exists (the client's methods are built from it), so the CLI's remote mode
+        # offers exactly the operations the HTTP clients do; anything else is missing (AttributeError),
+        # as a feature check with getattr(backend, name, None) expects.
+        if self.remote and not name.startswith("_") and name not in _remote_names():
+            raise AttributeError(f"{name!r} is not an operation of a remote gateway (see sessionwatch.client_ops)")
         return getattr(self.target, name)
 
     # -- conveniences ----------------------------------------------------------------------------

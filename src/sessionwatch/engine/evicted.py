@@ -7,9 +7,14 @@ eviction leaves behind) queues the notices of the watcher's lagging pairs that h
 as many as the queue has room for; the rest follow as room appears. The notice is the one that was
 evicted (it quotes the cursor's last_seen), so acknowledging it works as it would have. Only a full
 queue pays for the cursor read: every other drain costs what it did.
+
+Until then a delivery of a full queue says how many more sessions changed (``withheld_count``, the
+line ``notices.withheld_line``), so an agent is never left believing it saw every change.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sized
 
 from ..notices import target_from_context_key
 from ..store import Store
@@ -44,3 +49,15 @@ def withheld(store: Store, watcher: str, queued: list[QueueEntry]) -> list[Curso
     have = {e.target or target_from_context_key(e.context_key) for e in queued}
     lagging = [c for c in store.cursors(watcher, None) if c.material > c.last_seen and c.target not in have]
     return sorted(lagging, key=lambda c: (c.updated_at, c.target))
+
+
+def withheld_count(store: Store, watcher: str, shown: Sized | None, render: Render, cap: int) -> int:
+    """How many of ``watcher``'s lagging pairs have no notice in its queue, when that queue is full (the
+    only state in which the cap can have evicted one); 0 otherwise. ``shown``: what the caller just
+    peeked or leased, when it has it: shorter than the cap, nothing is read."""
+    if shown is not None and len(shown) < cap:
+        return 0
+    queued = store.peek(watcher, render, cap)
+    if len(queued) < cap:
+        return 0
+    return len(withheld(store, watcher, queued))

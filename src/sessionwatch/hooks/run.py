@@ -182,6 +182,9 @@ class _Local(_EngineWrites):
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
         self.gw.ack_system_events(key, ids, agent_id=agent)
 
+    def withheld(self, key: str, agent: str | None, shown: list[QueueEntry]) -> int:
+        return int(self.gw.withheld_notices(key, agent_id=agent, shown=shown))
+
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
         from ..upstream.links import thread_links  # not the upstream service: it imports the HTTP client
 
@@ -255,6 +258,9 @@ class _Remote:
 
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
         self._call(lambda: self.client.ack_system_events(key, ids, agent_id=agent))
+
+    def withheld(self, key: str, agent: str | None, shown: list[QueueEntry]) -> int:
+        return 0  # only a gateway without the hook route gets here, and it does not count them either
 
     def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]:
         from ..errors import NotFound
@@ -437,6 +443,9 @@ class InProcess(_EngineWrites):
     def ack(self, key: str, agent: str | None, ids: list[int]) -> None:
         self.gw.ack_system_events(key, ids, agent_id=agent)
 
+    def withheld(self, key: str, agent: str | None, shown: list[QueueEntry]) -> int:
+        return int(self.gw.withheld_notices(key, agent_id=agent, shown=shown))
+
 
 def answer_in_process(gw: Any, where: str, host: str, key: str, agent: str | None, data: dict[str, Any]) -> str:
     """What a command hook would print for ``data`` (the host's hook input) as session ``key``, answered by
@@ -567,14 +576,21 @@ def _deliver(
         except Exception as exc:  # noqa: BLE001 - delivered already: never print them again, acknowledge next time
             log.warning("acknowledging %s for %s failed (retried next run): %s", prev["ids"], key, exc)
             held = set(prev["ids"])
-    entries = [e for e in backend.peek(key, agent) if e["id"] not in held]
+    queued = backend.peek(key, agent)
+    entries = [e for e in queued if e["id"] not in held]
     if not entries:
         log.debug("%s hook for %s: nothing pending", event, key)
         return False
     ids = [int(e["id"]) for e in entries]
     if not held:
         state.save(ids, answered=False)  # a run killed before the flush below leaves them unanswered
-    text = "\n".join(e["line"] for e in entries)
+    lines = [e["line"] for e in entries]
+    more = _withheld(backend, key, agent, queued)
+    if more:  # the cap held notices back: say so (a line, not an entry: nothing to acknowledge)
+        from ..notices import withheld_line
+
+        lines.append(withheld_line(more))
+    text = "\n".join(lines)
     try:
         stdout.write(host.answer(event, text))
         stdout.flush()
@@ -586,6 +602,18 @@ def _deliver(
         state.save(ids, answered=True)
     log.info("%s hook for %s delivered %d notice(s): %s", event, key, len(ids), ids)
     return True
+
+
+def _withheld(backend: _Local | _Remote | InProcess, key: str, agent: str | None, queued: list[QueueEntry]) -> int:
+    """How many watched sessions changed beyond the full queue just peeked; 0 when that cannot be read
+    (the notices are delivered anyway)."""
+    try:
+        return backend.withheld(key, agent, queued)
+    except Missed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the line is a courtesy; the notices go out without it
+        log.warning("counting the withheld notices of %s failed: %s: %s", key, exc.__class__.__name__, exc)
+        return 0
 
 
 def _report(host: str, started: float) -> host_sessions.Report:

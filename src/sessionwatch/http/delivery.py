@@ -96,16 +96,29 @@ async def _release(delivery: Delivery, key: object) -> None:
             )
 
 
+def with_withheld(gw: Gateway, key: object, agent_id: object, answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` (entries just peeked or leased) with ``withheld``: how many more watched sessions
+    changed than a full queue holds notices for (engine/evicted.py). Absent when none, or when counting
+    failed: the entries go out anyway."""
+    try:
+        more = gw.withheld_notices(key, agent_id=agent_id, shown=answer["entries"])
+    except Exception as exc:  # noqa: BLE001 - the field is a courtesy (logged)
+        failure_log.warning("counting the withheld notices of %s failed: %s", key, exc)
+        more = 0
+    return {**answer, "withheld": more} if more else answer
+
+
 async def drain_response(request: Request, gw: Gateway, key: object, agent_id: object) -> Any:
     async with _phases.phase():
         delivery = await anyio.to_thread.run_sync(lambda: gw.deliver_system_events(key, agent_id=agent_id))
         if not delivery.entries:
             return json_response({"entries": []})
+        body = await anyio.to_thread.run_sync(lambda: with_withheld(gw, key, agent_id, {"entries": delivery.entries}))
         if await _gone(request.receive):
             log.info("drain of %s: the client went away first; %d entries stay queued", key, len(delivery.entries))
             await _release(delivery, key)
             return json_response({"entries": []})  # nobody reads it
-    answer = json_response({"entries": delivery.entries})
+    answer = json_response(body)
     headers = [(k, v) for k, v in answer.raw_headers if k.lower() != b"content-length"]  # chunked
 
     async def send_answer(scope: Scope, receive: Receive, send: Send) -> None:

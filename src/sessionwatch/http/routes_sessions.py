@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import schemas
-from .delivery import drain_response
+from .delivery import drain_response, with_withheld
 from .endpoints import Call, Endpoint
 
 AGENT_QUERY = {"agentId": schemas.AGENT_ID}
@@ -99,7 +99,9 @@ def _lifecycle(c: Call) -> Any:
 
 
 def _peek(c: Call) -> Any:
-    return {"entries": c.gw.peek_system_events(c.path["key"], agent_id=c.query.get("agentId"))}
+    key, agent = c.path["key"], c.query.get("agentId")
+    entries = c.gw.peek_system_events(key, agent_id=agent)
+    return with_withheld(c.gw, key, agent, {"entries": entries})
 
 
 def _enqueue(c: Call) -> Any:

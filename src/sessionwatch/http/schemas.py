@@ -257,7 +257,12 @@ R_LIFECYCLE = obj(
     ["sessionKey", "agentId", "lifecycle", "changed", "stale", "events"],
 )
 R_DELETED = obj({"deleted": BOOL}, ["deleted"])
-R_ENTRIES = listing("entries", ref("QueueEntry"))
+# withheld: present when the queue is full and the cap held back the notices of that many more watched
+# sessions (they are queued again as the queue is taken)
+R_ENTRIES = obj(
+    {"entries": {"type": "array", "items": ref("QueueEntry")}, "withheld": {"type": "integer", "minimum": 1}},
+    ["entries"],
+)
 R_ACKED = obj({"acknowledged": INT}, ["acknowledged"])
 R_ENQUEUED = obj({"queued": BOOL, "entry": nullable("QueueEntry")}, ["queued", "entry"])
 R_STATE_VERSION = obj({"sessionKey": STR, "agentId": STR, "stateVersion": INT}, ["sessionKey", "stateVersion"])

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import NotFound, SessionwatchError
+from ..notices import withheld_line
 from ..repeats import RepeatedFailures
 
 log = logging.getLogger("sessionwatch.mcp")
@@ -56,6 +57,7 @@ class ToolOutcome:
     payload: dict[str, Any]
     system_events: list[dict[str, Any]] = field(default_factory=list)
     ticket: int = 0  # the call's delivery ticket (SessionBinding.open_call)
+    withheld: int = 0  # watched sessions changed whose notices the full queue's cap held back
 
     @property
     def is_error(self) -> bool:
@@ -65,13 +67,18 @@ class ToolOutcome:
         """The System lines first (what a harness prepends to a turn), then the tool's own text."""
         body = json.dumps(self.payload, ensure_ascii=False) if self.is_error else str(self.payload.get("text", ""))
         lines = [str(e.get("line", "")) for e in self.system_events]
+        if lines and self.withheld:  # a line, not an entry: it has no id and nothing acknowledges it
+            lines.append(withheld_line(self.withheld))
         return "\n".join(lines) + "\n\n" + body if lines else body
 
     def structured(self) -> dict[str, Any]:
         """The result as data, without its ``text``: the text is the content block already, and the hosts
         hand the model structuredContent too, so a ``text`` field there would be read twice."""
         data = {k: v for k, v in self.payload.items() if k != "text"}
-        return {**data, "systemEvents": list(self.system_events)}
+        out = {**data, "systemEvents": list(self.system_events)}
+        if self.system_events and self.withheld:
+            out["systemEventsWithheld"] = self.withheld
+        return out
 
 
 class Exchange:
@@ -188,17 +195,31 @@ class SessionBinding:
 
     def pending(self, ticket: int = 0) -> list[dict[str, Any]]:
         """The queue to attach, minus what a concurrent call carries or a delivered answer already had."""
+        return self._attachment(ticket)[0]
+
+    def _attachment(self, ticket: int) -> tuple[list[dict[str, Any]], int]:
+        """``pending`` and, when the queue was full, how many watched sessions' notices its cap held back."""
         try:
-            entries = list(self.backend.peek_system_events(self.session_key, agent_id=self.agent_id))
+            queued = list(self.backend.peek_system_events(self.session_key, agent_id=self.agent_id))
         except Exception:  # noqa: BLE001 - a failed read leaves the notices queued; the next call delivers them
             failure_log.exception("reading the system events of %s failed", self.session_key)
-            return []
+            return [], 0
         with self._lock:
             taken = {i for ids in self._in_flight.values() for i in ids} | set(self._due)
-            entries = [e for e in entries if e.get("id") not in taken]
+            entries = [e for e in queued if e.get("id") not in taken]
             if ticket:
                 self._in_flight[ticket] = [e["id"] for e in entries]
-        return entries
+        return entries, self._withheld(queued) if entries else 0
+
+    def _withheld(self, queued: list[dict[str, Any]]) -> int:
+        count = getattr(self.backend, "withheld_notices", None)  # a backend without it: no line
+        if count is None:
+            return 0
+        try:
+            return int(count(self.session_key, agent_id=self.agent_id, shown=queued))
+        except Exception:  # noqa: BLE001 - the line is a courtesy; the notices ride along without it
+            failure_log.exception("counting the withheld notices of %s failed", self.session_key)
+            return 0
 
     def call(
         self,
@@ -223,4 +244,5 @@ class SessionBinding:
             failure_log.exception("tool %s failed", name, per=name)
             payload = {"error": {"code": "unavailable", "message": f"{name} failed: {exc}"}}
         # Read after the call so notices that arose while it ran (a long sessions_send wait) come along too.
-        return ToolOutcome(payload, self.pending(ticket), ticket)
+        entries, withheld = self._attachment(ticket)
+        return ToolOutcome(payload, entries, ticket, withheld)

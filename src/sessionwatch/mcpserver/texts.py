@@ -35,6 +35,12 @@ SYSTEM_EVENTS: Schema = {
     "items": QUEUE_ENTRY,
     "description": "Notices for the bound session delivered with this result (often empty).",
 }
+SYSTEM_EVENTS_WITHHELD: Schema = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "Present when the queue was full: how many more watched sessions changed whose notices "
+    "follow on later calls.",
+}
 
 
 def without_text(schema: Schema) -> Schema:
@@ -58,7 +64,9 @@ def output_schema(tool: Tool) -> Schema:
     Error results validate too: the MCP specification leaves open whether ``outputSchema`` applies to
     ``isError`` results (the SDKs skip them), so the schema admits both rather than betting on a client.
     """
-    return result_or_error(without_text(tool.result_schema), {"systemEvents": SYSTEM_EVENTS})
+    out = result_or_error(without_text(tool.result_schema), {"systemEvents": SYSTEM_EVENTS})
+    out["properties"]["systemEventsWithheld"] = SYSTEM_EVENTS_WITHHELD  # only when there are: not required
+    return out
 
 
 def tools_json() -> list[dict[str, Any]]:
