@@ -29,7 +29,7 @@ from typing import Any
 
 from sessionwatch import Gateway
 from sessionwatch.clock import ManualClock
-from sessionwatch.upstream.rows import CLAUDE
+from sessionwatch.hosts.claude_code.transcripts import RULES as CLAUDE
 
 WATCHER = "agent:bench:main"
 

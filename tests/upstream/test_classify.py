@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from sessionwatch.upstream.normalize import digest_text, normalize
-from sessionwatch.upstream.rows import CLAUDE, CODEX, RowRules
-from sessionwatch.upstream.verdict import OwnTexts, Verdict, is_external
+from sessionwatch.hosts.claude_code.transcripts import RULES as CLAUDE
+from sessionwatch.hosts.codex.transcripts import RULES as CODEX
+from sessionwatch.hosts.transcripts.normalize import digest_text, normalize
+from sessionwatch.hosts.transcripts.rows import RowRules
+from sessionwatch.hosts.transcripts.verdict import OwnTexts, Verdict, is_external
 
 from .writers import ClaudeTranscript, CodexRollout
 
@@ -204,7 +206,7 @@ def test_self_echo_rules():
 
 
 def test_normalize_matches_streaming_normalization():
-    from sessionwatch.upstream.normalize import StreamText
+    from sessionwatch.hosts.transcripts.normalize import StreamText
 
     text = "  a\u00a0\u2003b \n\n c\td  "
     for step in (1, 2, 5):

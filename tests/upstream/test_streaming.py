@@ -14,11 +14,13 @@ import random
 import orjson
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sessionwatch.upstream.jsonstream import JsonStream
-from sessionwatch.upstream.normalize import digest_text
-from sessionwatch.upstream.rows import CLAUDE, CODEX, RowRules
-from sessionwatch.upstream.stream_reducers import ClaudeReducer
-from sessionwatch.upstream.verdict import PERSON, PROGRAM, UNATTRIBUTED, RowFact, Verdict
+from sessionwatch.hosts.claude_code.stream import ClaudeReducer
+from sessionwatch.hosts.claude_code.transcripts import RULES as CLAUDE
+from sessionwatch.hosts.codex.transcripts import RULES as CODEX
+from sessionwatch.hosts.transcripts.jsonstream import JsonStream
+from sessionwatch.hosts.transcripts.normalize import digest_text
+from sessionwatch.hosts.transcripts.rows import RowRules
+from sessionwatch.hosts.transcripts.verdict import PERSON, PROGRAM, UNATTRIBUTED, RowFact, Verdict
 
 TEXT = st.text(
     alphabet=st.sampled_from(list('ab yz\n\t\u00a0\u2003é\U0001f600"\\/<>[]{}:,\x01')), max_size=30

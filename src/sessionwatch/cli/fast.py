@@ -14,13 +14,14 @@ from __future__ import annotations
 import os
 import sys
 
+from ..hosts.registry import NAMES as HOSTS  # the rooms' names (light: their cards only)
+
 GLOBAL_VALUES = {"--store": "store", "--gateway": "gateway", "--token": "token", "--log-level": "log_level"}
 GLOBAL_FLAGS = {"--json": "json"}
 HOOK_VALUES = {"--session": "session", "--agent": "agent", "--nudge-wait": "nudge_wait", "--log-file": "log_file"}
 HOOK_FLAGS = {"--no-nudge": "no_nudge", "--foreground-nudge": "foreground_nudge", "--json": "json"}
 HELP = ("--help", "-h")
 LEVELS = ("debug", "info", "warning", "error")
-HOSTS = ("claude-code", "codex", "opencode", "pi")
 MAX_NUDGE_WAIT_MS = 10_000
 
 

@@ -7,9 +7,10 @@ from typing import Any
 
 import click
 
+from ..hosts.registry import NAMES, room
 from .app import State, cli, command, pass_state
 
-HOSTS = ["claude-code", "codex", "opencode", "pi"]  # opencode, pi: their plugin runs the hook
+HOSTS = list(NAMES)  # every room in the registry (hosts/registry.py)
 HOST = click.argument("host", metavar="HOST", type=click.Choice(HOSTS))
 
 
@@ -97,32 +98,10 @@ def _show(changes: list[Any], verb: str, verification: Any = None, warnings: lis
         if all(ch.action in ("unchanged", "skipped") for ch in changes):
             c.print("Nothing changed.", markup=False)
         if verification is not None:
-            _show_verification(c, verification)
+            for line in verification.lines():
+                c.print(line, markup=False)
 
     return human
-
-
-def _show_verification(c: Any, v: Any) -> None:
-    if v.hook is None:
-        c.print("verify    no sessionwatch UserPromptSubmit hook is installed here", markup=False)
-    else:
-        h = v.hook
-        state = f"exit {h.returncode}" if h.returncode is not None else "no exit"
-        c.print(f"verify    UserPromptSubmit through `{v.hook_command}`: {state} in {h.ms:.0f} ms", markup=False)
-        if h.error:
-            c.print(f"          the host would not take it: {h.error}", markup=False)
-        elif h.context:
-            c.print("          the model would read:", markup=False)
-            for line in h.context.splitlines():
-                c.print(f"            {line}", markup=False)
-        else:
-            c.print("          the model would read nothing: no notice is pending for this session", markup=False)
-        for line in h.log[-5:]:
-            c.print(f"          log: {line}", markup=False)
-    if v.mcp is not None:
-        m = v.mcp
-        tools = f" ({', '.join(m.tools)})" if m.tools else ""
-        c.print(f"verify    MCP server: {'ok' if m.ok else 'FAILED'}: {m.detail}{tools}", markup=False)
 
 
 def _scope_option(fn: Any) -> Any:
@@ -216,15 +195,13 @@ def install_cmd(
       sessionwatch install pi --verify
       sessionwatch --gateway http://127.0.0.1:7878 install codex --user
     """
-    if host == "opencode":
-        _install_opencode(state, scope, directory, session_key, agent_id, verify)
-        return
-    from ..hooks.doctor import check_backend, verify as run_verify
-    from ..hooks.install import install, target
+    from ..hooks.doctor import check_backend
     from .output import emit  # rich: only here, never on the hook's path
 
-    t = target(host, scope, directory, session_key, agent_id, _global_args(state))
-    changes = install(t, trust=not no_trust)
+    installer = room(host).installer()
+    global_args = _global_args(state)
+    done = installer.install(scope, directory, session_key, agent_id, global_args, trust=not no_trust)
+    changes = done.changes
     warnings: list[str] = []
     if session_key is None and not state.gateway:
         # each host session creates its own session on its first event, and a hook never creates a
@@ -233,12 +210,12 @@ def install_cmd(
 
         Backend.open(store=state.store).close()
     if session_key is not None:
-        found = check_backend(t.global_args, session_key, agent_id)
+        found = check_backend(global_args, session_key, agent_id)
         if found.ok is not True:
             warnings.append(found.detail)
-    if t.committed and shutil.which("sessionwatch") is None:
-        warnings.append("`sessionwatch` is not on this PATH: the host finds the command through its PATH")
-    verification = run_verify(t) if verify else None
+    if scope == "project" and shutil.which("sessionwatch") is None:
+        warnings.append(installer.path_hint)
+    verification = done.verify() if verify else None
     data: dict[str, Any] = {
         "host": host,
         "scope": scope,
@@ -273,14 +250,7 @@ def uninstall_cmd(state: State, host: str, scope: str, directory: str | None) ->
     """
     from .output import emit
 
-    if host == "opencode":
-        from ..hooks.opencode_setup import uninstall as uninstall_opencode
-
-        changes: list[Any] = uninstall_opencode(scope, directory)
-    else:
-        from ..hooks.install import target, uninstall
-
-        changes = uninstall(target(host, scope, directory))
+    changes = room(host).installer().uninstall(scope, directory)
     emit(
         state.json,
         {"host": host, "scope": scope, "changes": [c.to_json() for c in changes]},
@@ -308,8 +278,7 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
       sessionwatch doctor
       sessionwatch doctor codex --dir ~/src/acme --json
     """
-    from ..hooks.doctor import diagnose, host_version, scopes_of
-    from ..hooks.install import target
+    from ..hooks.doctor import diagnose
     from .output import emit
 
     hosts = [host] if host else list(HOSTS)
@@ -317,14 +286,11 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
     broken = False
     installed = False
     for name in hosts:
-        if name == "opencode":
-            from ..hooks import opencode_setup
-
-            scopes = [opencode_setup.diagnose(scope, directory) for scope in ("project", "user")]
-            version = opencode_setup.host_version() if any(s.installed for s in scopes) or host else None
-        else:
-            scopes = [diagnose(target(name, scope, directory)) for scope in scopes_of(name)]
-            version = host_version(name)
+        r = room(name)
+        installer = r.installer()
+        scopes = [diagnose(r, scope, directory) for scope in r.scopes]
+        asked = not installer.quiet_version or any(s.installed for s in scopes) or host is not None
+        version = installer.version() if asked else None
         installed |= any(s.installed for s in scopes)
         broken |= not all(s.ok for s in scopes)
         reports.append({"host": name, "version": version, "scopes": [s.to_json() for s in scopes]})
@@ -345,72 +311,8 @@ def doctor_cmd(state: State, host: str | None, directory: str | None) -> None:
                     if ch["fix"] and ch["ok"] is not True:
                         c.print(f"         {'':10} fix: {ch['fix']}", markup=False)
         if not installed:
-            c.print(
-                "sessionwatch is not installed here: sessionwatch install claude-code|codex|opencode|pi", markup=False
-            )
+            c.print(f"sessionwatch is not installed here: sessionwatch install {'|'.join(HOSTS)}", markup=False)
 
     emit(state.json, {"ok": ok, "installed": installed, "hosts": reports}, human)
     if not ok:
-        raise click.exceptions.Exit(1)
-
-
-def _install_opencode(
-    state: State, scope: str, directory: str | None, session_key: str | None, agent_id: str | None, verify: bool
-) -> None:
-    """``install opencode``: the plugin and its config entry (see hooks/opencode_setup.py)."""
-    from ..hooks import opencode_setup
-    from ..hooks.doctor import check_backend
-    from .output import emit
-
-    lay, changes = opencode_setup.install(scope, directory, session_key, agent_id, _global_args(state))
-    warnings: list[str] = []
-    if session_key is None and not state.gateway:
-        from .backend import Backend  # each session creates its own key on its first event: the store must exist
-
-        Backend.open(store=state.store).close()
-    if session_key is not None:
-        found = check_backend(_global_args(state), session_key, agent_id)
-        if found.ok is not True:
-            warnings.append(found.detail)
-    if scope == "project" and shutil.which("sessionwatch") is None:
-        warnings.append("`sessionwatch` is not on this PATH: the plugin finds the command through OpenCode's PATH")
-    run = opencode_setup.verify(lay) if verify else None
-    data: dict[str, Any] = {
-        "host": "opencode",
-        "scope": scope,
-        "changes": [c.to_json() for c in changes],
-        "warnings": warnings,
-    }
-    if run is not None:
-        data["verify"] = {
-            "ok": run.error is None,
-            "command": opencode_setup.hook_command(lay)[0],
-            "hook": {
-                "event": "UserPromptSubmit",
-                "exitCode": run.returncode,
-                "ms": round(run.ms, 1),
-                "additionalContext": run.context,
-                "error": run.error,
-                "log": run.log,
-            },
-        }
-
-    def human(c: Any) -> None:
-        _show(changes, "install", None, warnings)(c)
-        if run is not None:
-            state_ = f"exit {run.returncode}" if run.returncode is not None else "no exit"
-            c.print(
-                f"verify    UserPromptSubmit through the plugin's command: {state_} in {run.ms:.0f} ms", markup=False
-            )
-            if run.error:
-                c.print(f"          OpenCode would get nothing: {run.error}", markup=False)
-            elif run.context:
-                c.print("          the model would read:", markup=False)
-                for line in run.context.splitlines():
-                    c.print(f"            {line}", markup=False)
-            else:
-                c.print("          the model would read nothing: no notice is pending for this session", markup=False)
-
-    emit(state.json, data, human)
-    if run is not None and run.error is not None:
         raise click.exceptions.Exit(1)

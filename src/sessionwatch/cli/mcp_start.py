@@ -59,7 +59,7 @@ def parse(args: list[str]) -> dict[str, str] | None:
     if opts.get("transport", "stdio") != "stdio":
         return None
     if "session" not in opts:  # started by Claude Code without a key: its session id makes one
-        from ..hooks.identity import mcp_session_key
+        from ..hosts.identity import mcp_session_key
 
         derived = mcp_session_key(opts.get("agent"))
         if derived is None:

@@ -116,7 +116,7 @@ def mcp_cmd(
     from ..serving.exposure import check_exposure, resolve_token
 
     if session_key is None:
-        from ..hooks.identity import mcp_session_key
+        from ..hosts.identity import mcp_session_key
 
         session_key = mcp_session_key(agent_id)
         if session_key is None:

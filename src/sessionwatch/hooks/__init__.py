@@ -1,7 +1,8 @@
-"""Hooks for the agent CLIs people run (Claude Code, Codex CLI): deliver pending notices as the next
-prompt's additional context, nudge the upstream monitor when a person types into a watched worker, and
-install/uninstall the hooks and the MCP server into the hosts' own config files.
+"""The hook command of every host room (Claude Code, Codex CLI, OpenCode's plugin, Pi's extension): deliver
+pending notices as the next prompt's additional context, nudge the upstream monitor when a person types into a
+watched worker, and write down what the host's events say (lifecycle, subagents).
 
 ``run.py`` is the hook command (kept light: it is on the person's prompt path), ``delivery.py`` the
-at-least-once answer state, ``hosts.py`` the two hosts' formats, ``install.py`` the config merging.
+at-least-once answer state, ``hosts.py`` each room's hook adapter by name. What a host's install writes is its
+room's (``sessionwatch.hosts.<room>``); ``doctor.py`` adds the store or gateway check.
 """

@@ -14,18 +14,9 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-
-def state_dir() -> Path:
-    """``$SESSIONWATCH_STATE_DIR``, else ``$XDG_STATE_HOME/sessionwatch`` (``~/.local/state``), where the
-    default store lives too."""
-    env = os.environ.get("SESSIONWATCH_STATE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "sessionwatch"
+from ..hosts.state_folder import state_dir
 
 
 class AnswerState:

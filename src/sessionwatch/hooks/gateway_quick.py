@@ -16,10 +16,10 @@ import os
 import sys
 from urllib.parse import quote, urlsplit
 
-from . import identity
+from ..hosts import identity
+from ..hosts.registry import ROOMS
 
-PATHS = {"claude-code", "codex"}
-PATHS.add("opencode")
+PATHS = {name for name, room in ROOMS.items() if room.gateway_route}  # hosts the gateway's hook route answers
 
 
 def answer(opts: dict[str, str], raw: bytes) -> bool:

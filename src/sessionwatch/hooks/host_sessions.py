@@ -20,7 +20,8 @@ import logging
 import os
 from typing import Any, NamedTuple, Protocol
 
-from .identity import agent_of_key, host_id, subagent_key, zero_config_key
+from ..hosts.identity import agent_of_key, host_id, subagent_key, zero_config_key
+from ..hosts.registry import ROOMS
 
 log = logging.getLogger("sessionwatch.hook")
 
@@ -116,9 +117,10 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
             state = None  # a compaction in the middle of a turn: still working
         if state is not None:
             _report(backend, who.key, state, report._replace(outcome="ok" if state == "ended" else None))
-        if report.host == "codex" and event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
+        hook = ROOMS[report.host].hook if report.host in ROOMS else None
+        if hook is not None and hook.daemon_push and event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
             _where_codex_runs(who.key, data, data.get("turn_id") if event != "SessionStart" else None)
-        if report.host == "pi" and event == "UserPromptSubmit":
+        if hook is not None and hook.tells_sender and event == "UserPromptSubmit":
             told_prompt(backend, who.key, data)
         return who.key
     run = str(data["agent_id"])
@@ -151,7 +153,7 @@ def told_prompt(backend: Writes, key: str, data: dict[str, Any]) -> None:
 def turn_ended(backend: Writes, key: str, report: Report, data: dict[str, Any] | None = None) -> None:
     """A Stop the hook did not block: the turn is over."""
     _report(backend, key, "idle", report)
-    if report.host == "codex" and data is not None:
+    if report.host in ROOMS and ROOMS[report.host].hook.daemon_push and data is not None:
         _where_codex_runs(key, data, None)
 
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..hosts.registry import ROOMS
 from .claude_inbox import Inbox, Pusher, PushState
 
 HOST_ENV = "SESSIONWATCH_HOST_CLI"  # what ``install codex`` sets in its MCP server's environment
@@ -21,7 +22,8 @@ def start_pusher(where: str, session_key: str, peek: Callable[[], Sequence[Any]]
     if os.environ.get("SESSIONWATCH_PUSH", "1") == "0":
         return None
     inbox: Any = Inbox.from_env()
-    if inbox is None and os.environ.get(HOST_ENV) == "codex":
+    room = ROOMS.get(os.environ.get(HOST_ENV) or "")
+    if inbox is None and room is not None and room.hook.daemon_push:
         from .codex_push import CodexInbox  # loaded only for Codex
 
         inbox = CodexInbox(session_key)

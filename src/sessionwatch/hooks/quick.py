@@ -24,7 +24,7 @@ import json
 import os
 import sys
 
-from . import identity
+from ..hosts import identity
 
 MAX_INPUT_BYTES = 1 << 20  # twin: run.MAX_INPUT_BYTES
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")  # twin: hosts.HOSTS[*].events
@@ -114,8 +114,8 @@ def decide(opts: dict[str, str], raw: bytes) -> str:
         return FULL  # rare, and a subagent's start must be written before its stop
     if event not in EVENTS:
         return QUIET
-    if host == "pi" and event == "UserPromptSubmit":
-        return FULL  # who sent the prompt is written before Pi writes it (host_sessions.told_prompt)
+    if event == "UserPromptSubmit" and identity.ROOMS[host].hook.tells_sender:
+        return FULL  # who sent the prompt is written before the host writes it (host_sessions.told_prompt)
     if opts.get("gateway") or os.environ.get("SESSIONWATCH_GATEWAY"):
         return FULL
     key = opts.get("session") or os.environ.get("SESSIONWATCH_SESSION") or ""

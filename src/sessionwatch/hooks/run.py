@@ -531,7 +531,7 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
             and opts.nudge
             and not answered_there
             and key == who.key
-            and opts.host.name != "pi"  # Pi's extension told who sent the prompt: nothing to look for
+            and not opts.host.tells_sender  # the host's side told who sent the prompt: nothing to look for
         ):  # after the answer: a slow link lookup cannot delay it
             nudge_links = backend.own_link(who, thread_id) if isinstance(backend, _Remote) else links
     except Missed as exc:

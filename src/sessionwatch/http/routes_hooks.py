@@ -16,8 +16,8 @@ from typing import Any
 from ..errors import InvalidArgument, NotFound
 from ..hooks.host_sessions import Who, adopted
 from ..hooks.hosts import HOSTS, USER_PROMPT_SUBMIT
-from ..hooks.identity import zero_config_key
 from ..hooks.run import NUDGE_RETRY_MS, InProcess, answer_in_process
+from ..hosts.identity import zero_config_key
 from . import schemas
 from .auth import TOOL
 from .endpoints import Call, Endpoint

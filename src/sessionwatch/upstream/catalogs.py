@@ -1,32 +1,43 @@
-"""Local catalogs: where Claude Code and Codex CLI keep their transcripts, listing and locating them.
-
-Claude Code: ``<root>/projects/<escaped-cwd>/<session-id>.jsonl`` (root = ``$CLAUDE_CONFIG_DIR`` or
-``~/.claude``). Codex CLI: ``<root>/sessions/YYYY/MM/DD/rollout-<timestamp>-<thread-id>.jsonl`` (root =
-``$CODEX_HOME`` or ``~/.codex``). A thread id is checked against a strict pattern before it touches a
+"""Local catalogs: the transcripts of every room whose host writes JSONL files (Claude Code, Codex), listing
+and locating them on this machine. Where each host keeps them is its room's (``hosts/<room>/transcripts.py``,
+a ``hosts.transcripts.TranscriptFiles``): Claude Code under ``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, Codex CLI
+under ``$CODEX_HOME`` or ``~/.codex``. A thread id is checked against a strict pattern before it touches a
 path, and every file found must resolve (symlinks followed) to a place inside the catalog's folder.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgument, NotFound
-from .rows import RowRules, _loads, rules_for
+from ..hosts.registry import ROOMS
+from ..hosts.transcripts import TranscriptFiles
+from ..hosts.transcripts.files import THREAD_ID, inside
+from ..hosts.transcripts.rows import RowRules, _loads
 
-THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-_CODEX_NAME = re.compile(
-    r"rollout-.*-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl"
-)
 HEAD_BYTES = 64 * 1024
 TITLE_CHARS = 120
-CATALOG_IDS = ("claude", "codex")
-# catalogs of a host room (upstream/rooms.py): on this machine only, never served by a node
-ROOM_CATALOG_IDS = ("opencode", "pi")
+
+
+def _files() -> dict[str, TranscriptFiles]:
+    out: dict[str, TranscriptFiles] = {}
+    for room in ROOMS.values():
+        reader = room.reader()
+        if isinstance(reader, TranscriptFiles):
+            out[reader.catalog_id] = reader
+    return out
+
+
+FILES = _files()  # catalog id -> where its transcripts are (the rooms whose hosts write JSONL)
+CATALOG_IDS = tuple(FILES)  # served by a paired node too
+# catalogs of a room that reads its own sessions (upstream/rooms.py): on this machine only, never served by a node
+ROOM_CATALOG_IDS = tuple(r.catalog for r in ROOMS.values() if r.catalog not in FILES)
+
+__all__ = ["CATALOG_IDS", "FILES", "ROOM_CATALOG_IDS", "THREAD_ID", "Found", "LocalCatalog", "inside"]
 
 
 def check_thread_id(value: object) -> str:
@@ -35,37 +46,10 @@ def check_thread_id(value: object) -> str:
     return value
 
 
-def claude_thread_of(file_name: str) -> str | None:
-    """The thread id a Claude transcript file name stands for, or None when the catalog does not offer it.
-
-    The one rule for both listing and serving: sub-agent transcripts (``agent-*.jsonl``) belong to their
-    parent session and are not threads of their own, so they are neither listed nor served by name.
-    """
-    if not file_name.endswith(".jsonl") or file_name.startswith("agent-"):
-        return None
-    tid = file_name[:-6]
-    return tid if THREAD_ID.fullmatch(tid) and ".." not in tid else None
-
-
 def check_catalog(value: object) -> str:
     if not isinstance(value, str) or value not in (*CATALOG_IDS, *ROOM_CATALOG_IDS):
         raise NotFound(f"unknown catalog {value!r}; catalogs: {', '.join((*CATALOG_IDS, *ROOM_CATALOG_IDS))}")
     return value
-
-
-def default_root(catalog: str) -> Path:
-    if catalog == "claude":
-        env = os.environ.get("CLAUDE_CONFIG_DIR")
-        return Path(env) if env else Path.home() / ".claude"
-    env = os.environ.get("CODEX_HOME")
-    return Path(env) if env else Path.home() / ".codex"
-
-
-def inside(path: str | os.PathLike[str], base: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` resolves (following symlinks) to somewhere strictly inside ``base``."""
-    real = os.path.realpath(path)
-    real_base = os.path.realpath(base)
-    return real.startswith(real_base.rstrip(os.sep) + os.sep)
 
 
 @dataclass(slots=True)
@@ -76,46 +60,32 @@ class Found:
     size: int
 
 
+def default_root(catalog: str) -> Path:
+    return FILES[catalog].default_root()
+
+
 class LocalCatalog:
     """One catalog on this machine. ``upstream_kind`` names the CLI that writes it."""
 
     def __init__(self, catalog_id: str, root: str | os.PathLike[str] | None = None) -> None:
         self.catalog_id = check_catalog(catalog_id)
-        self.root = Path(root) if root is not None else default_root(catalog_id)
-        self.rules: RowRules = rules_for(catalog_id)
-        self.upstream_kind = "claude-cli" if catalog_id == "claude" else "codex-cli"
+        if self.catalog_id not in FILES:
+            raise NotFound(f"catalog {catalog_id!r} is not one of transcript files ({', '.join(CATALOG_IDS)})")
+        self.files = FILES[self.catalog_id]
+        self.root = Path(root) if root is not None else self.files.default_root()
+        self.rules: RowRules = self.files.rules
+        self.upstream_kind = self.files.upstream_kind
 
     @property
     def base(self) -> Path:
-        return self.root / ("projects" if self.catalog_id == "claude" else "sessions")
+        return self.files.base(self.root)
 
     # -- finding files --------------------------------------------------------------------------
     def _candidates(self, thread_id: str | None) -> list[tuple[str, str]]:
         """(thread id, path) of transcript files, optionally only those of one thread."""
         base = self.base
-        out: list[tuple[str, str]] = []
         try:
-            if self.catalog_id == "claude":
-                for project in os.scandir(base):
-                    if not project.is_dir():
-                        continue
-                    if thread_id is not None:
-                        if claude_thread_of(thread_id + ".jsonl") != thread_id:
-                            return []  # a name the listing never shows is not served either
-                        path = os.path.join(project.path, thread_id + ".jsonl")
-                        if os.path.lexists(path):
-                            out.append((thread_id, path))
-                        continue
-                    for entry in os.scandir(project.path):
-                        tid = claude_thread_of(entry.name)
-                        if tid is not None:
-                            out.append((tid, entry.path))
-            else:
-                pattern = f"*/*/*/rollout-*-{thread_id}.jsonl" if thread_id else "*/*/*/rollout-*.jsonl"
-                for rollout in base.glob(pattern):
-                    m = _CODEX_NAME.fullmatch(rollout.name)
-                    if m and (thread_id is None or m.group(1) == thread_id):
-                        out.append((m.group(1), str(rollout)))
+            out = self.files.candidates(base, thread_id)
         except FileNotFoundError:
             return []
         except NotADirectoryError:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .rows import RowRules
+from ..hosts.transcripts.rows import RowRules
+from ..hosts.transcripts.verdict import Verdict
 from .tail import pread_full, rows_backward
-from .verdict import Verdict
 
 WALK_BACK = 16 << 20
 ROW_LIMIT = 1 << 20

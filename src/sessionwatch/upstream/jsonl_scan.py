@@ -16,7 +16,7 @@ truncated file, a rewrite, a different file) is rescanned from the start, every 
 the ones reported before: the marker keeps fingerprints (time and text) of the last 32 reported prompts.
 
 Thread context. A Codex prompt is a person's only in a turn a person started, and never in a subagent's
-thread: rows before it say so (``codex_rows.CodexThread``). What the rows before the offset said rides
+thread: rows before it say so (``hosts/codex/rows.CodexThread``). What the rows before the offset said rides
 in the marker (``"thread"``), so it survives between ticks and restarts; a rescan from the start begins
 afresh, and a marker without it (from before contexts existed) has it read from the file once
 (``file_context``).
@@ -34,11 +34,11 @@ import time
 import zlib
 from typing import Any, TypeGuard
 
+from ..hosts.transcripts.rows import RowRules, RowStream, ThreadContext
+from ..hosts.transcripts.verdict import Verdict, is_external, parse_timestamp
 from .file_context import context_at
 from .probes import ACTIVITY, Outcome, Probe, missing
-from .rows import RowRules, RowStream, ThreadContext
 from .tail import complete_end, pread_full
-from .verdict import Verdict, is_external, parse_timestamp
 
 EDGE = 4096  # bytes hashed at each end of the scanned prefix
 PREFIX_CHUNK = 1 << 20  # re-reading a prefix (adoption, a replaced file) one MiB at a time

@@ -20,10 +20,10 @@ from functools import partial
 from typing import Any, Protocol
 
 from .. import kinds
+from ..hosts.transcripts.verdict import OwnTexts
 from ..store.records import EventInput, Link, SessionRow
 from .links import expected, link_source_key
 from .probes import MISSING, Outcome, Probe
-from .verdict import OwnTexts
 
 log = logging.getLogger("sessionwatch.upstream")
 

@@ -7,7 +7,7 @@ and its length) keeps a rewritten file's rows from passing for old ones. Texts l
 rows too long to hold (more than 1 MiB), carry digests for the self-echo check instead of full text.
 
 A Codex prompt row is ``human_prompt`` only when its thread context says a person sent it (see
-``codex_rows``): rows are read newest first, so a prompt waits for the older ``task_started`` of its
+``hosts/codex/rows.py``): rows are read newest first, so a prompt waits for the older ``task_started`` of its
 turn, on this page or, for the page's oldest prompts, further back in the file (``file_context``).
 
 The same module turns a received item back into a :class:`Verdict` on the gateway side.
@@ -22,11 +22,11 @@ import stat as stat_mod
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..hosts.transcripts.normalize import digest_text
+from ..hosts.transcripts.rows import RowRules
+from ..hosts.transcripts.verdict import Verdict
 from .file_context import first_row, latest_turn
-from .normalize import digest_text
-from .rows import RowRules
 from .tail import complete_end, pread_full, rows_backward
-from .verdict import Verdict
 
 MAX_PAGE = 200
 ROW_IN_MEMORY = 1 << 20

@@ -10,7 +10,7 @@ Routes (bearer token on all but health):
 
 No path leaves the transcript roots: thread ids are checked against a strict pattern and every file
 must resolve (symlinks followed) inside its catalog folder; a thread is served only if the listing shows
-it (``catalogs.claude_thread_of`` decides both). Host, Origin and Content-Type are checked like on the
+it (``hosts/claude_code/transcripts.thread_of`` decides both). Host, Origin and Content-Type are checked like on the
 gateway (``serving/origin.py``), and the same connection limits apply (``serving/limits.py``). Run it with
 ``python -m sessionwatch.upstream.node_server --port P --token-file F [--claude-root DIR] [--codex-root DIR]``.
 """
@@ -51,7 +51,8 @@ def create_node_app(
 ) -> Starlette:
     if not isinstance(token, str) or not token.strip():
         raise InvalidArgument("a node needs a non-empty token")
-    catalogs = {"claude": LocalCatalog("claude", claude_root), "codex": LocalCatalog("codex", codex_root)}
+    roots = {"claude": claude_root, "codex": codex_root}  # the node's --claude-root, --codex-root
+    catalogs = {c: LocalCatalog(c, roots.get(c)) for c in CATALOG_IDS}  # every room whose host writes transcripts
     expected = f"Bearer {token}".encode()
 
     def authorized(request: Request) -> bool:

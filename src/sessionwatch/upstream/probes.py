@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..hosts.transcripts.verdict import OwnTexts
 from ..store.records import Link
-from .verdict import OwnTexts
 
 ACTIVITY = "activity"
 MISSING = "missing"

@@ -7,13 +7,13 @@ import logging
 import time
 from collections.abc import Callable
 
+from ..hosts.transcripts.verdict import is_external, parse_timestamp
 from ..store.records import Node
 from .catalogs import LocalCatalog
 from .jsonl_scan import scan_file
 from .node_client import NodeClient, NodeError, ThreadNotFound
 from .node_items import verdict_from_item
 from .probes import ACTIVITY, Outcome, Probe, missing
-from .verdict import is_external, parse_timestamp
 
 log = logging.getLogger("sessionwatch.upstream")
 

@@ -23,9 +23,8 @@ from .catalogs import CATALOG_IDS, LocalCatalog, check_catalog
 from .links import LOCAL_HOST, link_json, parse_host, thread_links
 from .monitor import Monitor, Provider, skipped_entry
 from .node_client import NodeClient, NodeError, NodeUnauthorized
-from .opencode import OpenCodeRoom
 from .providers import LocalFiles, NodeThreads
-from .rooms import PiCatalog, RoomCatalog, rooms
+from .rooms import RoomCatalog, RoomSessions, rooms
 
 log = logging.getLogger("sessionwatch.upstream")
 
@@ -38,7 +37,7 @@ class UpstreamService:
     def __init__(self, gateway: Any) -> None:
         self.gw = gateway
         self.catalogs: dict[str, LocalCatalog] = {c: LocalCatalog(c) for c in CATALOG_IDS}
-        self.rooms: dict[str, RoomCatalog] = rooms()  # host rooms' catalogs (OpenCode, Pi), local only
+        self.rooms: dict[str, RoomCatalog] = rooms()  # rooms that read their own sessions (OpenCode, Pi), local only
         self.node_timeout_s = 10.0
         self.listing_timeout_s = 5.0
         self.scan_budget_s = DEFAULT_SCAN_BUDGET_S
@@ -72,16 +71,16 @@ class UpstreamService:
             if not 0 <= scan_budget_s <= 40:
                 raise InvalidArgument("scan_budget_s must be between 0 and 40 seconds (the provider timeout is 45)")
             self.scan_budget_s = float(scan_budget_s)
-        if claude_root is not None:
-            self.catalogs["claude"] = LocalCatalog("claude", claude_root)
-        if codex_root is not None:
-            self.catalogs["codex"] = LocalCatalog("codex", codex_root)
-        if claude_root is not None or codex_root is not None:
-            self.adopter.catalogs = self.catalogs
-        if pi_root is not None:
-            self.rooms["pi"] = PiCatalog(pi_root)
-        if opencode_db is not None:  # OpenCode's database (default: where OpenCode itself looks)
-            self.rooms["opencode"] = OpenCodeRoom(opencode_db)
+        places = {"claude": claude_root, "codex": codex_root, "pi": pi_root, "opencode": opencode_db}
+        for catalog, place in places.items():
+            if place is None:
+                continue
+            if catalog in self.catalogs:  # transcript files: upstream reads them
+                self.catalogs[catalog] = LocalCatalog(catalog, place)
+            elif catalog in self.rooms:  # a room's own reader, over another place
+                self.rooms[catalog] = self.rooms[catalog].at(place)
+        self.adopter.catalogs = self.catalogs
+        self.adopter.rooms = self.rooms
         if node_timeout_s is not None:
             self.node_timeout_s = float(node_timeout_s)
         if background is not None:
@@ -95,8 +94,8 @@ class UpstreamService:
             if host != LOCAL_HOST:
                 return None
             s = self.gw.settings
-            return self.rooms[catalog].provider(
-                s.scan_window_bytes, min(self.scan_budget_s, s.provider_timeout_ms / 2000)
+            return RoomSessions(
+                self.rooms[catalog], s.scan_window_bytes, min(self.scan_budget_s, s.provider_timeout_ms / 2000)
             )
         if catalog not in self.catalogs:
             return None

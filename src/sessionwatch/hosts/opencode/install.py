@@ -24,31 +24,18 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidArgument
+from ..installer import Change
 
 MARKER = "// sessionwatch:settings"
 SCHEMA = "https://opencode.ai/config.json"
 PROJECT_PLUGIN = Path(".sessionwatch") / "opencode-plugin.js"
 SCOPES = ("project", "user")
-
-
-@dataclass
-class Change:
-    path: str
-    action: str  # created, updated, unchanged, removed, skipped
-    what: list[str] = field(default_factory=list)
-    note: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "action": self.action, "what": self.what}
-        if self.note:
-            out["note"] = self.note
-        return out
 
 
 def config_home() -> Path:

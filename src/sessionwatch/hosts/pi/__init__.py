@@ -1,13 +1,44 @@
-"""Pi (npm ``@mariozechner/pi-coding-agent``): its session files and its extension.
+"""Pi's room (npm ``@mariozechner/pi-coding-agent``): its session files and its extension.
 
 - ``sessions``: where Pi keeps one JSONL file per session, listing and finding one by id or folder.
 - ``reader``: a file read from a cursor; which new entries are a person's (the conservative rule that
-  needs no extension).
+  needs no extension). ``catalog``: both, as the monitor's reader.
 - ``sessionwatch.ts`` (package data) and ``install``: the extension ``sessionwatch install pi`` writes,
-  which delivers notices into the next model call, tells who sent each prompt, and reports the lifecycle.
+  which delivers notices into the next model call, tells who sent each prompt, and reports the lifecycle;
+  ``installer``: install, uninstall and the checks.
 """
 
-from .reader import Scan, baseline, scan
-from .sessions import CATALOG, UPSTREAM_KIND, PiSessions
+from __future__ import annotations
 
-__all__ = ["CATALOG", "UPSTREAM_KIND", "PiSessions", "Scan", "baseline", "scan"]
+from ..base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT, HookAdapter, Room
+
+TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
+
+if TYPE_CHECKING:
+    from ..installer import Installer
+    from ..readers import SessionReader
+
+
+def _installer() -> Installer:
+    from .installer import INSTALLER
+
+    return INSTALLER
+
+
+def _reader() -> SessionReader:
+    from .catalog import PiReader
+
+    return PiReader()
+
+
+# The extension runs the hook; only the prompt's answer reaches the model (in the system prompt), the rest
+# is lifecycle. It says who sent each prompt, so a prompt needs no nudge.
+ROOM = Room(
+    HookAdapter("pi", "pi", (USER_PROMPT_SUBMIT,), (SESSION_START, STOP, SESSION_END), tells_sender=True),
+    label="Pi",
+    program="pi",
+    scopes=("project", "user"),
+    installer=_installer,
+    reader=_reader,
+    gateway_route=False,
+)

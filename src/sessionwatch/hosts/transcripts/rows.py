@@ -1,14 +1,15 @@
 """Classify transcript rows: the fast path for ordinary rows, the streaming path for oversized ones.
 
-Fast path: the catalog's cheap byte test drops rows that can be neither a person's prompt nor a context
-row that says who sends the prompts after it (Codex's ``task_started``) before any JSON parsing (it is
-exact: a row that decodes to the needed strings must contain them literally or use a ``\\u`` escape),
-then orjson and the catalog's dict classifier. A file's first row is always parsed (``classify_head``):
-a Codex rollout's ``session_meta`` says whose thread it is. Streaming path: :class:`JsonStream` with the
-catalog's reducer, whose state can be saved between ticks.
+A room whose host writes JSONL transcripts gives its :class:`RowRules` (its ``rows.py`` and ``stream.py``);
+this module is how any of them is applied. Fast path: the catalog's cheap byte test drops rows that can be
+neither a person's prompt nor a context row that says who sends the prompts after it (Codex's
+``task_started``) before any JSON parsing (it is exact: a row that decodes to the needed strings must contain
+them literally or use a ``\\u`` escape), then orjson and the catalog's dict classifier. A file's first row is
+always parsed (``classify_head``): a Codex rollout's ``session_meta`` says whose thread it is. Streaming path:
+:class:`JsonStream` with the catalog's reducer, whose state can be saved between ticks.
 
-A prompt row's verdict is then judged by the catalog's thread context (:meth:`RowRules.thread`), which
-takes in the context rows of one file in order; its state rides in the scan's marker.
+A prompt row's verdict is then judged by the catalog's thread context (:meth:`RowRules.thread`), which takes
+in the context rows of one file in order; its state rides in the scan's marker.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from . import claude_rows, codex_rows
-from .codex_rows import CodexThread
-from .jsonstream import JsonStream
-from .stream_reducers import ClaudeReducer, CodexReducer
+from .jsonstream import JsonStream, Reducer
 from .verdict import NOT_HUMAN, Verdict
 
 try:
@@ -36,15 +34,21 @@ except ImportError:  # pragma: no cover - orjson is a dependency; stdlib fallbac
         return json.loads(data, parse_constant=_reject_constant)
 
 
-CATALOGS = ("claude", "codex")
-
-
 class ThreadContext(Protocol):
-    """What earlier rows of a file say about the prompts after them (see ``codex_rows.CodexThread``)."""
+    """What earlier rows of a file say about the prompts after them (see ``hosts/codex/rows.CodexThread``)."""
 
     def judge(self, v: Verdict) -> Verdict: ...
 
     def seen_head(self) -> None: ...
+
+    def to_state(self) -> dict[str, Any]: ...
+
+
+class StateReducer(Reducer, Protocol):
+    """A room's streaming reducer (its ``stream.py``): a :class:`Reducer` whose verdict and state survive
+    between ticks."""
+
+    def verdict(self) -> Verdict: ...
 
     def to_state(self) -> dict[str, Any]: ...
 
@@ -73,7 +77,7 @@ class RowRules:
         catalog: str,
         could_matter: Callable[[bytes], bool],
         classify: Callable[[Any], Verdict],
-        reducer: type[ClaudeReducer] | type[CodexReducer],
+        reducer: Callable[[Any], StateReducer],
         context: Callable[[Any], ThreadContext] | None = None,
     ) -> None:
         self.catalog = catalog
@@ -125,12 +129,3 @@ class RowStream:
 
     def to_state(self) -> dict[str, Any]:
         return {"j": self.parser.to_state(), "r": {} if self.parser.bad else self.reducer.to_state()}
-
-
-CLAUDE = RowRules("claude", claude_rows.could_matter, claude_rows.classify_claude, ClaudeReducer)
-CODEX = RowRules("codex", codex_rows.could_matter, codex_rows.classify_codex, CodexReducer, CodexThread)
-RULES = {"claude": CLAUDE, "codex": CODEX}
-
-
-def rules_for(catalog: str) -> RowRules:
-    return RULES[catalog]

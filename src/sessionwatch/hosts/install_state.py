@@ -18,7 +18,7 @@ from hashlib import blake2b, sha256
 from pathlib import Path
 from typing import Any
 
-from .delivery import state_dir
+from .state_folder import state_dir
 
 
 def digest(data: bytes | None) -> str | None:
@@ -125,6 +125,12 @@ def remove_empty(dirs: list[str]) -> None:
             os.rmdir(d)
         except OSError:  # not empty (someone put something there) or gone: leave it
             break
+
+
+def remove_folders(folders: list[str]) -> None:
+    """The folders install created, once their files are gone: deepest first, each only when empty."""
+    for folder in sorted(set(folders), key=len, reverse=True):
+        remove_empty([folder])
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .normalize import normalize
-from .rules import MACHINE_PROMPT_SOURCES, bad_candidate, small, truthy
-from .verdict import NOT_HUMAN, Verdict
+from ..transcripts.normalize import normalize
+from ..transcripts.rules import MACHINE_PROMPT_SOURCES, bad_candidate, small, truthy
+from ..transcripts.verdict import NOT_HUMAN, Verdict
 
 
 def could_matter(line: bytes) -> bool:

@@ -14,33 +14,19 @@ from __future__ import annotations
 
 import os
 
-CATALOG = {
-    "claude-code": "claude",
-    "codex": "codex",
-    "opencode": "opencode",
-    "pi": "pi",
-}  # twin: hosts.HOSTS[*].catalog
-DEFAULT_AGENT = "main"
-MAX_AGENT = 64
-_AGENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+from .agent_names import AGENT_CHARS, DEFAULT_AGENT, MAX_AGENT, agent_from_folder
+from .registry import (
+    CATALOGS as CATALOG,  # host name -> catalog id, from each room's card
+    ROOMS,
+)
+
+__all__ = ["CATALOG", "DEFAULT_AGENT", "MAX_AGENT", "ROOMS", "agent_from_folder"]
+
 # A host's id goes into a key as it is; anything that is not a plain id (a key forbids whitespace and
 # controls, and ':' would change what the key means) is not taken. No regular expressions: importing
 # ``re`` is a noticeable part of the hook's quick run.
-_ID_CHARS = _AGENT_CHARS | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_ID_CHARS = AGENT_CHARS | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 MAX_ID = 200
-
-
-def agent_from_folder(folder: str) -> str:
-    """A folder's name as an agent id: lower case, runs of anything but letters, digits, ``_ . -`` as one
-    ``-``, at most 64 characters; ``main`` when nothing is left (``/``, a name of symbols only)."""
-    name = os.path.basename(os.path.normpath(folder)) if folder else ""
-    out: list[str] = []
-    for ch in name.lower():
-        if ch in _AGENT_CHARS or (ch.isalnum() and ch.isprintable()):
-            out.append(ch)
-        elif not out or out[-1] != "-":
-            out.append("-")
-    return "".join(out).strip("-.")[:MAX_AGENT].strip("-.") or DEFAULT_AGENT
 
 
 def host_id(value: object) -> str | None:

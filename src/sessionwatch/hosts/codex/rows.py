@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .normalize import normalize
-from .rules import small
-from .verdict import NOT_HUMAN, PERSON, PROGRAM, UNATTRIBUTED, RowFact, Verdict
+from ..transcripts.normalize import normalize
+from ..transcripts.rules import small
+from ..transcripts.verdict import NOT_HUMAN, PERSON, PROGRAM, UNATTRIBUTED, RowFact, Verdict
 
 
 def could_matter(line: bytes) -> bool:

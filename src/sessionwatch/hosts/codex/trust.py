@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .jsonrpc import LineClient, RpcError
+from ..jsonrpc import LineClient, RpcError
 
 TIMEOUT_S = 30.0  # the whole exchange; measured at 0.2-0.4 s on a busy 2-core machine
 

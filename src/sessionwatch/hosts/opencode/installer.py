@@ -1,5 +1,5 @@
-"""``install``/``uninstall``/``doctor opencode`` and ``--verify``: the OpenCode room's files (the plugin and
-its config entry, ``hosts/opencode/install.py``) with the checks the other hosts get.
+"""``install``/``uninstall``/``doctor opencode`` and ``--verify``: the room's files (the plugin and its config
+entry, ``install.py``) with the checks the other hosts get (``hosts/checks.py``).
 
 The plugin runs ``sessionwatch [--store|--gateway ...] hook opencode [--session KEY] [--agent ID]``; a check
 fires a sample ``UserPromptSubmit`` through exactly that command line (with a throwaway state folder, so
@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidArgument
-from ..hosts.opencode import install as room
-from .doctor import Check, HookRun, ScopeReport, check_backend, run_hook
-from .identity import agent_from_folder
-from .install import _refuse_machine_paths, sessionwatch_argv
+from ...errors import InvalidArgument
+from ...keys import parse_key
+from ..agent_names import agent_from_folder
+from ..base import USER_PROMPT_SUBMIT
+from ..checks import Check, Diagnosis, HookRun, ScopeReport, host_version as program_version, run_hook
+from ..installer import Change, Installation, refuse_machine_paths, sample_payload, sessionwatch_argv
+from . import ROOM, install as room
 
 HOST = "opencode"
 
@@ -34,8 +36,6 @@ def _hook_args(session: str | None, agent: str | None) -> list[str]:
 
 def check_options(lay: room.Layout, session: str | None, global_args: list[str]) -> None:
     if session is not None:
-        from ..keys import parse_key
-
         parse_key(session, "--session")
     if lay.scope == "user" and session is not None:
         raise InvalidArgument(
@@ -44,7 +44,7 @@ def check_options(lay: room.Layout, session: str | None, global_args: list[str])
             "(agent:<folder>:opencode:<session id>)"
         )
     if lay.scope == "project":
-        _refuse_machine_paths(global_args)
+        refuse_machine_paths(global_args)
 
 
 def install(
@@ -76,19 +76,11 @@ def hook_command(lay: room.Layout) -> tuple[str | None, dict[str, Any] | None]:
 
 def verify(lay: room.Layout) -> HookRun | None:
     command, _ = hook_command(lay)
-    return run_hook(HOST, command, lay.dir) if command is not None else None
+    return _run(command, lay) if command is not None else None
 
 
-def host_version() -> str | None:
-    binary = shutil.which("opencode")
-    if binary is None:
-        return None
-    try:
-        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if text else None
+def _run(command: str, lay: room.Layout) -> HookRun:
+    return run_hook(command, lay.dir, sample_payload(USER_PROMPT_SUBMIT, lay.dir))
 
 
 def fix_command(lay: room.Layout, settings: dict[str, Any] | None = None) -> str:
@@ -98,13 +90,13 @@ def fix_command(lay: room.Layout, settings: dict[str, Any] | None = None) -> str
     return shlex.join(argv)
 
 
-def diagnose(scope: str, directory: str | None, *, probe: bool = True) -> ScopeReport:
+def diagnose(scope: str, directory: str | None, *, probe: bool = True) -> Diagnosis:
     lay = room.layout(scope, directory)
     command, settings = hook_command(lay)
     listed = room.found_entry(lay)
     report = ScopeReport(HOST, scope, None if scope == "user" else str(lay.dir), command is not None or listed)
     if not report.installed:
-        return report
+        return Diagnosis(report)
     checks = report.checks
     fix = fix_command(lay)
     if command is None or settings is None:
@@ -119,12 +111,12 @@ def diagnose(scope: str, directory: str | None, *, probe: bool = True) -> ScopeR
         checks.append(Check("config", True, f"{lay.entry} in the 'plugin' list of {lay.config_path}"))
     else:
         checks.append(Check("config", False, f"{lay.config_path} does not list {lay.entry}", fix))
-    if command is not None:
-        checks.append(_check_command(command, lay, probe))
-        global_args = list(settings.get("globalArgs", [])) if settings else []
-        session = _option(settings, "--session")
-        checks.append(check_backend(global_args, session, _option(settings, "--agent") if session else None))
-    return report
+    if command is None:
+        return Diagnosis(report)
+    checks.append(_check_command(command, lay, probe))
+    global_args = list(settings.get("globalArgs", [])) if settings else []
+    session = _option(settings, "--session")
+    return Diagnosis(report, (global_args, session, _option(settings, "--agent") if session else None))
 
 
 def _option(settings: dict[str, Any] | None, name: str) -> str | None:
@@ -144,8 +136,85 @@ def _check_command(command: str, lay: room.Layout, probe: bool) -> Check:
         )
     if not probe:
         return Check("command", True, found)
-    run = run_hook(HOST, command, lay.dir)
+    run = _run(command, lay)
     if run.error is not None:
         return Check("command", False, f"a sample UserPromptSubmit fails: {run.error}", fix_command(lay) + " --verify")
     said = "adds a notice" if run.context else "adds nothing (no notice pending)"
     return Check("command", True, f"{found}: a sample UserPromptSubmit answers in {run.ms:.0f} ms, exit 0, {said}")
+
+
+@dataclass
+class PluginVerification:
+    """``install opencode --verify``: a sample UserPromptSubmit through the plugin's command line."""
+
+    command: str | None
+    run: HookRun
+
+    @property
+    def ok(self) -> bool:
+        return self.run.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        run = self.run
+        return {
+            "ok": self.ok,
+            "command": self.command,
+            "hook": {
+                "event": USER_PROMPT_SUBMIT,
+                "exitCode": run.returncode,
+                "ms": round(run.ms, 1),
+                "additionalContext": run.context,
+                "error": run.error,
+                "log": run.log,
+            },
+        }
+
+    def lines(self) -> list[str]:
+        run = self.run
+        state = f"exit {run.returncode}" if run.returncode is not None else "no exit"
+        out = [f"verify    UserPromptSubmit through the plugin's command: {state} in {run.ms:.0f} ms"]
+        if run.error:
+            out.append(f"          OpenCode would get nothing: {run.error}")
+        elif run.context:
+            out.append("          the model would read:")
+            out += [f"            {line}" for line in run.context.splitlines()]
+        else:
+            out.append("          the model would read nothing: no notice is pending for this session")
+        return out
+
+
+class OpenCodeInstaller:
+    """The room's ``installer.Installer``: the plugin and its config entry."""
+
+    path_hint = "`sessionwatch` is not on this PATH: the plugin finds the command through OpenCode's PATH"
+    quiet_version = True  # ``opencode --version`` starts its runtime: asked only when the room is in use
+
+    def install(
+        self,
+        scope: str,
+        directory: str | None,
+        session: str | None,
+        agent: str | None,
+        global_args: list[str],
+        *,
+        trust: bool = True,
+    ) -> Installation:
+        lay, changes = install(scope, directory, session, agent, global_args)
+
+        def check() -> PluginVerification | None:
+            run = verify(lay)
+            return None if run is None else PluginVerification(hook_command(lay)[0], run)
+
+        return Installation(list(changes), check)
+
+    def uninstall(self, scope: str, directory: str | None) -> list[Change]:
+        return uninstall(scope, directory)
+
+    def diagnose(self, scope: str, directory: str | None, *, probe: bool = True) -> Diagnosis:
+        return diagnose(scope, directory, probe=probe)
+
+    def version(self) -> str | None:
+        return program_version(ROOM.program)
+
+
+INSTALLER = OpenCodeInstaller()

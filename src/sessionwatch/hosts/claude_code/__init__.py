@@ -1,0 +1,36 @@
+"""Claude Code's room: its transcripts (``transcripts.py``: where they are; ``rows.py`` and ``stream.py``: which
+rows are a person's prompt), and its hooks, MCP server, permission rule and server approval in its settings
+files (``install.py``). See docs/hooks-claude-code.md.
+"""
+
+from __future__ import annotations
+
+from ..base import ANSWERED, NOTIFICATION, OBSERVED, HookAdapter, Room
+
+TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
+
+if TYPE_CHECKING:
+    from ..installer import Installer
+    from ..transcripts import TranscriptFiles
+
+
+def _installer() -> Installer:
+    from .install import INSTALLER
+
+    return INSTALLER
+
+
+def _reader() -> TranscriptFiles:
+    from .transcripts import FILES
+
+    return FILES
+
+
+ROOM = Room(
+    HookAdapter("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION)),
+    label="Claude Code",
+    program="claude",
+    scopes=("project", "local", "user"),
+    installer=_installer,
+    reader=_reader,
+)
