@@ -374,3 +374,26 @@ def test_unreadable_oversized_row_state_restarts_that_row(tmp_path, roots):
         assert h.human_turns(key) == 1 and done_at(h.gw.link(key)["marker"]) == t.size()
     finally:
         h.close()
+
+
+def test_two_scans_of_the_same_prompt_from_one_marker_record_it_once(harness: Harness):
+    """A gateway's nudge and another process's tick can both scan a link from the same marker before either
+    moves it; the second reads further (the host wrote its answer meanwhile). The prompt they both found is
+    recorded once; a scan that finds a newer prompt is new activity."""
+    t = ClaudeTranscript(harness.claude_root)
+    key = harness.adopt("claude", t.session_id)
+    before = harness.gw.link(key)["marker"]
+    t.prompt("stop, ship it on Friday instead")
+    assert harness.entry(harness.tick(), key)["status"] == "recorded"
+    # the other scanner read the marker before this tick moved it, and the file grew before it scanned
+    link = harness.gw.store.get_link(key, "main")
+    assert link is not None
+    assert harness.gw.store.advance_link(key, "main", link.updated_at, before, harness.clock())
+    t.assistant("on it")
+    second = harness.entry(harness.tick(), key)
+    assert second["status"] == "deduplicated", second
+    assert len(harness.events(key, "human_direct_message")) == 1
+    assert len(harness.notices()) == 1  # told once
+    t.prompt("and the release notes")
+    assert harness.entry(harness.tick(), key)["status"] == "recorded"
+    assert len(harness.events(key, "human_direct_message")) == 2

@@ -142,6 +142,7 @@ class _Tally:
         self.seen = seen
         self.skip = set(seen) if rescan else None
         self.repeated = 0
+        self.last: str | None = None  # the fingerprint of the newest prompt counted
 
     def add(self, v: Verdict) -> None:
         if not v.human or not is_external(v, self.probe.own()):
@@ -151,6 +152,7 @@ class _Tally:
             self.repeated += 1
             return
         self.turns += 1
+        self.last = fp
         self.seen.append(fp)
         if len(self.seen) > REPORTED:
             del self.seen[0]
@@ -389,9 +391,11 @@ def _scan_windows(
     out = Outcome(ACTIVITY, human_turns=tally.turns, next_marker=nxt, note=note)
     if tally.turns:
         out.occurred_at = tally.latest if tally.latest is not None else st.st_mtime_ns // 1_000_000
-        # The offset alone repeats after a rewrite; the bytes before it do not (rows carry uuids and
-        # times), while a retry of the same activity (the marker did not move) gives the same id.
-        out.dedupe_id = f"{pos}:{tail}"
+        # The activity is named by the newest prompt it counted (its time and text), not by how far the
+        # scan read: two scans of one link at once (a gateway's nudge and another process's tick) that
+        # found the same prompts record it once, however much more of the file one of them read; a scan
+        # that found a newer prompt is new activity. A retry (the marker did not move) gives the same id.
+        out.dedupe_id = f"prompt:{tally.last}" if tally.last else f"{pos}:{tail}"
     return out
 
 
