@@ -42,6 +42,13 @@ GATEWAY_ONLY = {
     "lifecycle_of": "engine helper: one session's {state, since}; remotely get_session or session_status show it",
     "check_lost": "runs this process's lost timer now (its timer runs it on its own)",
     "deliver_system_events": "a leased delivery for an in-process face (settle or release it); the drain route uses it",
+    "create_token": "stored tokens are managed on the store itself (sessionwatch token), never over HTTP",
+    "list_tokens": "stored tokens are managed on the store itself (sessionwatch token), never over HTTP",
+    "revoke_token": "stored tokens are managed on the store itself (sessionwatch token), never over HTTP",
+    "token": "the authenticator's look-up of a stored token's row",
+    "stored_data_settings": "the data settings live with the store (sessionwatch settings), never read over HTTP",
+    "set_data_settings": "the data settings live with the store (sessionwatch settings), never changed over HTTP",
+    "thread_links": "the hook's look-up of a thread's adoption links; remotely the gateway's hook route does it",
 }
 # Parameters only the in-process engine takes: a client's credentials decide them on the server side.
 GATEWAY_ONLY_PARAMS = {

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 from urllib.parse import quote
 
-from .store.records import PruneResult
+from .engine.stores import PruneResult  # the engine's own result type, so both sides return one class
 from .types import QueueEntry
 
 P = ParamSpec("P")

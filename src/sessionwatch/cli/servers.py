@@ -157,15 +157,15 @@ def mcp_cmd(
             notice_poll=notice_poll,
         )
         return
-    binding = SessionBinding(state.backend(timers=True), session_key, agent_id)
+    backend = state.backend(timers=True)
+    binding = SessionBinding(backend, session_key, agent_id)
     binding.ensure_session()
     server = build_server(binding, poll_interval=notice_poll)
     from ..keys import agent_of
 
     # With --http-token, tokens of a local store's token table are accepted too (scoped ones only
     # when they cover the bound session's agent); a remote gateway's table is not reachable here.
-    local = getattr(binding.backend, "target", None)
-    store = getattr(local, "store", None)
+    local = None if backend.remote else backend.target  # the engine looks stored tokens up (Gateway.token)
     run_http(
         server,
         host=host,
@@ -174,7 +174,7 @@ def mcp_cmd(
         path=path,
         policy=policy,
         limits=limits,
-        store=(lambda: store) if store is not None else None,
+        token_table=(lambda: local) if local is not None else None,
         bound_agent=agent_of(session_key) or agent_id,
         sock=sock,
         token_limits=token_limits,
@@ -219,8 +219,8 @@ def node_cmd(
       sessionwatch node --token "$(sessionwatch token)"
       sessionwatch node --host 0.0.0.0 --port 8765 --token-file ~/.node-token --claude-root ~/.claude
     """
+    from ..engine.node import node_token as resolve_node_token, serve_node
     from ..serving.options import limits_of
-    from ..upstream.node_server import node_token as resolve_node_token, serve_node
 
     serve_node(
         host,

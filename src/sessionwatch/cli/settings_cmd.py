@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
-from ..clock import system_clock
-from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
+from ..errors import InvalidArgument
 from ..settings import DATA_SETTINGS, DAY_MS, Settings, check_value
 from .app import State, cli, command, json_option, pass_state
 from .output import emit, table
+
+if TYPE_CHECKING:
+    from ..engine import Gateway
 
 REFRESH_NOTE = (
     "Processes that share the store pick up the new values within 10 s; a lower row cap or "
@@ -39,15 +41,17 @@ def settings_group() -> None:
     """
 
 
-def _open_store(state: State) -> Any:
+def _open(state: State) -> Gateway:
+    """The engine on the local store, read-only: opening stores nothing (the data settings of this
+    environment are not checked against the stored ones either, so a conflict can be shown and fixed);
+    only 'settings set' writes, what it was asked to."""
     if state.gateway:
         raise InvalidArgument(
             "the data settings live with the store: run 'settings' with a local --store, not --gateway"
         )
-    from ..engine import default_store_url
-    from ..store import open_store
+    from ..engine import Gateway
 
-    return open_store(state.store or default_store_url())
+    return Gateway.open(state.store, timers=False, read_only=True, prune_on_open=False)
 
 
 def _shown(name: str, value: int | None) -> str:
@@ -80,13 +84,11 @@ def show_cmd(state: State) -> None:
       sessionwatch settings show
       sessionwatch --store postgresql://postgres@127.0.0.1:5432/sw settings show --json
     """
-    store = _open_store(state)
+    gw = _open(state)
     try:
-        stored = store.data_settings()
-    except Exception as exc:
-        raise StoreUnavailable(f"cannot read the data settings: {exc.__class__.__name__}: {exc}") from exc
+        stored = gw.stored_data_settings()
     finally:
-        store.close()
+        gw.close()
     defaults = Settings()
     rows = {
         name: {
@@ -167,18 +169,11 @@ def set_cmd(
             "--max-events, --wake-coalesce-ms"
         )
     changes = {name: check_value(name, value, flag) for name, (value, flag) in given.items()}
-    store = _open_store(state)
+    gw = _open(state)
     try:
-        defaults = Settings()
-        # a store nobody opened yet gets the defaults for what is not being set, as its first opener would
-        store.init_data_settings({n: getattr(defaults, n) for n in DATA_SETTINGS}, system_clock())
-        old, new = store.set_data_settings(changes, system_clock())
-    except SessionwatchError:
-        raise
-    except Exception as exc:
-        raise StoreUnavailable(f"cannot change the data settings: {exc.__class__.__name__}: {exc}") from exc
+        old, new = gw.set_data_settings(changes)
     finally:
-        store.close()
+        gw.close()
     rows = {n: {"old": old.get(n), "new": new.get(n)} for n in DATA_SETTINGS}
     changed = sorted(n for n in changes if old.get(n) != new.get(n))
     out = {"store": state.store, "settings": rows, "changed": changed, "note": REFRESH_NOTE}

@@ -9,33 +9,37 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
 from ..errors import InvalidArgument
-from ..store.base import Store
-from ..tokens import create_token, random_token, revoke_token
+from ..tokens import random_token
 from .app import CONTEXT, State, cli, command, json_option, pass_state
 from .output import emit, record_table, ts
 
+if TYPE_CHECKING:
+    from ..engine import Gateway
+
 
 @contextmanager
-def _store(state: State) -> Iterator[Store]:
-    """The store the tokens live in: the global --store (or the default store), never a --gateway."""
+def _store(state: State) -> Iterator[Gateway]:
+    """The engine on the store the tokens live in: the global --store (or the default store), never a
+    --gateway. Opened read-only (no sweep, prune or timers, no data settings stored): only the token
+    command itself writes, and a token command leaves a new store's data settings to its first server."""
     if state.gateway:
         raise InvalidArgument(
             "token management works on the store itself: give --store (the URL of the store "
             "the gateway serves), not --gateway"
         )
-    from ..engine import default_store_url
-    from ..store import open_store
+    from ..engine import Gateway
 
-    store = open_store(state.store or default_store_url())
+    gw = Gateway.open(state.store, timers=False, read_only=True, prune_on_open=False)
     try:
-        yield store
+        yield gw
     finally:
-        store.close()
+        gw.close()
 
 
 def _print_random(state: State) -> None:
@@ -88,8 +92,8 @@ def token_create(state: State, agents: tuple[str, ...], admin: bool, name: str |
       sessionwatch token create --agent ops --agent dev --name release-bot
       sessionwatch --store postgresql://sw@db/sw token create --admin --name oncall
     """
-    with _store(state) as store:
-        text, row = create_token(store, agents=agents, admin=admin, name=name)
+    with _store(state) as gw:
+        text, row = gw.create_token(agents=agents, admin=admin, name=name)
     scope = "admin" if row.admin else "agents " + ", ".join(row.agents)
 
     def human(c: Console) -> None:
@@ -103,8 +107,8 @@ def token_create(state: State, agents: tuple[str, ...], admin: bool, name: str |
 @pass_state
 def token_list(state: State) -> None:
     """List the store's tokens: id, name, agents, created, revoked (never the token itself)."""
-    with _store(state) as store:
-        rows = [t.to_json() for t in store.tokens()]
+    with _store(state) as gw:
+        rows = [t.to_json() for t in gw.list_tokens()]
     shown = [
         {
             "id": r["id"],
@@ -123,8 +127,8 @@ def token_list(state: State) -> None:
 @pass_state
 def token_revoke(state: State, token_id: str) -> None:
     """Revoke token ID; every gateway on the store refuses it within a second. Exit 3 if there is no ID."""
-    with _store(state) as store:
-        revoked = revoke_token(store, token_id)
+    with _store(state) as gw:
+        revoked = gw.revoke_token(token_id)
     emit(
         state.json,
         {"id": token_id, "revoked": revoked},

@@ -12,6 +12,7 @@ Everything here is transport-free. The HTTP, MCP and CLI faces call these method
 - ``reconciliation.py``: stateVersion, changes since, the log, a watcher's read acknowledged
 - ``upkeep.py``: the timer thread, the restart sweep, readiness, the prune
 - ``upstream_facade.py``: catalogs, adoption, the monitor (``sessionwatch.upstream``, loaded on first use)
+- ``admin.py``: stored bearer tokens and the stored data settings (the token and settings commands)
 
 This module opens and closes it (the state every concern reads is set in ``__init__``) and runs tools.
 """
@@ -29,6 +30,7 @@ from ..settings import Settings
 from ..store import open_store
 from ..store.base import Store
 from . import data_settings, lifecycle
+from .admin import Administration
 from .core import default_store_url
 from .drops import DropCounter
 from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
@@ -41,7 +43,7 @@ from .wakes import WakeHub
 __all__ = ["Gateway", "Periodic", "default_store_url"]
 
 
-class Gateway(Sessions, SystemEvents, UpstreamFacade):
+class Gateway(Sessions, SystemEvents, UpstreamFacade, Administration):
     """sessionwatch's engine. Open with :meth:`open`; close when done (or use ``with``)."""
 
     def __init__(
@@ -115,17 +117,20 @@ class Gateway(Sessions, SystemEvents, UpstreamFacade):
         clock: Clock | None = None,
         *,
         settings: Settings | None = None,
+        sweep: bool = True,
         timers: bool | None = None,
         read_only: bool = False,
         prune_on_open: bool = True,
     ) -> Gateway:
         """Open a store by URL and run the restart sweep; returns once the sweep has finished.
 
+        ``sweep=False``: no restart sweep and no prune on open (a short client such as a hook run);
         ``read_only=True`` skips every write (sweep, prune, timers); see ``__init__``."""
         return cls(
             open_store(url or default_store_url()),
             clock=clock,
             settings=settings,
+            sweep=sweep,
             timers=timers,
             read_only=read_only,
             prune_on_open=prune_on_open,

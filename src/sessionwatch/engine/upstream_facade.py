@@ -46,6 +46,15 @@ class UpstreamFacade(GatewayCore):
     def link(self, session_key: str, agent_id: str | None = None) -> dict[str, Any] | None:
         return self.upstream.link(session_key, agent_id)
 
+    def thread_links(
+        self, catalog_id: str, thread_id: str | None = None, file_path: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The links of one catalog thread, newest first: by thread id, or by a local link's transcript file.
+        Read without the upstream service (it loads the HTTP client): the hook command asks on every run."""
+        from ..upstream.links import thread_links
+
+        return thread_links(self.store, catalog_id, thread_id, file_path)
+
     def upstream_tick(self) -> dict[str, Any]:
         return self.upstream.tick()
 

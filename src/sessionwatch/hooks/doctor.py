@@ -62,8 +62,8 @@ def _check_gateway(url: str, token: str | None, session: str | None, agent: str 
 
 
 def _check_store(url: str | None, session: str | None, agent: str | None) -> Check:
+    from ..engine.stores import default_sqlite_path, is_postgres_url, sqlite_path
     from ..errors import NotFound, SessionwatchError
-    from ..store import POSTGRES_SCHEMES, default_sqlite_path
 
     name = "store"
     if url is None:
@@ -71,9 +71,7 @@ def _check_store(url: str | None, session: str | None, agent: str | None) -> Che
         if not path.exists():
             return Check(name, None, f"no store yet at {path}: the MCP server creates it when the host first starts it")
         url = f"sqlite:///{path}"
-    elif not url.startswith(POSTGRES_SCHEMES):
-        from ..store.sqlite import sqlite_path
-
+    elif not is_postgres_url(url):
         try:
             path = Path(sqlite_path(url))
         except SessionwatchError as exc:

@@ -103,9 +103,9 @@ def _postgres_exists(url: str, budget: Budget) -> None:
         raise Missed(f"PostgreSQL at {public(url)} {down}")
     import psycopg
 
-    from ..store.postgres.connection import split_url
+    from ..engine.stores import postgres_conninfo
 
-    conninfo, _ = split_url(url)
+    conninfo = postgres_conninfo(url)
 
     def probe(timeout: float) -> bool:
         # libpq counts whole seconds (and at least 2); the budget's alarm holds the run to what is left
@@ -167,13 +167,13 @@ class _Local(_EngineWrites):
 
     def __init__(self, url: str, budget: Budget) -> None:
         from ..engine.gateway import Gateway
+        from ..engine.stores import is_postgres_url
         from ..settings import settings_from_env
-        from ..store import POSTGRES_SCHEMES, open_store
 
-        if url.startswith(POSTGRES_SCHEMES):
+        if is_postgres_url(url):
             _postgres_exists(url, budget)
         self.where = url
-        self.gw = Gateway(open_store(url), settings=settings_from_env(), sweep=False, timers=False, prune_on_open=False)
+        self.gw = Gateway.open(url, settings=settings_from_env(), sweep=False, timers=False, prune_on_open=False)
         self.remote = False
 
     def peek(self, key: str, agent: str | None) -> list[QueueEntry]:
@@ -186,9 +186,7 @@ class _Local(_EngineWrites):
         return int(self.gw.withheld_notices(key, agent_id=agent, shown=shown))
 
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
-        from ..upstream.links import thread_links  # not the upstream service: it imports the HTTP client
-
-        return thread_links(self.gw.store, catalog, thread_id, path)
+        return list(self.gw.thread_links(catalog, thread_id, path))
 
     def nudge(self, key: str, agent: str | None, retry_ms: int) -> dict[str, Any]:
         return self.gw.upstream.nudge(key, agent, retry_ms=retry_ms)
@@ -340,12 +338,11 @@ def _transport_failure(exc: BaseException) -> bool:
 def _store_url(opts: Options) -> str | None:
     """The local store URL, or None when its SQLite file does not exist or is empty (nothing to read; a
     hook never creates a store)."""
-    from ..store import POSTGRES_SCHEMES, default_sqlite_path
+    from ..engine.stores import default_sqlite_path, is_postgres_url, sqlite_path
 
     url = opts.store or os.environ.get("SESSIONWATCH_STORE") or f"sqlite:///{default_sqlite_path()}"
-    if url.startswith(POSTGRES_SCHEMES):
+    if is_postgres_url(url):
         return url  # whether it holds a store is asked of the server (_postgres_exists)
-    from ..store.sqlite.connection import sqlite_path
 
     path = sqlite_path(url)
     try:

@@ -111,7 +111,7 @@ def create_app(
         finally:
             await runtime.stop()
 
-    auth = Authenticator(token, runtime.store)
+    auth = Authenticator(token, runtime.token_table)
     cap = connections if connections is not None else Limits().max_connections
     gate = TokenGate(token_limits, cap, auth.live) if token else None  # tokenless: no stored tokens
     app = Starlette(

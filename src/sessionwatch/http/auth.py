@@ -19,16 +19,15 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 
 from ..access import ADMIN, Principal
+from ..engine.stores import TokenRow
 from ..errors import Forbidden, SessionwatchError, StoreUnavailable, Unauthorized
 from ..keys import agent_of
 from ..repeats import RepeatedFailures
-from ..store.base import Store
-from ..store.records import TokenRow
 from ..tokens import token_id_of, verify
 
 log = logging.getLogger("sessionwatch.http.auth")
@@ -40,14 +39,20 @@ SESSION_PREFIX = "/v1/sessions/{key}"
 PRINCIPAL = "sessionwatch.principal"  # the ASGI scope key the resolved principal travels in
 
 
+class TokenTable(Protocol):
+    """Where stored tokens are looked up: the open engine (``Gateway.token``)."""
+
+    def token(self, token_id: str) -> TokenRow | None: ...
+
+
 class Authenticator:
     """Resolve bearer headers. ``admin_token`` None: the gateway is tokenless and every request is admin."""
 
     def __init__(
-        self, admin_token: str | None, store: Callable[[], Store | None], *, ttl_s: float = TOKEN_CACHE_S
+        self, admin_token: str | None, tokens: Callable[[], TokenTable | None], *, ttl_s: float = TOKEN_CACHE_S
     ) -> None:
         self.admin = admin_token.encode() if admin_token else None
-        self._store = store
+        self._tokens = tokens
         self.ttl_s = ttl_s
         self._cache: dict[str, tuple[float, TokenRow | None]] = {}
 
@@ -77,10 +82,10 @@ class Authenticator:
     def live(self, token_id: str) -> bool | None:
         """Is the stored token still live? (blocking; None while the store is not open). The token gate
         asks this for the tokens behind open requests and streams, to end those of a revoked one."""
-        store = self._store()
-        if store is None:
+        table = self._tokens()
+        if table is None:
             return None
-        row = store.get_token(token_id)
+        row = table.token(token_id)
         return row is not None and row.revoked_at is None
 
     async def _row(self, token_id: str) -> TokenRow | None:
@@ -88,11 +93,11 @@ class Authenticator:
         hit = self._cache.get(token_id)
         if hit is not None and hit[0] > now:
             return hit[1]
-        store = self._store()
-        if store is None:
+        table = self._tokens()
+        if table is None:
             raise StoreUnavailable("the gateway is starting (its token table is not open yet); retry shortly")
         try:
-            row = await anyio.to_thread.run_sync(store.get_token, token_id)
+            row = await anyio.to_thread.run_sync(table.token, token_id)
         except SessionwatchError:
             raise
         except Exception as exc:  # noqa: BLE001 - a failed read refuses the request; it never lets it through

@@ -130,10 +130,10 @@ class Runtime:
         return sum(1 for about in list(self.streams.values()) if about is not None and about <= agents)
 
     # -- per request -----------------------------------------------------------------------------
-    def store(self) -> Any:
-        """The open engine's store (the token table lives there), or None while starting/stopping."""
+    def token_table(self) -> Gateway | None:
+        """The open engine (it looks stored tokens up), or None while starting/stopping."""
         gw = self.gateway
-        return gw.store if gw is not None and self.state == "ok" else None
+        return gw if gw is not None and self.state == "ok" else None
 
     def require(self) -> Gateway:
         gw = self.gateway

@@ -11,6 +11,7 @@ from typing import Any
 import uvicorn
 
 from ..engine import Gateway, default_store_url
+from ..engine.stores import Store, open_store
 from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable, StoreUnreachable
 from ..logformat import formatter
 from ..repeats import flush_all
@@ -19,8 +20,6 @@ from ..serving.limits import Limits, descriptor_budget, uvicorn_config
 from ..serving.origin import RequestPolicy
 from ..serving.tokengate import TokenLimits
 from ..settings import Settings
-from ..store import open_store
-from ..store.base import Store
 from .app import DEFAULT_MAX_BODY, create_app
 from .config import settings_from_env
 from .runtime import Runtime, redact_url, store_path

@@ -48,7 +48,7 @@ class BearerGuard:
         app: ASGIApp,
         token: str,
         *,
-        store: Callable[[], Any] | None = None,
+        token_table: Callable[[], Any] | None = None,
         bound_agent: str | None = None,
         token_limits: TokenLimits | None = None,
         connections: int | None = None,
@@ -58,10 +58,10 @@ class BearerGuard:
 
         self.app = app
         self.path = path  # the SDK app's endpoint: where a revoked token's sessions are ended
-        self.auth = Authenticator(token, store or (lambda: None))
+        self.auth = Authenticator(token, token_table or (lambda: None))
         self.bound_agent = bound_agent
         cap = connections if connections is not None else Limits().max_connections
-        self.gate = TokenGate(token_limits, cap, self.auth.live if store is not None else None)
+        self.gate = TokenGate(token_limits, cap, self.auth.live if token_table is not None else None)
         self._sessions: dict[str, Hold] = {}  # MCP session id -> its hold on the token that opened it
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -162,7 +162,7 @@ def http_app(
     token: str | None = None,
     path: str = "/mcp",
     policy: RequestPolicy | None = None,
-    store: Callable[[], Any] | None = None,
+    token_table: Callable[[], Any] | None = None,
     bound_agent: str | None = None,
     token_limits: TokenLimits | None = None,
     connections: int | None = None,
@@ -172,7 +172,7 @@ def http_app(
     Host, Origin and Content-Type are checked by our ``BrowserGuard`` with the same rules and options as
     the REST gateway. The SDK's own check is switched off: on loopback it accepts every local Origin
     (``http://localhost:*``, so any page served from this machine), and on other addresses it checks nothing.
-    With a token, ``store`` (the local store, when there is one) also lets tokens of its token table in:
+    With a token, ``token_table`` (the local engine, when there is one) also lets the store's tokens in:
     admin ones, and scoped ones covering ``bound_agent``, each within ``token_limits`` (out of
     ``connections``, the server's connection cap).
     """
@@ -191,7 +191,7 @@ def http_app(
         app = BearerGuard(
             app,
             token,
-            store=store,
+            token_table=token_table,
             bound_agent=bound_agent,
             token_limits=token_limits,
             connections=connections,
@@ -210,7 +210,7 @@ def run_http(
     log_level: str = "info",
     policy: RequestPolicy | None = None,
     limits: Limits | None = None,
-    store: Callable[[], Any] | None = None,
+    token_table: Callable[[], Any] | None = None,
     bound_agent: str | None = None,
     sock: socket.socket | None = None,
     token_limits: TokenLimits | None = None,
@@ -229,7 +229,7 @@ def run_http(
         token=token,
         path=path,
         policy=policy,
-        store=store,
+        token_table=token_table,
         bound_agent=bound_agent,
         token_limits=token_limits,
         connections=cap,

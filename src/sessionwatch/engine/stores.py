@@ -1,0 +1,47 @@
+"""What a face needs of the stores, so that no face imports ``sessionwatch.store`` (lint-imports checks it).
+
+The faces (cli/, http/, mcpserver/, hooks/, the clients) open a :class:`~sessionwatch.engine.Gateway`
+(``Gateway.open``) or, when a server must open the store before its engine (the gateway answers
+readiness while it waits for its database), :func:`open_store` here and then ``Gateway(store)``. The
+store-URL helpers are the ones a face decides with before opening anything (does this store exist?), and
+the store's type and records are those the faces name in their types. Everything here loads only the
+store's interface and records; a backend loads when a store of its kind is opened or its URL taken apart.
+"""
+
+from __future__ import annotations
+
+from ..store import POSTGRES_SCHEMES, default_sqlite_path, open_store
+from ..store.base import Store
+from ..store.records import PruneResult, TokenRow
+
+__all__ = [
+    "POSTGRES_SCHEMES",
+    "PruneResult",
+    "Store",
+    "TokenRow",
+    "default_sqlite_path",
+    "is_postgres_url",
+    "open_store",
+    "postgres_conninfo",
+    "sqlite_path",
+]
+
+
+def is_postgres_url(url: str) -> bool:
+    """``postgresql://...`` or ``postgres://...``: a PostgreSQL store (anything else names a SQLite file)."""
+    return url.startswith(POSTGRES_SCHEMES)
+
+
+def sqlite_path(url: str) -> str:
+    """The file a SQLite store URL (or a plain path) names, ``:memory:`` for an in-memory one;
+    ``InvalidArgument`` for ``sqlite://`` with two slashes."""
+    from ..store.sqlite.connection import sqlite_path as path_of
+
+    return path_of(url)
+
+
+def postgres_conninfo(url: str) -> str:
+    """The libpq connection string of a PostgreSQL store URL (its store options taken out)."""
+    from ..store.postgres.connection import split_url
+
+    return split_url(url)[0]
