@@ -1,14 +1,16 @@
 """The one-call drain over HTTP: a notice leaves the queue only once its answer is complete.
 
 The route leases the queue's free entries to this answer (``Gateway.deliver_system_events``), writes
-the answer chunked, and completes it only while it still holds them: it renews the lease, sends the
-final chunk, and then acknowledges the entries. So:
+the answer chunked, waits until its body left this process with the client still connected, renews the
+lease, acknowledges the entries, and only then sends the final chunk. So:
 
 - a client that went away before the end (its connection dropped or was reset) never has a complete
   answer, and its entries are released for the next drain at once;
 - a gateway killed anywhere before the acknowledgment leaves a lease that runs out
   (``SESSIONWATCH_DRAIN_LEASE_MS``), and the entries are back for the next drain, here or on another
   gateway: at least once, never lost;
+- an acknowledgment that fails (the database went away) cuts the answer short: never a complete answer
+  whose entries come again in another complete one;
 - concurrent drains of one watcher (on any gateway sharing the store) skip each other's leased
   entries, and an answer whose lease was taken over is cut short, so no entry is in two complete
   answers at once.
@@ -140,8 +142,11 @@ async def drain_response(request: Request, gw: Gateway, key: object, agent_id: o
 
 
 async def _complete(delivery: Delivery, key: object, receive: Receive, send: Send) -> None:
-    """Complete a drain's answer whose body went out, and acknowledge it; or free its entries."""
-    completed = False
+    """Acknowledge a drain's answer whose body went out to a client still there, then complete it; or
+    free its entries. The acknowledgment comes before the answer's end: an answer whose entries could not
+    be acknowledged (the database went away meanwhile) is cut short, never complete, so no complete
+    answer holds an entry another complete answer gets again."""
+    settled = False
     try:
         if await _gone(receive):
             log.info(
@@ -153,15 +158,18 @@ async def _complete(delivery: Delivery, key: object, receive: Receive, send: Sen
             # acknowledged one. Completing would answer them twice: the answer is cut short instead.
             log.warning("drain of %s: the lease ran out while answering; the answer is cut short", key)
             raise DrainNotAcknowledged(f"the drained entries of {key!r} were leased to another drain")
-        await send({"type": "http.response.body", "body": b""})  # the answer is complete
-        completed = True
         try:
             settled = await anyio.to_thread.run_sync(delivery.settle)
-        except Exception as exc:  # noqa: BLE001 - the lease runs out, the entries come again (logged)
-            failure_log.warning("acknowledging the drained entries of %s failed; they come again: %s", key, exc)
-            return
+        except Exception as exc:
+            # The status line is out, so this cannot be a 503 any more: the answer is cut short (no final
+            # chunk), which every HTTP client reports as an error; the entries come again when the lease
+            # ends (or at once, released below).
+            failure_log.warning("acknowledging the drained entries of %s failed; the answer is cut short: %s", key, exc)
+            raise DrainNotAcknowledged(f"the drained entries of {key!r} could not be acknowledged") from exc
         if not settled:
-            log.warning("drain of %s: its lease was lost after answering; the entries come again", key)
+            log.warning("drain of %s: its lease was lost before the acknowledgment; the answer is cut short", key)
+            raise DrainNotAcknowledged(f"the drained entries of {key!r} were leased to another drain")
+        await send({"type": "http.response.body", "body": b""})  # the answer is complete
     finally:
-        if not completed:
+        if not settled:
             await _release(delivery, key)
