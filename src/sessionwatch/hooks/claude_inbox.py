@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .delivery import state_dir
+from .delivery import handed_out, state_dir
 
 log = logging.getLogger("sessionwatch.push")
 
@@ -142,7 +142,9 @@ class Pusher:
             log.debug("push: reading the notices of %s failed: %s", self.session_key, exc)
             return True
         done = self.state.load()
-        new = pending - done
+        # a notice a hook of this session has just handed over is the session's already: a push would
+        # only start a turn for what the running one has (the hook's answer file lists it until the ack)
+        new = pending - done - handed_out(self.session_key)
         if new:
             try:
                 self.inbox.send(push_text(self.session_key, len(new)))

@@ -77,3 +77,25 @@ class AnswerState:
             self.path.unlink()
         except FileNotFoundError:
             pass
+
+
+def handed_out(session_key: str) -> set[int]:
+    """The entry ids a hook has handed to ``session_key``'s host and not yet seen acknowledged (every
+    answer file of that session, whatever store or agent it was for). The push leaves these alone: the
+    session has them, or gets them at its next hook."""
+    out: set[int] = set()
+    folder = state_dir() / "hooks"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            data = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("sessionKey") == session_key and isinstance(data.get("ids"), list):
+            out.update(i for i in data["ids"] if isinstance(i, int) and not isinstance(i, bool))
+    return out
