@@ -1,4 +1,4 @@
-"""The growth benchmark's small mode as a guard: no guarded per-call row grows more than 2x per 10x."""
+"""The growth benchmark's small mode as a guard: no guarded per-call row grows more than 3x per 10x."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ import pytest
 
 from benchmarks.engine import growth
 
-LIMIT = 2.0
+# The benchmark's own line is 2x per 10x (`python -m benchmarks.engine --growth --growth-limit 2`, on a quiet
+# machine). The suite runs beside other tests on busy cores, where one size's timings can be slowed more than
+# another's: it guards the shape (a cost linear in the store is 10x per 10x) with room for that noise.
+LIMIT = 3.0
 
 
 @pytest.mark.slow

@@ -51,6 +51,9 @@ class FakeModel:
         self.wire = wire
         self.default = default
         self.requests: list[dict[str, Any]] = []  # model requests only (not count_tokens)
+        # A host's own structured calls beside the conversation (Claude Code forces a tool for them, on a
+        # slow run for instance): answered without taking a scripted reply, and not in ``requests``.
+        self.side_requests: list[dict[str, Any]] = []
         self.paths: list[str] = []  # every request path, in order
         self._script: list[Reply] = []
         # Before the script: a function of the request (for hosts that run several agents at once, whose
@@ -211,6 +214,11 @@ class FakeModel:
                     self._json(200, {"input_tokens": 100})
                     return
                 if path.endswith("/v1/messages") and body is not None:
+                    if _side_call(body):  # not the agent's conversation: answered, kept apart
+                        with model._lock:
+                            model.side_requests.append(body)
+                        self._sse(_anthropic_events(Reply.say("{}"), body))
+                        return
                     model._record(path, body)
                     self._sse(_anthropic_events(model._next(body), body))
                     return
@@ -245,6 +253,20 @@ class FakeModel:
                 self.wfile.write(body)
 
         return Handler
+
+
+def _side_call(request: dict[str, Any]) -> bool:
+    """A Claude Code request that is not the agent's turn: a structured call (one forced tool,
+    ``tool_choice: {"type": "tool"}``, a schema-only output, or tools none of which an agent has)."""
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "tool":
+        return True
+    output = request.get("output_format") or request.get("output_config")
+    if isinstance(output, dict) and bool(output.get("schema") or output.get("format")):
+        return True
+    # tools, but none of an agent's (every agent, subagents too, can read files): a schema-only call
+    names = {t.get("name") for t in request.get("tools") or [] if isinstance(t, dict)}
+    return bool(names) and not names & {"Read", "Bash"}
 
 
 def _chat_chunks(reply: Reply) -> list[dict[str, Any]]:
