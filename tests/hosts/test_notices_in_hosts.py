@@ -147,7 +147,10 @@ def test_a_change_during_the_final_answer_holds_the_turn_open_once(world: World)
     world.run("finish up")
     assert notice
     reqs = world.model.requests
-    assert len(reqs) == 2, f"expected the turn to go on exactly once, saw {len(reqs)} model requests"
+    # the turn went on exactly once: the Stop hook's reason entered the conversation as the next input, and
+    # no later request brought it again (a host's own call beside the turn may repeat the conversation)
+    entered = [i for i in range(1, len(reqs)) if notice[0] in world.new_input(i)]
+    assert entered == [1], f"the notice entered the conversation at {entered} of {len(reqs)} requests"
     assert notice[0] in world.new_input(1)  # the Stop hook's reason is the next input
     assert "--store" not in world.new_input(1) and "sqlite" not in world.new_input(1)  # no secrets shown
 

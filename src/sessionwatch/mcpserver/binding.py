@@ -119,6 +119,7 @@ class SessionBinding:
         # that read the answer may call again before the server finished the request, and must not be
         # handed the same notices once more
         self._in_transit: dict[int, list[int]] = {}
+        self._settling: list[int] = []  # ids being acknowledged right now
 
     def ensure_session(self) -> dict[str, Any]:
         """Create the bound session when missing; an existing one is left exactly as it is."""
@@ -190,6 +191,7 @@ class SessionBinding:
         with self._ack_lock:
             with self._lock:
                 ids, self._due = self._due, []
+                self._settling = list(ids)  # still queued until the ack returns: no call may carry them
             if not ids:
                 return
             try:
@@ -198,6 +200,9 @@ class SessionBinding:
                 failure_log.exception("acknowledging delivered notices of %s failed; will retry", self.session_key)
                 with self._lock:
                     self._due[:0] = ids
+            finally:
+                with self._lock:
+                    self._settling = []
 
     def pending(self, ticket: int = 0) -> list[dict[str, Any]]:
         """The queue to attach, minus what a concurrent call carries or a delivered answer already had."""
@@ -212,7 +217,7 @@ class SessionBinding:
             return [], 0
         with self._lock:
             taken = {i for ids in self._in_flight.values() for i in ids} | set(self._due)
-            taken |= {i for ids in self._in_transit.values() for i in ids}
+            taken |= {i for ids in self._in_transit.values() for i in ids} | set(self._settling)
             entries = [e for e in queued if e.get("id") not in taken]
             if ticket:
                 self._in_flight[ticket] = [e["id"] for e in entries]
