@@ -28,6 +28,7 @@ import pytest
 
 from sessionwatch import Gateway
 from sessionwatch.notices import notice_text
+from sessionwatch.store.postgres.connection import PROVE_WITHIN_S
 from tests.support import pg_cluster
 from tests.support.waiting import wait_until
 
@@ -367,3 +368,59 @@ def test_every_acknowledged_write_is_on_disk_before_its_answer(cluster: pg_clust
         cluster.execute("postgres", "ALTER SYSTEM RESET wal_writer_delay")
         cluster.execute("postgres", "ALTER SYSTEM RESET wal_writer_flush_after")
         cluster.execute("postgres", "SELECT pg_reload_conf()")
+
+
+def test_a_drain_acknowledged_durably_is_settled_though_its_answer_could_not_be_proven_at_once(
+    cluster: pg_cluster.PrivateCluster,
+) -> None:
+    """The acknowledgment of a leased delivery commits and reaches the disk, then the server dies in the
+    flush that follows the commit and stays down longer than a write's own proof waits. The gateway must
+    still find the entries gone, within the lease, and call the delivery settled: answering "failed" then
+    would lose them (the client never gets a complete answer, and they are no longer queued).
+
+    Made deterministic with a synchronous standby that does not exist: the flush's own commit waits for
+    it forever, after the acknowledgment's WAL is on the local disk."""
+    key = _key("settle-in-doubt")
+    with Gateway.open(cluster.url(), timers=False) as gw:
+        gw.put_session(key)
+        for i in range(3):
+            gw.enqueue_system_event(key, f"entry {i}")
+        delivery = gw.deliver_system_events(key, lease_ms=60_000)
+        assert [e["text"] for e in delivery.entries] == ["entry 0", "entry 1", "entry 2"]
+        cluster.execute("postgres", "ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+        cluster.execute("postgres", "SELECT pg_reload_conf()")
+        wait_until(
+            lambda: cluster.execute("postgres", "SHOW synchronous_standby_names") == [("nobody",)],
+            what="the standby rule in effect",
+        )
+        outcome: dict[str, object] = {}
+
+        def settle() -> None:
+            try:
+                outcome["settled"] = delivery.settle()
+            except Exception as exc:
+                outcome["error"] = exc
+
+        t = threading.Thread(target=settle, daemon=True)
+        try:
+            t.start()
+            wait_until(
+                lambda: (
+                    cluster.execute("postgres", "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+                    == [(1,)]
+                ),
+                timeout=30,
+                what="the acknowledgment's flush waiting on the standby",
+            )
+        finally:
+            # Written to postgresql.auto.conf only: the restart reads it, the waiting flush does not.
+            cluster.execute("postgres", "ALTER SYSTEM RESET synchronous_standby_names")
+        cluster.halt("immediate")
+        try:
+            time.sleep(PROVE_WITHIN_S + 2)  # longer than the store's own proof waits for the server
+        finally:
+            cluster.resume()
+        t.join(60)
+        assert not t.is_alive(), "the settle hung"
+        assert outcome == {"settled": True}, outcome
+        assert gw.peek_system_events(key) == []  # acknowledged once, durably: nothing comes again

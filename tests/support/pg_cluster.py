@@ -130,9 +130,10 @@ class PrivateCluster:
         self.crashes += 1
         self._wait_ready()
 
-    def halt(self) -> None:
-        """Stop the server (fast shutdown), keeping its files: ``resume()`` starts it again."""
-        self._cmd("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")
+    def halt(self, mode: str = "fast") -> None:
+        """Stop the server (a fast shutdown, or ``immediate``: a crash), keeping its files: ``resume()``
+        starts it again."""
+        self._cmd("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
 
     def running(self) -> bool:
         return self._cmd("pg_ctl", "-D", str(self.data), "status", check=False).returncode == 0

@@ -10,16 +10,25 @@ the store, hands them out, so two concurrent drains never answer with the same e
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..errors import StoreInDoubt
 from ..notices import target_from_context_key
+from ..store.records import QueueEntry
 from ..types import QueueEntry as QueueEntryJSON
 
 if TYPE_CHECKING:
     from .gateway import Gateway
+
+log = logging.getLogger("sessionwatch.engine")
+
+PROOF_MARGIN_MS = 1_000  # a proof read must end this long before the lease does (clocks step, reads take time)
+PROOF_PAUSE_S = 0.2  # between proof reads while the store is unreachable
 
 
 def new_holder() -> str:
@@ -64,15 +73,28 @@ class Delivery:
             self._ended = True
             return True
         gw = self.gateway
-        got = gw.store.acknowledge_leased(
-            self.session_key,
-            self.holder,
-            self.ids,
-            target_from_context_key,
-            gw._render,
-            gw.clock(),
-            gw.settings.queue_cap,
-        )
+        try:
+            got = gw.store.acknowledge_leased(
+                self.session_key,
+                self.holder,
+                self.ids,
+                target_from_context_key,
+                gw._render,
+                gw.clock(),
+                gw.settings.queue_cap,
+            )
+        except StoreInDoubt:
+            # The connection broke around the commit (a database crash): the acknowledgment may be durable
+            # with no answer to say so. Answering "failed" then would lose the entries, so look.
+            if not self._gone_from_queue():
+                raise
+            log.warning(
+                "acknowledging a delivery from the queue of %s was in doubt; its %d entries are gone from the "
+                "queue within the lease, so it took effect",
+                self.session_key,
+                len(self.entries),
+            )
+            got = (self._records(), [])  # reopened notices wake through the store's poll instead
         if got is None:
             return False  # what it still holds stays held until release() or the lease's end
         self._ended = True
@@ -81,6 +103,39 @@ class Delivery:
         gw._requeue_evicted(self.session_key, len(entries))  # a full queue taken: the evicted come back
         gw.wakes.request(wakes)
         return True
+
+    def _gone_from_queue(self) -> bool:
+        """After an acknowledgment in doubt: True when none of this delivery's entries is queued any more,
+        read (durably) while its lease still held them, so no other drain can have taken them and only
+        this acknowledgment removed them. False when one is still queued (it did not commit: the entries
+        come again), or when the store cannot be read before the lease ends (the answer is then cut
+        short: an answer is never complete while its entries may come again)."""
+        gw = self.gateway
+        ids = set(self.ids)
+        while gw.clock() < self.until - PROOF_MARGIN_MS:
+            try:
+                queued = gw.store.peek(self.session_key, gw._render, gw.settings.queue_cap)
+            except Exception as exc:  # noqa: BLE001 - the server is still coming back: look again
+                log.info("looking for the entries of an acknowledgment in doubt failed (again soon): %s", exc)
+                time.sleep(PROOF_PAUSE_S)
+                continue
+            read_within_lease = gw.clock() < self.until - PROOF_MARGIN_MS
+            return read_within_lease and not any(e.id in ids for e in queued)
+        return False
+
+    def _records(self) -> list[QueueEntry]:
+        """This delivery's entries as the store's records (what a settle would have returned)."""
+        return [
+            QueueEntry(
+                e["id"],
+                self.session_key,
+                e["text"],
+                e["contextKey"],
+                e["ts"],
+                target=target_from_context_key(e["contextKey"]),
+            )
+            for e in self.entries
+        ]
 
     def release(self) -> None:
         """The answer will not complete: free the entries for the next drain now, not at the lease's end."""
