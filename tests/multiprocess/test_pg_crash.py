@@ -381,6 +381,11 @@ def test_a_drain_acknowledged_durably_is_settled_though_its_answer_could_not_be_
     Made deterministic with a synchronous standby that does not exist: the flush's own commit waits for
     it forever, after the acknowledgment's WAL is on the local disk."""
     key = _key("settle-in-doubt")
+    # Nothing but the acknowledgment's own flush may put its commit on disk (the WAL writer waits 10 s),
+    # so that flush always has WAL to wait for, however the machine schedules the server's processes.
+    cluster.execute("postgres", "ALTER SYSTEM SET wal_writer_delay = '10s'")
+    cluster.execute("postgres", "ALTER SYSTEM SET wal_writer_flush_after = '1GB'")
+    cluster.execute("postgres", "SELECT pg_reload_conf()")
     with Gateway.open(cluster.url(), timers=False) as gw:
         gw.put_session(key)
         for i in range(3):
@@ -404,17 +409,19 @@ def test_a_drain_acknowledged_durably_is_settled_though_its_answer_could_not_be_
         t = threading.Thread(target=settle, daemon=True)
         try:
             t.start()
-            wait_until(
-                lambda: (
-                    cluster.execute("postgres", "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
-                    == [(1,)]
-                ),
-                timeout=30,
-                what="the acknowledgment's flush waiting on the standby",
-            )
+
+            def waiting() -> bool:
+                assert not outcome, f"the acknowledgment ended without waiting for its flush: {outcome}"
+                found = cluster.execute(
+                    "postgres", "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"
+                )
+                return found == [(1,)]
+
+            wait_until(waiting, timeout=30, what="the acknowledgment's flush waiting on the standby")
         finally:
             # Written to postgresql.auto.conf only: the restart reads it, the waiting flush does not.
-            cluster.execute("postgres", "ALTER SYSTEM RESET synchronous_standby_names")
+            for name in ("synchronous_standby_names", "wal_writer_delay", "wal_writer_flush_after"):
+                cluster.execute("postgres", f"ALTER SYSTEM RESET {name}")
         cluster.halt("immediate")
         try:
             time.sleep(PROVE_WITHIN_S + 2)  # longer than the store's own proof waits for the server
