@@ -1,12 +1,13 @@
-"""Stale notices the queue cap evicted come back when the watcher next empties its queue.
+"""Stale notices the queue cap evicted come back when the watcher next takes from its queue.
 
 A full queue evicts its oldest entry on every append, a pending stale notice included; the pair keeps
-lagging (its cursor says so) with nothing queued, and before this only the restart sweep queued the
-notice again. Now a drain, or an acknowledgment by id, that took a whole *full* queue (the state every
-eviction leaves behind) queues the notices of the watcher's lagging pairs that have none, oldest change first,
-as many as the queue has room for; the rest follow as room appears. The notice is the one that was
-evicted (it quotes the cursor's last_seen), so acknowledging it works as it would have. Only a full
-queue pays for the cursor read: every other drain costs what it did.
+lagging (its cursor says so) with nothing queued, and in v1 only the next material change or the restart
+sweep queued the notice again. Here every drain, acknowledgment by id or settled delivery that took
+something asks the store, in the same call, whether a lagging pair of the watcher is left with no live
+notice (``Taken.withheld``); when one is, the notices of those pairs are queued again, oldest change
+first, as many as the queue has room for; the rest follow as room appears. The notice is the one that
+was evicted (it quotes the cursor's last_seen), so acknowledging it works as it would have. Only a drain
+that leaves a pair withheld pays for the cursor read.
 
 Until then a delivery of a full queue says how many more sessions changed (``withheld_count``, the
 line ``notices.withheld_line``), so an agent is never left believing it saw every change.
@@ -22,11 +23,9 @@ from ..store.base import Render
 from ..store.records import Cursor, QueueEntry
 
 
-def requeue_evicted(store: Store, watcher: str, taken: int, render: Render, now: int, cap: int) -> int:
-    """``taken`` entries just left ``watcher``'s queue: when it was full, queue again what the cap evicted.
-    Returns how many notices were queued."""
-    if taken < cap:  # not a whole full queue: nothing was evicted, or the rest is still to be taken
-        return 0
+def requeue_evicted(store: Store, watcher: str, render: Render, now: int, cap: int) -> int:
+    """Queue again, up to the room ``watcher``'s queue has, the notices the cap evicted (its lagging pairs
+    with none queued). Returns how many notices were queued."""
     queued = store.peek(watcher, render, cap)
     room = cap - len(queued)
     missing = withheld(store, watcher, queued)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import StoreInDoubt
 from ..notices import target_from_context_key
-from ..store.records import QueueEntry
+from ..store.records import QueueEntry, Taken
 from ..types import QueueEntry as QueueEntryJSON
 
 if TYPE_CHECKING:
@@ -94,14 +94,12 @@ class Delivery:
                 self.session_key,
                 len(self.entries),
             )
-            got = (self._records(), [])  # reopened notices wake through the store's poll instead
+            # Reopened notices wake through the store's poll instead; whether any is withheld is asked.
+            got = Taken(self._records(), [], withheld=True)
         if got is None:
             return False  # what it still holds stays held until release() or the lease's end
         self._ended = True
-        entries, wakes = got
-        gw._delivered(entries, wakes)
-        gw._requeue_evicted(self.session_key, len(entries))  # a full queue taken: the evicted come back
-        gw.wakes.request(wakes)
+        gw._taken(self.session_key, got)
         return True
 
     def _gone_from_queue(self) -> bool:

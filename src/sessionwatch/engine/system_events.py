@@ -9,7 +9,7 @@ from typing import Any
 from .. import validation
 from ..errors import StoreUnavailable
 from ..notices import format_line, parse_notice, target_from_context_key
-from ..store.records import QueueEntry
+from ..store.records import QueueEntry, Taken
 from ..types import QueueEntry as QueueEntryJSON
 from . import evicted, leases
 from .core import GatewayCore, failure_log
@@ -51,16 +51,12 @@ class SystemEvents(GatewayCore):
         """A watcher's turn consumes its queue: returns the entries and acknowledges session-state ones."""
         skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
         try:
-            entries, wakes = self.store.drain(
-                skey, target_from_context_key, self._render, self.clock(), self.settings.queue_cap
-            )
+            taken = self.store.drain(skey, target_from_context_key, self._render, self.clock(), self.settings.queue_cap)
         except Exception as exc:  # the notices stay queued: an error, never an empty success
             failure_log.exception("drain for %s failed", skey)
             raise StoreUnavailable(f"draining the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc
-        self._delivered(entries, wakes)
-        self.wakes.request(wakes)
-        self._requeue_evicted(skey, len(entries))
-        return [entry_json(e) for e in entries]
+        self._taken(skey, taken)
+        return [entry_json(e) for e in taken.entries]
 
     def ack_system_events(self, key: object, ids: object, *, agent_id: object = None) -> dict[str, Any]:
         """Acknowledge entries a client received (ids from a peek): removes exactly those still queued and
@@ -70,13 +66,11 @@ class SystemEvents(GatewayCore):
         wanted = validation.id_list(ids, "ids")
         if not wanted:
             return {"acknowledged": 0}
-        entries, wakes = self.store.acknowledge_entries(
+        taken = self.store.acknowledge_entries(
             skey, wanted, target_from_context_key, self._render, self.clock(), self.settings.queue_cap
         )
-        self._delivered(entries, wakes)
-        self.wakes.request(wakes)
-        self._requeue_evicted(skey, len(entries))
-        return {"acknowledged": len(entries)}
+        self._taken(skey, taken)
+        return {"acknowledged": len(taken.entries)}
 
     def deliver_system_events(
         self, key: object, *, agent_id: object = None, lease_ms: int | None = None
@@ -103,11 +97,16 @@ class SystemEvents(GatewayCore):
             "reading the watched sessions",
         )
 
-    def _requeue_evicted(self, watcher: str, taken: int) -> None:
-        """A full queue was taken: the stale notices its cap evicted are queued again (engine/evicted.py)."""
+    def _taken(self, watcher: str, taken: Taken) -> None:
+        """Entries left ``watcher``'s queue (a drain, an acknowledgment, a settled delivery): count them,
+        wake what they reopened, and queue again the stale notices the cap evicted (engine/evicted.py)."""
+        self._delivered(taken.entries, taken.wakes)
+        self.wakes.request(taken.wakes)
+        if not taken.withheld:
+            return
         try:
-            evicted.requeue_evicted(self.store, watcher, taken, self._render, self.clock(), self.settings.queue_cap)
-        except Exception:  # noqa: BLE001 - best-effort: the restart sweep queues them too (logged)
+            evicted.requeue_evicted(self.store, watcher, self._render, self.clock(), self.settings.queue_cap)
+        except Exception:  # noqa: BLE001 - the next drain asks again, and the restart sweep queues them (logged)
             failure_log.exception("queueing the evicted notices of %s again failed", watcher)
 
     def _delivered(self, entries: list[QueueEntry], wakes: list[Any]) -> None:

@@ -20,6 +20,7 @@ from .records import (
     QueueEntry,
     RecordOutcome,
     SessionRow,
+    Taken,
     WakeRequest,
 )
 
@@ -45,6 +46,7 @@ __all__ = [
     "QueueEntry",
     "RecordOutcome",
     "SessionRow",
+    "Taken",
     "WakeRequest",
 ]
 

@@ -44,6 +44,7 @@ from .records import (
     QueueEntry,
     RecordOutcome,
     SessionRow,
+    Taken,
     TokenRow,
     WakeRequest,
 )
@@ -143,9 +144,10 @@ class CursorQueue(ABC):
     @abstractmethod
     def drain(
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    ) -> Taken:
         """Remove the queue and acknowledge its session-state entries, in one transaction. Entries under a
-        live lease (``lease``) stay: another delivery has them."""
+        live lease (``lease``) stay: another delivery has them. ``withheld``: after it, a lagging pair of
+        the watcher has no live notice (the cap evicted it); computed whenever anything was taken."""
 
     @abstractmethod
     def acknowledge_entries(
@@ -156,9 +158,10 @@ class CursorQueue(ABC):
         render: Render,
         now: int,
         queue_cap: int,
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    ) -> Taken:
         """Remove the live entries with these stable ids (unknown or gone ids are skipped) and acknowledge
-        the session-state ones exactly as ``drain`` does, in one transaction. Returns the removed entries."""
+        the session-state ones exactly as ``drain`` does, in one transaction. Returns the removed entries
+        (and ``withheld``, as ``drain``)."""
 
     # -- delivery leases: a delivery the client may not complete (an HTTP answer) ------------------
     # A lease marks entries handed to one delivery (``holder``) until a time. ``drain`` and ``lease``
@@ -191,7 +194,7 @@ class CursorQueue(ABC):
         render: Render,
         now: int,
         queue_cap: int,
-    ) -> tuple[list[QueueEntry], list[WakeRequest]] | None:
+    ) -> Taken | None:
         """``acknowledge_entries`` of a delivery that completed, only if ``holder`` still holds every id
         (as ``renew_lease``); its leases end. None, changing nothing, when the lease was lost."""
 

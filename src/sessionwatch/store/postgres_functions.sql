@@ -828,6 +828,7 @@ DECLARE
     v_taken   refcursor;
     v_target  text;
     v_targets text[] := '{}';
+    v_n       integer := 0;
 BEGIN
     IF p_ids IS NULL THEN
         -- A drain leaves the entries another delivery holds under a live lease (sw_lease): it takes the others.
@@ -848,6 +849,7 @@ BEGIN
     LOOP
         FETCH v_taken INTO o_idx, o_target, o_ls, o_ts, o_quiet, o_ctx, o_text;
         EXIT WHEN NOT FOUND;
+        v_n := v_n + 1;
         v_target := coalesce(o_target, sw_target_of_context_key(o_ctx));
         IF v_target IS NOT NULL AND v_target <> ALL (v_targets) THEN
             v_targets := v_targets || v_target;
@@ -861,6 +863,17 @@ BEGIN
                    NULL::text, a.o_wake_seq
               FROM sw_ack(p_lock, p_session, v_targets, sw_context_keys(v_targets), p_now, p_cap, p_channel,
                           p_origin) a;
+    END IF;
+    -- Something was taken: is a lagging pair left with no live notice (the cap evicted it)? The engine then
+    -- queues those again (engine/evicted.py). Reads the watcher's lagging cursors only, up to the first.
+    -- twin: store/sqlite/queue_model.py::has_withheld
+    -- bound by: sessionwatch/testing/queue.py::test_a_notice_the_cap_evicted_is_back_after_a_drain_of_a_queue_no_longer_full
+    IF v_n > 0 AND EXISTS (
+        SELECT 1 FROM cursors c LEFT JOIN queue_heads h ON h.session_key = c.watcher
+         WHERE c.watcher = p_session AND c.lagging
+           AND NOT coalesce(c.queued_idx > h.drained AND h.appended - c.queued_idx < p_cap, false)) THEN
+        RETURN QUERY SELECT 'withheld'::text, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint,
+                            NULL::boolean, NULL::text, NULL::text, NULL::bigint;
     END IF;
 END $$;
 

@@ -175,6 +175,17 @@ class QueueEntry:
 
 
 @dataclass(slots=True)
+class Taken:
+    """What one drain or acknowledgment took off a queue: the entries, the wakes of the notices it reopened,
+    and ``withheld``: after it, some lagging pair of the watcher has no live notice (the queue cap evicted
+    it), so the engine queues those again (engine/evicted.py)."""
+
+    entries: list[QueueEntry]
+    wakes: list[WakeRequest]
+    withheld: bool = False
+
+
+@dataclass(slots=True)
 class SessionRow:
     session_key: str
     agent_id: str

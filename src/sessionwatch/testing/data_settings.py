@@ -79,8 +79,11 @@ class DataSettingsTests(SuiteBase):
             assert texts(gw, MAIN) == [notice(t, seen[t]) for t in targets[2:]]
             third = next(e for e in gw.peek_system_events(MAIN) if e["text"] == notice(targets[3], seen[targets[3]]))
             gw.ack_system_events(MAIN, [third["id"]])  # a removal from the middle: the queue is compacted
-            assert texts(gw, MAIN) == [notice(t, seen[t]) for t in (targets[2], targets[4], targets[5])]
+            # ... and the room it made takes back the oldest notice the cap evicted (issue 19)
+            assert texts(gw, MAIN) == [notice(t, seen[t]) for t in (targets[2], targets[4], targets[5], targets[0])]
             gw.store.set_data_settings({"queue_cap": 8}, clock())
         with self.open_gateway(clock=clock) as gw:
             assert gw.settings.queue_cap == 8
-            assert texts(gw, MAIN) == [notice(t, seen[t]) for t in targets if t != targets[3]]
+            # the other evicted append is live again under the larger cap, in its old place
+            order = (targets[1], targets[2], targets[4], targets[5], targets[0])
+            assert texts(gw, MAIN) == [notice(t, seen[t]) for t in order]

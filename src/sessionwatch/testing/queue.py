@@ -56,6 +56,35 @@ class QueueTests(SuiteBase):
         assert gw.ack_system_events(MAIN, ids) == {"acknowledged": 20}
         assert texts(gw, MAIN) == [notice(CHILD, seen[0])]
 
+    def test_a_notice_the_cap_evicted_is_back_after_a_drain_of_a_queue_no_longer_full(self, gw: Gateway) -> None:
+        """The cap evicts a pending stale notice, then the queue shrinks another way (an unwatch withdraws
+        another notice; an acknowledgment takes a few entries by id), so the next drain takes less than a
+        full queue: the evicted notice is still back in the queue after it (issue 19: no later than the
+        watcher's next drain, whatever emptied the queue meanwhile)."""
+        one, two = "agent:a:one", "agent:a:two"
+        gw.put_session(MAIN)
+        for t in (one, two):
+            gw.put_session(t)
+            assert gw.watch(MAIN, t)
+        seen = gw.state_version(one)
+        human(gw, one)
+        human(gw, two)
+        for i in range(19):
+            gw.enqueue_system_event(MAIN, f"event {i}")
+        assert notice(one, seen) not in texts(gw, MAIN) and len(texts(gw, MAIN)) == 20  # evicted by the cap
+        assert gw.unwatch(MAIN, two)  # its notice leaves: 19 entries, no longer a full queue
+        assert [e["text"] for e in gw.drain_system_events(MAIN)] == [f"event {i}" for i in range(19)]
+        assert texts(gw, MAIN) == [notice(one, seen)]
+        gw.drain_system_events(MAIN)
+        # The same when the entries leave by an acknowledgment of a few of them, by id.
+        seen = gw.state_version(one)
+        human(gw, one)
+        for i in range(20):
+            gw.enqueue_system_event(MAIN, f"again {i}")
+        first = [e["id"] for e in gw.peek_system_events(MAIN)][:3]
+        assert gw.ack_system_events(MAIN, first) == {"acknowledged": 3}
+        assert texts(gw, MAIN) == [*(f"again {i}" for i in range(3, 20)), notice(one, seen)]
+
     def test_dedupe_is_by_context_key_and_exact_text(self, gw: Gateway) -> None:
         gw.put_session(MAIN)
         assert gw.enqueue_system_event(MAIN, "tick", context_key="cron:a")["queued"] is True
@@ -238,6 +267,11 @@ class QueueTests(SuiteBase):
             for text in texts_to_take:
                 model.remove(text)
                 taken.add(text)
+            # Entries were taken: the notices the cap evicted come back, as room allows (issue 19), oldest
+            # change first (the clock stands still here, so by target).
+            evicted = sorted((t, n) for t, seen in noticed.items() if (n := notice(t, seen)) not in {*model, *taken})
+            for _, text in evicted[: 20 - len(model)]:
+                push(text)
 
         for t in targets[:20]:
             material(t)
@@ -302,6 +336,11 @@ class QueueTests(SuiteBase):
             if material[t] > last_seen[t]:  # material moved on after the notice froze: one reopen
                 push(notice(t, last_seen[t]), t)
 
+        def requeue() -> None:  # entries were taken: what the cap evicted is queued again, as room allows
+            lagging = sorted(t for t in targets if material[t] > last_seen[t] and t not in queued)
+            for t in lagging[: 20 - len(model)]:
+                push(notice(t, last_seen[t]), t)
+
         generic = 0
         for step in range(160):
             roll = rng.random()
@@ -326,6 +365,7 @@ class QueueTests(SuiteBase):
                 if owner is not None:
                     del queued[owner]
                     consumed(owner)
+                requeue()
             elif roll < 0.92:
                 drained = [e["text"] for e in gw.drain_system_events(MAIN)]
                 assert drained == model, f"step {step}"
@@ -336,10 +376,8 @@ class QueueTests(SuiteBase):
                 queued.clear()
                 for t in owners:
                     consumed(t)
-                if len(drained) >= 20:  # a full queue taken: what the cap evicted is queued again (issue 19)
-                    lagging = sorted(t for t in targets if material[t] > last_seen[t] and t not in queued)
-                    for t in lagging[: 20 - len(model)]:
-                        push(notice(t, last_seen[t]), t)
+                if drained:
+                    requeue()
             else:
                 t = rng.choice(targets[:12])
                 assert gw.unwatch(MAIN, t)

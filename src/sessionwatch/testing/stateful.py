@@ -196,7 +196,7 @@ class Model:
             c.updated_at = now
             if c.material > c.last_seen:
                 self.append_notice(w, t, c.last_seen)
-        if len(taken) >= CAP:  # a whole full queue: what the cap evicted is queued again (issue 19)
+        if taken:  # something was taken: what the cap evicted is queued again, as room allows (issue 19)
             have = {e.t for e in self.queue(w) if e.kind == "n"}
             lagging = sorted(
                 ((c.updated_at, t) for (cw, t), c in self.cursors.items() if cw == w and c.material > c.last_seen),

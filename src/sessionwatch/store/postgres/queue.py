@@ -12,6 +12,7 @@ from ..base import CursorQueue, Render
 from ..records import (
     Cursor,
     QueueEntry,
+    Taken,
     WakeRequest,
 )
 from ..rows import cursor_query
@@ -229,7 +230,7 @@ class PostgresQueue(PostgresConnection, CursorQueue):
 
     def drain(
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    ) -> Taken:
         self._queue_cap = queue_cap
         return self._take_and_ack(session_key, None, render, now, queue_cap)
 
@@ -241,11 +242,11 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         render: Render,
         now: int,
         queue_cap: int,
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    ) -> Taken:
         self._queue_cap = queue_cap
         wanted = sorted({int(i) for i in ids})
         if not wanted:
-            return [], []
+            return Taken([], [])
         return self._take_and_ack(session_key, wanted, render, now, queue_cap)
 
     # -- delivery leases (sw_lease, sw_renew_lease, sw_settle) ---------------------------------------
@@ -290,7 +291,7 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         render: Render,
         now: int,
         queue_cap: int,
-    ) -> tuple[list[QueueEntry], list[WakeRequest]] | None:
+    ) -> Taken | None:
         self._queue_cap = queue_cap
         wanted = sorted({int(i) for i in ids})
         params = {
@@ -314,13 +315,9 @@ class PostgresQueue(PostgresConnection, CursorQueue):
         )
         if any(r["o_kind"] == "lost" for r in rows):
             return None
-        entries = self._entries(session_key, (r for r in rows if r["o_kind"] == "entry"), render)
-        wakes = self._wakes(session_key, (r for r in rows if r["o_kind"] == "reopen"))
-        return entries, wakes
+        return self._taken(session_key, rows, render)
 
-    def _take_and_ack(
-        self, session_key: str, ids: list[int] | None, render: Render, now: int, queue_cap: int
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    def _take_and_ack(self, session_key: str, ids: list[int] | None, render: Render, now: int, queue_cap: int) -> Taken:
         """Take entries off a queue (all of them, or those with these ids) and acknowledge their notices:
         one call of sw_drain, which decodes and renders the context keys in SQL (the twins of notices.py
         there, so ``decode`` and ``render``'s keys are notices.py's), then the commit's flush wait when
@@ -348,9 +345,15 @@ class PostgresQueue(PostgresConnection, CursorQueue):
             many=True,
             present=lambda conn, r: not self._live(conn, session_key, taken(r), queue_cap),
         )
-        entries = self._entries(session_key, (r for r in rows if r["o_kind"] == "entry"), render)
-        wakes = self._wakes(session_key, (r for r in rows if r["o_kind"] == "reopen"))
-        return entries, wakes
+        return self._taken(session_key, rows, render)
+
+    def _taken(self, session_key: str, rows: list[dict[str, Any]], render: Render) -> Taken:
+        """sw_drain's rows: the entries taken, the notices reopened, and whether any is withheld."""
+        return Taken(
+            self._entries(session_key, (r for r in rows if r["o_kind"] == "entry"), render),
+            self._wakes(session_key, (r for r in rows if r["o_kind"] == "reopen")),
+            any(r["o_kind"] == "withheld" for r in rows),
+        )
 
     def _live(self, conn: Any, session_key: str, ids: Sequence[int], queue_cap: int) -> bool:
         """Is any of these entry ids queued (read with DURABLE_READ: queued durably)?"""

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from ...keys import is_agent_qualified, is_subagent_key
 from ..base import CursorQueue, Render
-from ..records import Cursor, QueueEntry, WakeRequest
+from ..records import Cursor, QueueEntry, Taken, WakeRequest
 from ..rows import cursor_query
 from . import queue_model
 from .connection import SQLiteConnection
@@ -173,7 +173,7 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
     #   sessionwatch/testing/watchers.py::test_acknowledge_on_drain_reopens_exactly_once)
     def drain(
         self, session_key: str, decode: Callable[[str | None], str | None], render: Render, now: int, queue_cap: int
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    ) -> Taken:
         with self._tx() as conn:
             leased = _live_leases(conn, session_key, now)
             if leased:  # another delivery holds some: take the others only
@@ -186,7 +186,8 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
                 dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None)
             )
             wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
-        return entries, wakes
+            withheld = bool(entries) and queue_model.has_withheld(conn, session_key, queue_cap)
+        return Taken(entries, wakes, withheld)
 
     # twin: store/postgres_functions.sql::sw_drain (bound by sessionwatch/testing/stateful.py and
     #   sessionwatch/testing/delivery.py::test_ack_removes_exactly_the_given_entries)
@@ -198,7 +199,7 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         render: Render,
         now: int,
         queue_cap: int,
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    ) -> Taken:
         with self._tx() as conn:
             return self._take_ids(conn, session_key, set(ids), decode, render, now, queue_cap)
 
@@ -211,7 +212,7 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         render: Render,
         now: int,
         queue_cap: int,
-    ) -> tuple[list[QueueEntry], list[WakeRequest]]:
+    ) -> Taken:
         entries = queue_model.remove_ids(conn, session_key, ids, render, queue_cap)
         if entries:  # their leases end with them (whoever held them: the entries were delivered)
             conn.execute(
@@ -220,7 +221,7 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
             )
         targets = list(dict.fromkeys(t for t in (e.target or decode(e.context_key) for e in entries) if t is not None))
         wakes = self._ack(conn, session_key, targets, render, now, queue_cap) if targets else []
-        return entries, wakes
+        return Taken(entries, wakes, bool(entries) and queue_model.has_withheld(conn, session_key, queue_cap))
 
     # -- delivery leases ---------------------------------------------------------------------------
     # twin: store/postgres_functions.sql::sw_lease (bound by sessionwatch/testing/leases.py and
@@ -273,7 +274,7 @@ class SQLiteQueue(SQLiteConnection, CursorQueue):
         render: Render,
         now: int,
         queue_cap: int,
-    ) -> tuple[list[QueueEntry], list[WakeRequest]] | None:
+    ) -> Taken | None:
         wanted = sorted(set(ids))
         with self._tx() as conn:
             if not _holds(conn, session_key, holder, wanted):

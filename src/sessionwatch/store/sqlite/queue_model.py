@@ -158,6 +158,19 @@ def has_pending_notice(conn: sqlite3.Connection, watcher: str, cap: int) -> bool
     )
 
 
+# twin: store/postgres_functions.sql::sw_drain's 'withheld' row (bound by sessionwatch/testing/stateful.py and
+#   sessionwatch/testing/queue.py::test_a_notice_the_cap_evicted_is_back_after_a_drain_of_a_queue_no_longer_full)
+def has_withheld(conn: sqlite3.Connection, watcher: str, cap: int) -> bool:
+    """Does a lagging pair of ``watcher`` have no live notice slot (the cap evicted its notice)? Reads only
+    the watcher's lagging cursors (index cursors_lagging_by_watcher), and stops at the first."""
+    row = conn.execute(
+        "SELECT 1 FROM cursors c LEFT JOIN queue_heads h ON h.session_key = c.watcher"
+        " WHERE c.watcher = ?1 AND c.material > c.last_seen AND NOT coalesce(" + LIVE_C + ", 0) LIMIT 1",
+        (watcher, cap),
+    ).fetchone()
+    return row is not None
+
+
 # twin: store/postgres_functions.sql::sw_walk (bound by sessionwatch/testing/stateful.py and
 #   sessionwatch/testing/queue.py::test_queue_of_a_wide_watcher_matches_an_eager_list_under_reappends_drains_and_unwatches)  # noqa: E501
 def _walked_slots(conn: sqlite3.Connection, session_key: str, cap: int) -> list[tuple[int, str, int, Any]] | None:
