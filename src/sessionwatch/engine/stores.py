@@ -10,9 +10,10 @@ store's interface and records; a backend loads when a store of its kind is opene
 
 from __future__ import annotations
 
-from ..store import POSTGRES_SCHEMES, default_sqlite_path, open_store
+from ..store import open_store
 from ..store.base import Store
 from ..store.records import PruneResult, TokenRow
+from ..store_urls import POSTGRES_SCHEMES, default_sqlite_path
 
 __all__ = [
     "POSTGRES_SCHEMES",

@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .installer import Installer
+    from .install_api import Installer
     from .readers import SessionReader
     from .transcripts import TranscriptFiles
 

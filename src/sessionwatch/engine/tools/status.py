@@ -16,7 +16,7 @@ from ...types import (
 )
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 from .base import (
     Caller,
@@ -27,7 +27,7 @@ from .base import (
 
 
 # -- session_status ------------------------------------------------------------------------------
-def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResult:
+def _status(gw: Engine, args: Mapping[str, Any], caller: Caller) -> StatusResult:
     key = args.get("sessionKey", caller.key)
     if key is None:
         key = caller.key

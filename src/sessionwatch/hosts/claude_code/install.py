@@ -44,7 +44,7 @@ from ..installer import (
     revert_file,
     strip_hooks,
 )
-from . import ROOM
+from .room import HOOK, PROGRAM
 
 PERMISSION = f"mcp__{SERVER_NAME}"  # Claude Code: every tool of the server
 
@@ -62,7 +62,7 @@ def claude_state_file() -> Path:
 
 @dataclass
 class ClaudeTarget(Target):
-    adapter = ROOM.hook
+    adapter = HOOK
 
     @property
     def hooks_path(self) -> Path:
@@ -321,4 +321,4 @@ def _claude_permission(t: ClaudeTarget) -> list[Check]:
     return out
 
 
-INSTALLER = FileInstaller(ClaudeTarget, ROOM.program)
+INSTALLER = FileInstaller(ClaudeTarget, PROGRAM)

@@ -1,0 +1,11 @@
+"""What Claude Code's own modules know of their room: its hook adapter (the command-line and catalog names, the
+events answered and observed) and its program. The package's ``ROOM`` adds where the installer and reader load
+from; it sits above them, and this module below, so no module of the room imports the package that lists it.
+"""
+
+from __future__ import annotations
+
+from ..base import ANSWERED, NOTIFICATION, OBSERVED, HookAdapter
+
+HOOK = HookAdapter("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION))
+PROGRAM = "claude"
