@@ -38,7 +38,7 @@ TOKEN = "docs-test-token-0123456789abcdef"
 PORTS = ("7878", "9000", "8765", "7879")  # every port the docs show, each replaced by a free one
 SERVERS = re.compile(
     r"(^|[\s/])(sessionwatch serve|python -m sessionwatch\.http|sessionwatch node"
-    r"|python -m sessionwatch\.upstream\.node_server)\b"
+    r"|python -m sessionwatch\.node_server)\b"
 )
 FOLLOWS = re.compile(r"(^|[\s/])sessionwatch( --\S+)* log --follow\b")
 EXPECT_RC = re.compile(r"^(?P<cmd>.*);\s*echo \$\?\s*#\s*(?P<rc>\d+)")

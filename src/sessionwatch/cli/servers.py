@@ -219,7 +219,7 @@ def node_cmd(
       sessionwatch node --token "$(sessionwatch token)"
       sessionwatch node --host 0.0.0.0 --port 8765 --token-file ~/.node-token --claude-root ~/.claude
     """
-    from ..engine.node import node_token as resolve_node_token, serve_node
+    from ..node_server import node_token as resolve_node_token, serve_node
     from ..serving.options import limits_of
 
     serve_node(

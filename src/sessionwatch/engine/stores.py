@@ -23,7 +23,7 @@ __all__ = [
     "default_sqlite_path",
     "is_postgres_url",
     "open_store",
-    "postgres_conninfo",
+    "postgres_holds_store",
     "sqlite_path",
 ]
 
@@ -41,8 +41,10 @@ def sqlite_path(url: str) -> str:
     return path_of(url)
 
 
-def postgres_conninfo(url: str) -> str:
-    """The libpq connection string of a PostgreSQL store URL (its store options taken out)."""
-    from ..store.postgres.connection import split_url
+def postgres_holds_store(url: str, timeout: float) -> bool:
+    """Whether the PostgreSQL database of ``url`` holds a sessionwatch store; nothing is created (a short
+    client such as a hook never creates a store). ``StoreUnreachable`` when the server does not answer within
+    ``timeout`` (libpq counts whole seconds, and at least 2)."""
+    from ..store.postgres.connection import holds_store, split_url
 
-    return split_url(url)[0]
+    return holds_store(split_url(url)[0], max(2, int(timeout)))

@@ -101,22 +101,13 @@ def _postgres_exists(url: str, budget: Budget) -> None:
     down = mark.reason()
     if down is not None:
         raise Missed(f"PostgreSQL at {public(url)} {down}")
-    import psycopg
+    from ..engine.stores import postgres_holds_store
+    from ..errors import StoreUnreachable
 
-    from ..engine.stores import postgres_conninfo
-
-    conninfo = postgres_conninfo(url)
-
-    def probe(timeout: float) -> bool:
-        # libpq counts whole seconds (and at least 2); the budget's alarm holds the run to what is left
-        with psycopg.connect(conninfo, connect_timeout=max(2, int(timeout)), autocommit=True) as conn:
-            row = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
-        return row is not None and row[0] is not None
-
-    try:
-        found = bounded(budget, probe)
-    except (Missed, psycopg.OperationalError) as exc:
-        why = f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"
+    try:  # the budget's alarm holds the run to what is left
+        found = bounded(budget, lambda timeout: postgres_holds_store(url, timeout))
+    except (Missed, StoreUnreachable) as exc:
+        why = exc.message if isinstance(exc, StoreUnreachable) else f"{exc.__class__.__name__}: {exc}"
         mark.mark(why)
         log.warning("PostgreSQL at %s did not answer: %s; hook runs skip it for %g s", public(url), why, REMEMBER_S)
         raise Missed(f"PostgreSQL at {public(url)} did not answer") from None

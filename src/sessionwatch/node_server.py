@@ -12,7 +12,7 @@ No path leaves the transcript roots: thread ids are checked against a strict pat
 must resolve (symlinks followed) inside its catalog folder; a thread is served only if the listing shows
 it (``hosts/claude_code/transcripts.thread_of`` decides both). Host, Origin and Content-Type are checked like on the
 gateway (``serving/origin.py``), and the same connection limits apply (``serving/limits.py``). Run it with
-``python -m sessionwatch.upstream.node_server --port P --token-file F [--claude-root DIR] [--codex-root DIR]``.
+``python -m sessionwatch.node_server --port P --token-file F [--claude-root DIR] [--codex-root DIR]``.
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ..errors import InvalidArgument, NotFound, SessionwatchError
-from ..serving.exposure import check_exposure, resolve_token
-from ..serving.limits import Limits, uvicorn_config
-from ..serving.options import add_argparse_options, limits_of
-from ..serving.origin import BrowserGuard, RequestPolicy
-from .catalogs import CATALOG_IDS, LocalCatalog, check_thread_id
-from .node_items import check_before, check_limit, items_page
+from .engine.node import CATALOG_IDS, LocalCatalog, check_before, check_limit, check_thread_id, items_page
+from .errors import InvalidArgument, NotFound, SessionwatchError
+from .serving.exposure import check_exposure, resolve_token
+from .serving.limits import Limits, uvicorn_config
+from .serving.options import add_argparse_options, limits_of
+from .serving.origin import BrowserGuard, RequestPolicy
 
 log = logging.getLogger("sessionwatch.node")
 
@@ -157,7 +156,7 @@ def serve_node(
     ``fd``: serve on that inherited listening socket instead of binding ``host``/``port``."""
     import uvicorn
 
-    from ..serving.exposure import adopt_socket
+    from .serving.exposure import adopt_socket
 
     sockets: list[Any] | None = None
     if fd is not None:
@@ -174,7 +173,7 @@ def serve_node(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sessionwatch.upstream.node_server",
+        prog="python -m sessionwatch.node_server",
         description="Serve this machine's Claude Code and Codex transcripts "
         "to a sessionwatch gateway (read-only, bearer token).",
     )
