@@ -8,7 +8,7 @@ registry lists, with where its installer and reader load from.
 
 from __future__ import annotations
 
-from ..base import Room
+from ..base import Place, Room
 from .room import HOOK, PROGRAM
 
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
@@ -37,4 +37,6 @@ ROOM = Room(
     scopes=("project", "local", "user"),
     installer=_installer,
     reader=_reader,
+    place=Place("claude_root", "Claude config folder (default: $CLAUDE_CONFIG_DIR or ~/.claude)", served=True),
+    mcp_session_env="CLAUDE_CODE_SESSION_ID",
 )

@@ -9,7 +9,7 @@ registry lists, with where its installer and reader load from.
 
 from __future__ import annotations
 
-from ..base import Room
+from ..base import Place, Room
 from .room import HOOK, PROGRAM
 
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
@@ -38,4 +38,8 @@ ROOM = Room(
     scopes=("project", "user"),
     installer=_installer,
     reader=_reader,
+    place=Place(
+        "opencode_db",
+        "OpenCode's database (default: $OPENCODE_DB, else opencode/opencode.db in $XDG_DATA_HOME or ~/.local/share)",
+    ),
 )

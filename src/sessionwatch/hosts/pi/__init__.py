@@ -13,7 +13,7 @@ registry lists, with where its installer and reader load from.
 
 from __future__ import annotations
 
-from ..base import Room
+from ..base import Place, Room
 from .room import HOOK, PROGRAM
 
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
@@ -42,5 +42,6 @@ ROOM = Room(
     scopes=("project", "user"),
     installer=_installer,
     reader=_reader,
+    place=Place("pi_root", "Pi's agent dir (default: $PI_CODING_AGENT_DIR or ~/.pi/agent)"),
     gateway_route=False,
 )
