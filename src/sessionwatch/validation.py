@@ -31,7 +31,7 @@ def text(value: object, what: str, *, max_bytes: int = MAX_TEXT_BYTES, allow_emp
     if not allow_empty and not value.strip():
         raise InvalidArgument(f"{what} must not be empty")
     size = len(value.encode("utf-8", errors="surrogatepass"))
-    if size > max_bytes:  # SPEC §6: input beyond a documented limit is invalid_argument
+    if size > max_bytes:  # input beyond a documented limit is invalid_argument (docs/http.md)
         raise InvalidArgument(f"{what} is {size} bytes; the limit is {max_bytes} bytes")
     return value
 

@@ -91,8 +91,8 @@ def open_store(url: str) -> Store:
                 from .postgres import PostgresStore
             except ImportError as exc:
                 raise StoreUnavailable(
-                    "PostgreSQL support needs psycopg and libpq: pip install 'sessionwatch[postgres]', or "
-                    f"'sessionwatch[postgres,binary]' where no libpq is installed ({exc})"
+                    "PostgreSQL support needs psycopg and libpq: pip install -e '.[postgres]' in a sessionwatch "
+                    f"clone, or -e '.[postgres,binary]' where no libpq is installed ({exc})"
                 ) from exc
             return PostgresStore(url)
         from .sqlite import SQLiteStore

@@ -77,7 +77,7 @@ def _status(gw: Engine, args: Mapping[str, Any], caller: Caller) -> StatusResult
         )
         changes = page.to_json()
         out["stateChanges"] = changes
-        if page.events:  # a watcher's read acknowledges what it returned (SPEC §2 "reconciling")
+        if page.events:  # a watcher's read acknowledges what it returned (docs/http.md, "Delivery and reconciling")
             gw.reconcile(caller.key, row.session_key, since, int(page.events[-1]["sequence"]))
         block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
         lines += ["", "Session state changes:", "```json", shown_text(block), "```"]
