@@ -9,7 +9,7 @@ registry lists, with where its installer and reader load from.
 from __future__ import annotations
 
 from ..base import Place, Room
-from .room import HOOK, PROGRAM
+from .room import HOOK, MCP_SESSION_ENV, PROGRAM
 
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
@@ -38,5 +38,5 @@ ROOM = Room(
     installer=_installer,
     reader=_reader,
     place=Place("claude_root", "Claude config folder (default: $CLAUDE_CONFIG_DIR or ~/.claude)", served=True),
-    mcp_session_env="CLAUDE_CODE_SESSION_ID",
+    mcp_session_env=MCP_SESSION_ENV,
 )

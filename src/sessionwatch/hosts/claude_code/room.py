@@ -9,3 +9,4 @@ from ..base import ANSWERED, NOTIFICATION, OBSERVED, HookAdapter
 
 HOOK = HookAdapter("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION))
 PROGRAM = "claude"
+MCP_SESSION_ENV = "CLAUDE_CODE_SESSION_ID"  # where Claude Code hands the MCP servers it starts its session's id
