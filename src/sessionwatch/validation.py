@@ -50,8 +50,8 @@ def name(value: object, what: str) -> str:
 
 
 def channel(value: object, what: str = "channel") -> str | None:
-    """An inbound channel: a string like ``name`` but blank is allowed (reference §2.3: the summary then
-    says ``via unknown``). Returns the trimmed channel, or None when blank."""
+    """An inbound channel: a string like ``name`` but blank is allowed (the summary then says ``via unknown``).
+    Returns the trimmed channel, or None when blank."""
     if not isinstance(value, str):
         raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
     return name(value.strip(), what) if value.strip() else None
