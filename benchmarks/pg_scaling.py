@@ -9,7 +9,7 @@ For every (watchers, processes) pair: a fresh database, ``sessions`` sessions (e
 ``watchers`` explicit watchers when > 0), then P processes each open their own Gateway and record
 ``events`` human_direct_message events round-robin over the sessions, one transaction each, all
 starting together. Prints one JSON line per run (``{"op", "n", "seconds", "per_sec", ...}``, the shape
-of ``python -m sessionwatch.bench``) with the aggregate events/s, its ratio to one process, per-call
+of ``python -m benchmarks.engine``) with the aggregate events/s, its ratio to one process, per-call
 latency percentiles, and a check that the log holds exactly n dense sequences.
 
 The floor (``pg_floor_procs<P>`` rows, on by default): P processes of plain psycopg, each append one

@@ -1,11 +1,17 @@
 """Every shell block of README.md and docs/ runs as shown, so the docs cannot drift from the code.
 
 Each fenced ``sh``/``bash``/``console``/``shell`` block runs in one ``bash`` in a scratch home, with
-the project's ``sessionwatch`` and ``python`` first on ``PATH``. What a reader fills in is filled in
-the same way for every block (``SUBSTITUTIONS``): free ports for the documented ones, a scratch
-folder for ``/srv`` and ``/etc`` paths, a test PostgreSQL database for the ``postgresql://`` URLs,
-a token for ``...`` and ``$T``, loopback for ``0.0.0.0``. A block that names the default gateway
-address without starting a gateway gets one there.
+the project's ``sessionwatch`` and ``python`` first on ``PATH``, and the pinned binary of each host the
+block names (``install codex``, ``doctor pi``, ...; tests/support/hosts.py installs them). What a reader
+fills in is filled in the same way for every block (``Fill``): free ports for the documented ones, a
+scratch folder for ``/srv`` and ``/etc`` paths, a test PostgreSQL database for the ``postgresql://`` URLs,
+a token for ``...`` and ``$T``, loopback for ``0.0.0.0``, a session for ``KEY``, and for ``<session id>``
+the id of a session the host's real binary wrote first. A block that names the default gateway address
+without starting a gateway gets one there; a block the page has the reader run after an earlier one
+(``doctor`` after ``install``) gets that one first (``BEFORE``).
+
+A fence whose lines are commands must be tagged as shell, or it would never run: an untagged (or
+``text``) fence holding one fails ``test_every_block_of_commands_is_tagged_as_shell``.
 
 Each line must do what it says: exit 0; a line ``cmd; echo $?  # N`` must print N; a server (``serve``,
 ``python -m sessionwatch.http``, ``node``) must be listening on its port, then stops on SIGINT; ``cmd &``
@@ -15,6 +21,7 @@ block only a test of its own can run says so in ``ELSEWHERE``, with the reason.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -29,16 +36,28 @@ from pathlib import Path
 import pytest
 
 from tests.support import pg
-from tests.support.hosts import claude_binary
+from tests.support.fake_model import FakeModel
+from tests.support.hosts import claude_binary, codex_binary, opencode_binary, pi, pi_binary
+from tests.support.pi_host import PiHome
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 FENCE = re.compile(r"^[ \t]*```(?:sh|bash|console|shell)[ \t]*\n(.*?)^[ \t]*```", re.S | re.M)
+ANY_FENCE = re.compile(r"^[ \t]*```([^`\n]*)\n(.*?)^[ \t]*```", re.S | re.M)
+PROSE_TAGS = ("", "text", "txt", "plain", "plaintext")  # fences nothing runs
+# a line a reader would type into a shell: one of the programs the docs show, first
+COMMAND = re.compile(
+    r"^\s*(\$\s+)?(sessionwatch|python3?|pip|uv|curl|git|npm|npx|claude|codex|opencode|pi|pytest|mkdocs"
+    r"|\.venv/bin/\S+|cd|export|mkdir|chmod)(\s|$)"
+)
+# the host binaries a block may need, by the name it gives the host (tests/support/hosts.py pins them)
+HOST_BINARIES = {"claude-code": claude_binary, "codex": codex_binary, "opencode": opencode_binary, "pi": pi_binary}
+HOST_NAMED = re.compile(r"\b(?:install|uninstall|doctor|threads|adopt) (claude-code|codex|opencode|pi)\b")
 TOKEN = "docs-test-token-0123456789abcdef"
 PORTS = ("7878", "9000", "8765", "7879")  # every port the docs show, each replaced by a free one
 SERVERS = re.compile(
     r"(^|[\s/])(sessionwatch serve|python -m sessionwatch\.http|sessionwatch node"
-    r"|python -m sessionwatch\.upstream\.node_server)\b"
+    r"|python -m sessionwatch\.node_server)\b"
 )
 FOLLOWS = re.compile(r"(^|[\s/])sessionwatch( --\S+)* log --follow\b")
 EXPECT_RC = re.compile(r"^(?P<cmd>.*);\s*echo \$\?\s*#\s*(?P<rc>\d+)")
@@ -55,6 +74,17 @@ ELSEWHERE = {
 }
 
 
+# What the page has the reader run before a block, by the block's first command: each block here runs
+# alone in a fresh home, where a reader following the page has done the earlier section.
+BEFORE = {
+    "sessionwatch doctor claude-code": ["sessionwatch install claude-code"],  # after "Install"
+    "sessionwatch uninstall claude-code": ["sessionwatch install claude-code"],
+    "sessionwatch doctor codex": ["sessionwatch install codex --session agent:main:main"],
+    "sessionwatch uninstall codex": ["sessionwatch install codex --session agent:main:main"],
+    "sessionwatch lifecycle KEY ended --outcome failed": ["sessionwatch put agent:main:main"],
+}
+
+
 @dataclass(frozen=True)
 class Block:
     path: str
@@ -64,6 +94,11 @@ class Block:
     @property
     def first(self) -> str:
         return next(line.strip() for line in self.text.splitlines() if line.strip())
+
+    @property
+    def command(self) -> str:
+        """The first line without its comment."""
+        return re.sub(r"\s+#.*$", "", self.first)
 
     def __str__(self) -> str:
         return f"{self.path}#{self.index}: {self.first[:60]}"
@@ -107,6 +142,7 @@ class Fill:
     scratch: Path
     pg_url: str | None
     own_venv: bool  # the block makes .venv itself (the README's install); else .venv/bin is this one
+    host_session: str | None = None  # the id of a session the host wrote (for <session id>)
 
     def apply(self, line: str) -> str:
         if not self.own_venv:
@@ -119,6 +155,9 @@ class Fill:
         line = re.sub(r"(SESSIONWATCH_TOKEN=)(\.\.\.|'<[^>]*>')", rf"\g<1>{TOKEN}", line)
         # the token id a page shows is the one `token create` printed just before, in the reader's run
         line = line.replace("token revoke 3f9a0c2b71de", 'token revoke "$SW_TOKEN_ID"')
+        line = line.replace("lifecycle KEY ", "lifecycle agent:main:main ")  # the session put before (BEFORE)
+        if self.host_session is not None:
+            line = line.replace("<session id>", self.host_session)
         if self.pg_url is not None:
             line = re.sub(r"'?postgresql://[^\s']+'?", lambda m: self._pg(m.group(0)), line)
         return line
@@ -186,14 +225,24 @@ def shlex_quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def env_for(home: Path, port: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONWATCH_", "XDG_", "CLAUDE_", "CODEX_"))}
+def env_for(home: Path, port: str, hosts: tuple[str, ...] = ()) -> dict[str, str]:
+    """The reader's shell: a scratch home, this installation's commands, Claude Code's binary and those of
+    ``hosts`` (a block that names a host whose pinned binary cannot be had is skipped, saying why)."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("SESSIONWATCH_", "XDG_", "CLAUDE_", "CODEX_", "PI_"))
+    }
     env.pop("VIRTUAL_ENV", None)
     tools = home / "bin"
     tools.mkdir(exist_ok=True)
     claude, _ = claude_binary()
     if claude is not None and not (tools / "claude").exists():
         (tools / "claude").symlink_to(claude)
+    for host in hosts:
+        binary, why = HOST_BINARIES[host]()
+        if binary is None:
+            pytest.skip(f"the block runs {host}: {why}")
+        if not (tools / binary.name).exists():
+            (tools / binary.name).symlink_to(binary)
     env.update(
         HOME=str(home),
         PATH=f"{BIN}{os.pathsep}{tools}{os.pathsep}{env.get('PATH', '')}",
@@ -248,16 +297,35 @@ def run_block(
         if not pg.available():
             pytest.skip("no PostgreSQL at 127.0.0.1:5432 for this block's postgresql:// URL")
         pg_url = stack.enter_context(pg.fresh_database())
-    fill = Fill(ports, home, pg_url, own_venv="python3 -m venv .venv" in block.text)
+    hosts = tuple(sorted(set(HOST_NAMED.findall(block.text))))
+    env = env_for(home, ports["7878"], hosts)
+    host_session = None
+    if "<session id>" in block.text:
+        host_session = pi_session(home.parent, env)
+    fill = Fill(ports, home, pg_url, own_venv="python3 -m venv .venv" in block.text, host_session=host_session)
     (home / "srv").mkdir(exist_ok=True)
     (home / "token").write_text(TOKEN + "\n")
-    env = env_for(home, ports["7878"])
     starts_one = any(SERVERS.search(line) for line in logical_lines(block.text))
     if not starts_one and re.search(r"127\.0\.0\.1:7878\b", block.text):
         gateway_at(ports["7878"], env)
+    for given in BEFORE.get(block.command, []):
+        done = subprocess.run(["bash", "-c", given], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{given} (before {block}) failed:\n{done.stderr[-3000:]}"
     text = script(block, fill)
     out = subprocess.run(["bash", "-c", text], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, f"{block} failed:\n{out.stderr[-3000:]}\n--- stdout ---\n{out.stdout[-2000:]}"
+
+
+def pi_session(root: Path, env: dict[str, str]) -> str:
+    """The id of a session the real Pi wrote in the project (one prompt, against a fake model); the reader's
+    shell then finds Pi's sessions where that Pi keeps them (``$PI_CODING_AGENT_DIR``)."""
+    with FakeModel("chat") as model:
+        h = PiHome(root, pi(), model.url)
+        done = h.prompt("hello")
+        assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = h.session_files()
+    env["PI_CODING_AGENT_DIR"] = str(h.agent)
+    return str(json.loads(path.read_text(encoding="utf-8").splitlines()[0])["id"])
 
 
 ALL = blocks()
@@ -290,6 +358,37 @@ def test_every_block_is_found() -> None:
     # the README's three and at least one per page that shows commands: a fence the pattern misses
     # would silently leave a page untested
     assert sum(b.path == "README.md" for b in ALL) >= 3
-    for page in ("docs/cli.md", "docs/http.md", "docs/mcp.md", "docs/upstream.md"):
-        assert any(b.path == page for b in ALL), page
+    pages = ("cli", "http", "mcp", "upstream", "hooks-claude-code", "hooks-codex", "hosts-pi", "hosts-opencode")
+    for page in pages:
+        assert any(b.path == f"docs/{page}.md" for b in ALL), page
     assert set(ELSEWHERE) <= {b.first for b in ALL}, "ELSEWHERE names a block no page shows any more"
+    assert set(BEFORE) <= {b.command for b in ALL}, "BEFORE names a block no page shows any more"
+
+
+def untagged_commands(path: str, text: str) -> list[str]:
+    """``path:line: command`` for each fence not tagged as shell (untagged or ``text``) that shows a command."""
+    found = []
+    for m in ANY_FENCE.finditer(text):
+        if m.group(1).strip().lower() not in PROSE_TAGS:
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        found += [f"{path}:{line}: {cmd.strip()}" for cmd in m.group(2).splitlines() if COMMAND.match(cmd)]
+    return found
+
+
+def test_the_command_finder_sees_an_untagged_fence() -> None:
+    page = "a\n\n```\nsessionwatch doctor pi   # a comment\n```\n\n```text\n$ pip install -e .\n```\n"
+    page += (
+        '\n```sh\nsessionwatch serve\n```\n\n```json\n{"pi": 1}\n```\n\n```\nerror (conflict): sessionwatch x\n```\n'
+    )
+    assert untagged_commands("p.md", page) == [
+        "p.md:3: sessionwatch doctor pi   # a comment",
+        "p.md:7: $ pip install -e .",
+    ]
+
+
+def test_every_block_of_commands_is_tagged_as_shell() -> None:
+    found = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        found += untagged_commands(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    assert found == [], "commands in a fence that is not tagged sh (so no test runs them):\n" + "\n".join(found)

@@ -31,7 +31,7 @@ def text(value: object, what: str, *, max_bytes: int = MAX_TEXT_BYTES, allow_emp
     if not allow_empty and not value.strip():
         raise InvalidArgument(f"{what} must not be empty")
     size = len(value.encode("utf-8", errors="surrogatepass"))
-    if size > max_bytes:  # SPEC §6: input beyond a documented limit is invalid_argument
+    if size > max_bytes:  # input beyond a documented limit is invalid_argument (docs/http.md)
         raise InvalidArgument(f"{what} is {size} bytes; the limit is {max_bytes} bytes")
     return value
 
@@ -50,8 +50,8 @@ def name(value: object, what: str) -> str:
 
 
 def channel(value: object, what: str = "channel") -> str | None:
-    """An inbound channel: a string like ``name`` but blank is allowed (reference §2.3: the summary then
-    says ``via unknown``). Returns the trimmed channel, or None when blank."""
+    """An inbound channel: a string like ``name`` but blank is allowed (the summary then says ``via unknown``).
+    Returns the trimmed channel, or None when blank."""
     if not isinstance(value, str):
         raise InvalidArgument(f"{what} must be a string, got {type(value).__name__}")
     return name(value.strip(), what) if value.strip() else None

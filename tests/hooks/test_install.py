@@ -451,3 +451,15 @@ def test_doctor_names_what_is_broken_and_the_command_that_fixes_it(tmp_path: Pat
     res = sw(tmp_path, "doctor", "claude-code", "--dir", str(project))
     assert res.returncode == 0, res.stdout
     assert "local" in res.stdout and "FAIL" not in res.stdout and "6 tools listed" in res.stdout
+
+
+def test_a_server_installed_without_a_session_is_checked_as_claude_code_starts_it(tmp_path: Path) -> None:
+    # each Claude Code session its own key: the server finds it from the session id Claude Code hands it,
+    # and doctor and --verify start it the same way
+    project = tmp_path / "p"
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    res = sw(tmp_path, "--store", store, "install", "claude-code", "--local", "--dir", str(project), "--verify")
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = sw(tmp_path, "doctor", "claude-code", "--dir", str(project))
+    assert res.returncode == 0, res.stdout
+    assert "FAIL" not in res.stdout and "6 tools listed" in res.stdout

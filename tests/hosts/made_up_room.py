@@ -95,7 +95,7 @@ class Reader:
 
 
 ROOM = Room(
-    HookAdapter(NAME, CATALOG, (USER_PROMPT_SUBMIT,)),
+    HookAdapter(NAME, CATALOG, (USER_PROMPT_SUBMIT,), tells_sender=True),  # its side says who sent a prompt
     label="Made Up",
     program="made-up",
     scopes=("project",),

@@ -20,7 +20,7 @@ import pytest
 
 from sessionwatch import Settings
 from sessionwatch.clock import ManualClock
-from sessionwatch.upstream.node_server import create_node_app
+from sessionwatch.node_server import create_node_app
 from tests.hosts.codex_rpc import AppServer
 from tests.support.fake_model import FakeModel, Reply
 from tests.support.hosts import CodexHome, Run, codex

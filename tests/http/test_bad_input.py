@@ -229,7 +229,7 @@ def test_default_limits(http: httpx.Client, seeded: dict[str, Any]) -> None:
         headers={"Content-Type": "application/json"},
     )
     assert res.status_code == 413
-    # Within the body cap but over the 1 MiB text limit of the engine: bad input (SPEC §6).
+    # Within the body cap but over the 1 MiB text limit of the engine: bad input (docs/http.md, "Limits and errors").
     res = http.post(f"/v1/sessions/{CHILD}/inbound", json={"text": "x" * (1024 * 1024 + 1), "channel": "web"})
     assert res.status_code == 400 and res.json()["error"]["code"] == "invalid_argument"
     res = http.post(

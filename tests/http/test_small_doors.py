@@ -24,9 +24,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sessionwatch.node_server import create_node_app
 from sessionwatch.store import open_store
 from sessionwatch.tokens import create_token
-from sessionwatch.upstream.node_server import create_node_app
 from tests.mcp.helpers import mcp_http_server
 from tests.support.commands import SESSIONWATCH
 from tests.support.ports import ServerThread, listening_socket, port_of, spawn_serving

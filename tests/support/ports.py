@@ -6,7 +6,7 @@ Here the test binds and listens, then hands the socket over:
 
 - an in-process uvicorn server gets it with ``Server.run(sockets=[sock])`` (see :class:`ServerThread`);
 - a server started as a subprocess (``sessionwatch serve``, ``mcp --transport http``, ``node``,
-  ``python -m sessionwatch.http``, ``python -m sessionwatch.upstream.node_server``) inherits it with
+  ``python -m sessionwatch.http``, ``python -m sessionwatch.node_server``) inherits it with
   ``Popen(..., pass_fds=[sock.fileno()])`` and serves it with ``--fd N`` (see :func:`spawn_serving`).
 
 The socket listens from the start, so a client that connects before the server accepts waits in the

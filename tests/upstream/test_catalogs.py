@@ -70,7 +70,7 @@ def test_continue_creates_the_session_and_records_adopted_once(harness: Harness)
     assert link["sourceKey"] == source_key("gateway:local", t.session_id, {"filePath": str(t.path)})
     assert harness.gw.link(key) == link
     (adopted,) = harness.events(key, "adopted")
-    assert adopted["summary"] == "adopted from claude" and adopted["actorType"] == "human"  # reference §2.1
+    assert adopted["summary"] == "adopted from claude" and adopted["actorType"] == "human"  # a person adopts
     full = harness.gw.events_after(0)
     assert [e["payload"] for e in full if e["kind"] == "adopted"] == [
         {"catalogId": "claude", "hostId": "gateway:local"}

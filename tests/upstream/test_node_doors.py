@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sessionwatch.node_server import create_node_app
 from sessionwatch.upstream.catalogs import LocalCatalog
-from sessionwatch.upstream.node_server import create_node_app
 from tests.support.ports import ServerThread, listening_socket, port_of, refusing_port, spawn_serving, url_of
 from tests.support.waiting import wait_http
 
@@ -38,7 +38,7 @@ class NodeProcess:
         cmd = [
             sys.executable,
             "-m",
-            "sessionwatch.upstream.node_server",
+            "sessionwatch.node_server",
             "--claude-root",
             str(root / "claude"),
             "--codex-root",
@@ -125,7 +125,7 @@ def test_node_token_rules_and_token_file(start_node, tmp_path: Path) -> None:
                 [
                     sys.executable,
                     "-m",
-                    "sessionwatch.upstream.node_server",
+                    "sessionwatch.node_server",
                     "--host",
                     "0.0.0.0",
                     "--port",
@@ -140,7 +140,7 @@ def test_node_token_rules_and_token_file(start_node, tmp_path: Path) -> None:
             )
             assert proc.returncode == 2 and "forbidden" in proc.stderr, (weak, proc.stderr)
         proc = subprocess.run(
-            [sys.executable, "-m", "sessionwatch.upstream.node_server", "--port", str(port)],
+            [sys.executable, "-m", "sessionwatch.node_server", "--port", str(port)],
             capture_output=True,
             text=True,
             timeout=30,

@@ -12,7 +12,7 @@ import pytest
 from sessionwatch import InvalidArgument, NotFound, Settings
 from sessionwatch.clock import ManualClock
 from sessionwatch.errors import StoreUnavailable, Unauthorized
-from sessionwatch.upstream.node_server import create_node_app
+from sessionwatch.node_server import create_node_app
 from tests.support.ports import ServerThread
 
 from .conftest import HangingServer, Harness

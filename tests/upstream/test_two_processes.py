@@ -1,5 +1,5 @@
 """End to end with two real processes on loopback: a gateway (``python -m sessionwatch.http``) and a
-node (``python -m sessionwatch.upstream.node_server``) serving another "machine's" Claude transcripts.
+node (``python -m sessionwatch.node_server``) serving another "machine's" Claude transcripts.
 
 A watcher gets exactly one notice for a burst of turns a person typed into the node's thread, and
 none for its own prompt coming back through that thread.
@@ -47,7 +47,7 @@ def processes(tmp_path: Path):
     node = spawn(
         [
             "-m",
-            "sessionwatch.upstream.node_server",
+            "sessionwatch.node_server",
             "--token",
             TOKEN,
             "--claude-root",

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import socket
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
+from ..hosts.registry import ROOMS
 from ..serving.options import click_options, gateway_options, token_limit_options
 from .app import State, cli, command, pass_state
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def served_roots(f: F) -> F:
+    """A node's --claude-root, --codex-root, ...: the place of every room whose transcripts a node serves."""
+    for room in reversed([r for r in ROOMS.values() if r.place is not None and r.place.served]):
+        assert room.place is not None
+        f = click.option(room.place.flag, room.place.option, type=click.Path(file_okay=False), help=room.place.help)(f)
+    return f
 
 
 @command(cli, "serve")
@@ -192,16 +204,13 @@ def mcp_cmd(
     "loopback. Shows in 'ps': prefer --token-file. Env: SESSIONWATCH_NODE_TOKEN.",
 )
 @click_options(token_file_env="SESSIONWATCH_NODE_TOKEN_FILE")
-@click.option("--claude-root", type=click.Path(file_okay=False), help="Claude config folder (default ~/.claude).")
-@click.option("--codex-root", type=click.Path(file_okay=False), help="Codex home (default ~/.codex).")
+@served_roots
 @pass_state
 def node_cmd(
     state: State,
     host: str,
     port: int,
     node_token: str | None,
-    claude_root: str | None,
-    codex_root: str | None,
     token_file: str | None,
     allowed_host: tuple[str, ...],
     allowed_origin: tuple[str, ...],
@@ -209,6 +218,7 @@ def node_cmd(
     body_timeout: float,
     max_connections: int,
     fd: int | None,
+    **roots: str | None,
 ) -> None:
     """Serve this machine's Claude Code and Codex transcripts to a gateway (blocking).
 
@@ -219,17 +229,16 @@ def node_cmd(
       sessionwatch node --token "$(sessionwatch token)"
       sessionwatch node --host 0.0.0.0 --port 8765 --token-file ~/.node-token --claude-root ~/.claude
     """
-    from ..engine.node import node_token as resolve_node_token, serve_node
+    from ..node_server import node_token as resolve_node_token, serve_node
     from ..serving.options import limits_of
 
     serve_node(
         host,
         port,
         resolve_node_token(node_token, token_file),
-        claude_root=claude_root,
-        codex_root=codex_root,
         allowed_hosts=allowed_host,
         allowed_origins=allowed_origin,
         limits=limits_of(header_timeout, body_timeout, max_connections),
         fd=fd,
+        **roots,
     )

@@ -1,4 +1,4 @@
-"""``sessionwatch settings show|set``: the data settings stored with the store (SPEC §2 "data settings")."""
+"""``sessionwatch settings show|set``: the data settings stored with the store (docs/cli.md, "Data settings")."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ class Administration(GatewayCore):
 
         return stored_tokens.revoke_token(self.store, token_id, now=self.clock())
 
-    # -- data settings (SPEC §2; engine/data_settings.py resolves a process's against them) ---------
+    # -- data settings (docs/cli.md; engine/data_settings.py resolves a process's against them) ---------
     def stored_data_settings(self) -> dict[str, int]:
         """The data settings stored with the store (empty until a process first stored them)."""
         try:

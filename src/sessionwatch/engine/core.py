@@ -12,7 +12,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from .. import validation
 from ..clock import Clock
@@ -21,16 +21,12 @@ from ..keys import check_agent_id, parse_key
 from ..notices import NoticeTemplate
 from ..repeats import RepeatedFailures
 from ..settings import Settings
-from ..store import default_sqlite_path
 from ..store.base import Store
 from ..store.records import SessionRow
+from ..store_urls import default_sqlite_path
 from .drops import DropCounter
 from .observe import Observer, Tracer
 from .wakes import WakeHub
-
-if TYPE_CHECKING:
-    from . import lifecycle
-    from .gateway import Gateway
 
 T = TypeVar("T")
 
@@ -70,17 +66,12 @@ class GatewayCore:
     tracer: Tracer | None  # spans around tool calls and store operations (enable_tracing)
     wakes: WakeHub
     machine: str  # reported pids of this machine are checked before "lost"
-    lost_timer: lifecycle.LostTimer | None
     _render: Callable[[str], NoticeTemplate]
     _injected_clock: bool
     _closed: bool
     # the timer thread (engine/upkeep.py runs it; the upstream monitor wakes it through the event)
     _timer_thread: threading.Thread | None
     _timer_event: threading.Event
-
-    def _gateway(self) -> Gateway:
-        """This object as the composed ``Gateway`` (for the helpers that take one: lifecycle, leases, upstream)."""
-        return cast("Gateway", self)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _host_read(self, fn: Callable[[], T], what: str) -> T:

@@ -1,4 +1,4 @@
-"""Resolving a process's data settings against the ones stored with the store (SPEC §2 "data settings").
+"""Resolving a process's data settings against the ones stored with the store (docs/cli.md, "Data settings").
 
 The store holds queue cap, retention, row cap and wake coalescing window from its creation on. A
 process uses the stored values; a value it was explicitly given (environment, flag, a non-default

@@ -14,7 +14,8 @@ Everything here is transport-free. The HTTP, MCP and CLI faces call these method
 - ``upstream_facade.py``: catalogs, adoption, the monitor (``sessionwatch.upstream``, loaded on first use)
 - ``admin.py``: stored bearer tokens and the stored data settings (the token and settings commands)
 
-This module opens and closes it (the state every concern reads is set in ``__init__``) and runs tools.
+``composed.py`` composes them into ``Engine``, what the tool layer (``tools/``) runs against. This module opens
+and closes it (the state every concern reads is set in ``__init__``) and runs tools.
 """
 
 from __future__ import annotations
@@ -30,20 +31,17 @@ from ..settings import Settings
 from ..store import open_store
 from ..store.base import Store
 from . import data_settings, lifecycle
-from .admin import Administration
+from .composed import Engine
 from .core import default_store_url
 from .drops import DropCounter
 from .observe import NULL, Observer, SpanStore, TimedStore, Tracer
-from .sessions import Sessions
-from .system_events import SystemEvents
 from .upkeep import Periodic
-from .upstream_facade import UpstreamFacade
 from .wakes import WakeHub
 
 __all__ = ["Gateway", "Periodic", "default_store_url"]
 
 
-class Gateway(Sessions, SystemEvents, UpstreamFacade, Administration):
+class Gateway(Engine):
     """sessionwatch's engine. Open with :meth:`open`; close when done (or use ``with``)."""
 
     def __init__(

@@ -15,20 +15,34 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ..clock import Clock
 from ..errors import StoreInDoubt
-from ..notices import target_from_context_key
+from ..notices import NoticeTemplate, target_from_context_key
+from ..settings import Settings
+from ..store.base import Store
 from ..store.records import QueueEntry, Taken
 from ..types import QueueEntry as QueueEntryJSON
-
-if TYPE_CHECKING:
-    from .gateway import Gateway
+from .wakes import WakeHub
 
 log = logging.getLogger("sessionwatch.engine")
 
 PROOF_MARGIN_MS = 1_000  # a proof read must end this long before the lease does (clocks step, reads take time)
 PROOF_PAUSE_S = 0.2  # between proof reads while the store is unreachable
+
+
+class Queues(Protocol):
+    """What a leased delivery needs of the engine: its store and clock, and what a settled delivery does
+    after (``SystemEvents`` gives all of it)."""
+
+    store: Store
+    clock: Clock
+    settings: Settings
+    wakes: WakeHub
+    _render: Callable[[str], NoticeTemplate]
+
+    def _taken(self, watcher: str, taken: Taken) -> None: ...
 
 
 def new_holder() -> str:
@@ -40,7 +54,7 @@ def new_holder() -> str:
 class Delivery:
     """The entries of one leased delivery (``entries``, oldest first) and what ends it."""
 
-    gateway: Gateway
+    gateway: Queues
     session_key: str
     holder: str
     lease_ms: int
@@ -144,7 +158,7 @@ class Delivery:
             self.gateway.store.release_lease(self.session_key, self.holder)
 
 
-def lease(gw: Gateway, session_key: str, lease_ms: int, render_entry: Callable[..., QueueEntryJSON]) -> Delivery:
+def lease(gw: Queues, session_key: str, lease_ms: int, render_entry: Callable[..., QueueEntryJSON]) -> Delivery:
     """Take ``session_key``'s free entries under a new lease of ``lease_ms``."""
     holder = new_holder()
     now = gw.clock()

@@ -21,7 +21,7 @@ from ..errors import InvalidArgument, SessionwatchError, StoreUnavailable
 from ..store.records import EventInput, EventRecord, LifecycleRow, SessionRow
 
 if TYPE_CHECKING:
-    from .gateway import Gateway
+    from .producers import Producers
 
 MAX_PID = 2**31 - 1
 LOST_PAGE = 1000  # sessions the lost timer looks at per tick (oldest seen first)
@@ -59,7 +59,7 @@ def process_alive(pid: int) -> bool | None:
 
 
 def report(
-    gw: Gateway,
+    gw: Producers,
     key: object,
     state: object,
     *,
@@ -121,7 +121,7 @@ def report(
 
 
 def _record(
-    gw: Gateway, row: SessionRow, kind: str, summary: str, at: int, payload: dict[str, Any] | None = None
+    gw: Producers, row: SessionRow, kind: str, summary: str, at: int, payload: dict[str, Any] | None = None
 ) -> list[EventRecord]:
     outcome = gw.record(
         EventInput(
@@ -145,7 +145,7 @@ class LostTimer:
     unless the process it reported runs on this machine and is still alive. Several processes may run
     it on one store: marking is a compare-and-set, so each loss is recorded once."""
 
-    def __init__(self, gw: Gateway) -> None:
+    def __init__(self, gw: Producers) -> None:
         self.gw = gw
         self._next = gw.clock() + self.interval()
 

@@ -1,13 +1,14 @@
-"""The node ``sessionwatch node`` runs: this machine's transcripts served to a gateway, read-only.
+"""What the node server (``sessionwatch node``, ``node_server.py``, a face) serves: this machine's transcript
+catalogs and their pages of items, read-only.
 
-The node itself lives below the engine, in ``upstream/node_server.py`` (next to the catalogs it serves;
-``python -m sessionwatch.upstream.node_server`` runs it too). The CLI reaches it here, so that the faces
-depend on the engine and never on what lies below it. Only the ``node`` command imports this module: it
-loads the node's HTTP server, which nothing else in the engine does.
+The reading lives below the engine, in ``upstream/`` (``catalogs.py``, ``node_items.py``), beside the gateway's
+own reading of the same files; the node's HTTP server is a face and reaches it here, so no face imports what
+lies below the engine, and the engine knows nothing of HTTP.
 """
 
 from __future__ import annotations
 
-from ..upstream.node_server import create_node_app, node_token, serve_node
+from ..upstream.catalogs import CATALOG_IDS, LocalCatalog, check_thread_id
+from ..upstream.node_items import check_before, check_limit, items_page
 
-__all__ = ["create_node_app", "node_token", "serve_node"]
+__all__ = ["CATALOG_IDS", "LocalCatalog", "check_before", "check_limit", "check_thread_id", "items_page"]

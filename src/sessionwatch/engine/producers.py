@@ -105,7 +105,7 @@ class Producers(Upkeep, Watching, Messaging):
         run = validation.optional_name(run_id, "runId")
         dedupe = validation.optional_name(dedupe_key, "dedupeKey")
         claimed = None if occurred_at is None else validation.number(occurred_at, "occurredAt", minimum=-math.inf)
-        # Actor classification (reference §2.5): only a person's turn can become human_direct_message.
+        # Actor classification (docs/http.md, the inbound route): only a person's turn can become human_direct_message.
         if provenance == "inter_session":
             actor_type = "agent"
         elif provenance == "internal_system":

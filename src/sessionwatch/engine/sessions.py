@@ -19,6 +19,8 @@ from .reconciliation import Reconciliation
 class Sessions(Producers, Reconciliation):
     """Session rows and lifecycle reports (creating one records ``created`` through the producers)."""
 
+    lost_timer: lifecycle.LostTimer | None  # set by Gateway.__init__ (None: a read-only engine has no timer)
+
     # -- sessions --------------------------------------------------------------------------------
     def put_session(
         self,
@@ -95,7 +97,7 @@ class Sessions(Producers, Reconciliation):
         ``lost`` is the engine's to decide. Returns ``{sessionKey, agentId, lifecycle: {state, since},
         changed, stale, events}``; see docs/lifecycle.md."""
         return lifecycle.report(
-            self._gateway(), key, state, agent_id=agent_id, pid=pid, host=host, machine=machine, outcome=outcome, at=at
+            self, key, state, agent_id=agent_id, pid=pid, host=host, machine=machine, outcome=outcome, at=at
         )
 
     def lifecycle_of(self, session_key: str, agent_id: str) -> dict[str, Any] | None:
@@ -105,7 +107,7 @@ class Sessions(Producers, Reconciliation):
 
     def check_lost(self, now: int | None = None) -> list[dict[str, Any]]:
         """Run the lost timer's look now (``run_due`` runs it on its cadence); returns the events recorded."""
-        timer = self.lost_timer or lifecycle.LostTimer(self._gateway())
+        timer = self.lost_timer or lifecycle.LostTimer(self)
         return [e.to_json() for e in timer.check(self.clock() if now is None else now)]
 
     def list_sessions(

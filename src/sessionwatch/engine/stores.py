@@ -10,9 +10,10 @@ store's interface and records; a backend loads when a store of its kind is opene
 
 from __future__ import annotations
 
-from ..store import POSTGRES_SCHEMES, default_sqlite_path, open_store
+from ..store import open_store
 from ..store.base import Store
 from ..store.records import PruneResult, TokenRow
+from ..store_urls import POSTGRES_SCHEMES, default_sqlite_path
 
 __all__ = [
     "POSTGRES_SCHEMES",
@@ -22,7 +23,7 @@ __all__ = [
     "default_sqlite_path",
     "is_postgres_url",
     "open_store",
-    "postgres_conninfo",
+    "postgres_holds_store",
     "sqlite_path",
 ]
 
@@ -40,8 +41,10 @@ def sqlite_path(url: str) -> str:
     return path_of(url)
 
 
-def postgres_conninfo(url: str) -> str:
-    """The libpq connection string of a PostgreSQL store URL (its store options taken out)."""
-    from ..store.postgres.connection import split_url
+def postgres_holds_store(url: str, timeout: float) -> bool:
+    """Whether the PostgreSQL database of ``url`` holds a sessionwatch store; nothing is created (a short
+    client such as a hook never creates a store). ``StoreUnreachable`` when the server does not answer within
+    ``timeout`` (libpq counts whole seconds, and at least 2)."""
+    from ..store.postgres.connection import holds_store, split_url
 
-    return split_url(url)[0]
+    return holds_store(split_url(url)[0], max(2, int(timeout)))

@@ -82,7 +82,7 @@ class SystemEvents(GatewayCore):
         skey, _ = self.resolve(key, agent_id, stored=True)  # its own queue: creates no session
         ms = max(1, int(lease_ms if lease_ms is not None else self.settings.drain_lease_ms))
         try:
-            return leases.lease(self._gateway(), skey, ms, entry_json)
+            return leases.lease(self, skey, ms, entry_json)
         except Exception as exc:  # the notices stay queued: an error, never an empty success
             failure_log.exception("leasing the queue of %s failed", skey)
             raise StoreUnavailable(f"reading the queue of {skey!r} failed: {exc.__class__.__name__}: {exc}") from exc

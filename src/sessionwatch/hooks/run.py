@@ -101,22 +101,13 @@ def _postgres_exists(url: str, budget: Budget) -> None:
     down = mark.reason()
     if down is not None:
         raise Missed(f"PostgreSQL at {public(url)} {down}")
-    import psycopg
+    from ..engine.stores import postgres_holds_store
+    from ..errors import StoreUnreachable
 
-    from ..engine.stores import postgres_conninfo
-
-    conninfo = postgres_conninfo(url)
-
-    def probe(timeout: float) -> bool:
-        # libpq counts whole seconds (and at least 2); the budget's alarm holds the run to what is left
-        with psycopg.connect(conninfo, connect_timeout=max(2, int(timeout)), autocommit=True) as conn:
-            row = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
-        return row is not None and row[0] is not None
-
-    try:
-        found = bounded(budget, probe)
-    except (Missed, psycopg.OperationalError) as exc:
-        why = f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"
+    try:  # the budget's alarm holds the run to what is left
+        found = bounded(budget, lambda timeout: postgres_holds_store(url, timeout))
+    except (Missed, StoreUnreachable) as exc:
+        why = exc.message if isinstance(exc, StoreUnreachable) else f"{exc.__class__.__name__}: {exc}"
         mark.mark(why)
         log.warning("PostgreSQL at %s did not answer: %s; hook runs skip it for %g s", public(url), why, REMEMBER_S)
         raise Missed(f"PostgreSQL at {public(url)} did not answer") from None
@@ -128,6 +119,7 @@ class _EngineWrites:
     """host_sessions.Writes on an engine in this process (a local store, or the gateway's own)."""
 
     gw: Any
+    channel: str | None = None  # the room's catalog: where a prompt its host told of came in (open_backend)
 
     def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]:
         from ..errors import NotFound
@@ -146,7 +138,7 @@ class _EngineWrites:
 
     def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]:
         provenance = "external_user" if person else "internal_system"
-        return dict(self.gw.inbound(key, text, channel="pi", provenance=provenance))
+        return dict(self.gw.inbound(key, text, channel=self.channel, provenance=provenance))
 
     def lifecycle(self, key: str, state: str, report: host_sessions.Report) -> dict[str, Any]:
         return dict(
@@ -198,6 +190,8 @@ class _Local(_EngineWrites):
 class _Remote:
     """A running gateway over HTTP (``--gateway``): every call within the run's budget; the first miss
     is remembered (``DownMark``) and ends the run's calls to it."""
+
+    channel: str | None = None  # as _EngineWrites.channel
 
     def __init__(self, url: str, token: str | None, budget: Budget) -> None:
         self.where = url
@@ -299,7 +293,7 @@ class _Remote:
 
     def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]:
         provenance = "external_user" if person else "internal_system"
-        return dict(self._call(lambda: self.client.inbound(key, text, channel="pi", provenance=provenance)))
+        return dict(self._call(lambda: self.client.inbound(key, text, channel=self.channel, provenance=provenance)))
 
     def thread_links(self, catalog: str, thread_id: str | None, path: str | None) -> list[dict[str, Any]]:
         return []  # a gateway lists no links by thread: give --session (or $SESSIONWATCH_SESSION) there
@@ -359,16 +353,20 @@ def open_backend(opts: Options, budget: Budget | None = None) -> _Local | _Remot
     """The run's store or gateway; None when there is no store to read. Raises Missed when the server
     does not answer (or is remembered as down)."""
     budget = budget or Budget()
+    backend: _Local | _Remote
     if opts.gateway:
-        return _Remote(opts.gateway, opts.token, budget)
-    url = _store_url(opts)
-    if url is None:
-        return None
-    try:
-        return _Local(url, budget)
-    except NoStore as exc:
-        log.info("%s: a hook never creates a store, so there is nothing to add", exc)
-        return None
+        backend = _Remote(opts.gateway, opts.token, budget)
+    else:
+        url = _store_url(opts)
+        if url is None:
+            return None
+        try:
+            backend = _Local(url, budget)
+        except NoStore as exc:
+            log.info("%s: a hook never creates a store, so there is nothing to add", exc)
+            return None
+    backend.channel = opts.host.catalog
+    return backend
 
 
 # -- one run -------------------------------------------------------------------------------------------
@@ -454,6 +452,7 @@ def answer_in_process(gw: Any, where: str, host: str, key: str, agent: str | Non
     if event is None and raw_event not in (*spec.events, *spec.observes):
         return ""
     backend = InProcess(gw, where)
+    backend.channel = spec.catalog
     who = host_sessions.Who(key, agent, "hook route", True)
     report = host_sessions.Report(spec.name, int(time.time() * 1000))  # no pid: the host's machine is not ours
     target = host_sessions.apply(backend, spec.catalog, str(raw_event), data, who, report)

@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .installer import Installer
+    from .install_api import Installer
     from .readers import SessionReader
     from .transcripts import TranscriptFiles
 
@@ -89,10 +89,45 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
         return f"HookAdapter({self.name!r}, {self.catalog!r}, {self.events!r}, {self.observes!r})"
 
 
-class Room:
-    """One host's room, as the registry holds it (see the module's doc)."""
+class Place:
+    """Where a room's host keeps the sessions the monitor reads, as something a person can set.
 
-    __slots__ = ("_installer", "_reader", "gateway_route", "hook", "label", "program", "scopes")
+    ``option``: its keyword (``gw.upstream.configure(claude_root=...)``) and, with dashes, its flag on
+    ``sessionwatch node`` (``--claude-root``), which offers it when ``served``: a paired node serves the
+    room's transcripts (its reader is ``TranscriptFiles``). ``help``: what it is, and its default."""
+
+    __slots__ = ("help", "option", "served")
+
+    def __init__(self, option: str, help: str, *, served: bool = False) -> None:
+        self.option = option
+        self.help = help
+        self.served = served
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.option.replace("_", "-")
+
+    def __repr__(self) -> str:
+        return f"Place({self.option!r})"
+
+
+class Room:
+    """One host's room, as the registry holds it (see the module's doc).
+
+    ``place``: where its sessions are, settable (None: only where the host puts them). ``mcp_session_env``:
+    the variable in which the host hands the MCP servers it starts its session's id (None: it does not)."""
+
+    __slots__ = (
+        "_installer",
+        "_reader",
+        "gateway_route",
+        "hook",
+        "label",
+        "mcp_session_env",
+        "place",
+        "program",
+        "scopes",
+    )
 
     def __init__(
         self,
@@ -104,12 +139,16 @@ class Room:
         installer: Callable[[], Installer],
         reader: Callable[[], TranscriptFiles | SessionReader],
         gateway_route: bool = True,
+        place: Place | None = None,
+        mcp_session_env: str | None = None,
     ) -> None:
         self.hook = hook
         self.label = label  # how people call the host: "Claude Code"
         self.program = program  # the host's executable (doctor shows its version)
         self.scopes = scopes  # where install can write: project, local, user
         self.gateway_route = gateway_route  # through a gateway the hook's quick path posts to its hook route
+        self.place = place
+        self.mcp_session_env = mcp_session_env
         self._installer = installer
         self._reader = reader
 

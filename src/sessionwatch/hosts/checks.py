@@ -18,12 +18,13 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from ..errors import InvalidArgument
 from .base import USER_PROMPT_SUBMIT
+from .install_api import Check as Check, Diagnosis as Diagnosis, Found as Found, ScopeReport as ScopeReport
 from .installer import (
     HOOK_TIMEOUT_S,
     Change,
@@ -41,40 +42,6 @@ from .installer import (
 from .jsonrpc import LineClient, RpcError
 
 MCP_TIMEOUT_S = 30.0  # Claude Code's and Codex's own connect timeouts are of this order
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool | None  # None: a warning, or nothing to check
-    detail: str
-    fix: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"check": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
-
-
-@dataclass
-class ScopeReport:
-    host: str
-    scope: str
-    dir: str | None
-    installed: bool
-    checks: list[Check] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return all(c.ok is not False for c in self.checks)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "host": self.host,
-            "scope": self.scope,
-            "dir": self.dir,
-            "installed": self.installed,
-            "ok": self.ok,
-            "checks": [c.to_json() for c in self.checks],
-        }
 
 
 # -- what install left -------------------------------------------------------------------------------------
@@ -107,14 +74,6 @@ def parse_command(tokens: list[str], verb: str) -> Command:
         return rest[rest.index(name) + 1] if name in rest[:-1] else None
 
     return Command(tokens[:start], tokens[start:at], after("--session"), after("--agent"))
-
-
-@dataclass
-class Found:
-    hooks: dict[str, str]  # event -> our command
-    server: dict[str, Any] | None
-    problems: list[Check]
-    http: dict[str, str] = field(default_factory=dict)  # event -> the gateway URL of our HTTP hook
 
 
 def read_config(path: Path, fmt: type[JsonFormat] | type[TomlFormat]) -> tuple[Any, Check | None]:
@@ -275,15 +234,6 @@ def host_version(program: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else None
-
-
-@dataclass
-class Diagnosis:
-    """One scope's report, and what the face asks the store or gateway: (global options, session, agent) of
-    the installed command, or None when there is nothing to ask."""
-
-    report: ScopeReport
-    backend: tuple[list[str], str | None, str | None] | None = None
 
 
 def diagnose(base: Target, *, probe: bool = True) -> Diagnosis:

@@ -71,9 +71,10 @@ def zero_config_key(host: str, agent: str | None, data: dict[str, object], *, lo
 
 
 def mcp_session_key(agent: str | None) -> str | None:
-    """The key an MCP server started by Claude Code stands for when it was given none: Claude Code hands
-    its servers the session's id (``CLAUDE_CODE_SESSION_ID``) and project folder."""
-    sid = host_id(os.environ.get("CLAUDE_CODE_SESSION_ID"))
-    if sid is None:
-        return None
-    return host_key(session_agent(agent, {}), "claude-code", sid)
+    """The key an MCP server stands for when it was given none, started by a host that hands its servers
+    the session's id (its room's ``mcp_session_env``: Claude Code's ``CLAUDE_CODE_SESSION_ID``)."""
+    for room in ROOMS.values():
+        sid = host_id(os.environ.get(room.mcp_session_env)) if room.mcp_session_env else None
+        if sid is not None:
+            return host_key(session_agent(agent, {}), room.name, sid)
+    return None

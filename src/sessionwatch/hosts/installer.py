@@ -1,8 +1,8 @@
 """The installer kit every room that is configured through files uses (Claude Code, Codex, Pi; OpenCode for
-the checks): the :class:`Installer` interface ``sessionwatch install|uninstall|doctor HOST`` calls, what one
-file change is (:class:`Change`), the install :class:`Target` (host, scope, folder, session, agent, global
-options; each room subclasses it with its own files), the file formats, and installing into / reverting one
-file with the snapshot ``install_state`` keeps.
+the checks): the install :class:`Target` (host, scope, folder, session, agent, global options; each room
+subclasses it with its own files), the file formats, and installing into / reverting one file with the snapshot
+``install_state`` keeps. The :class:`Installer` interface ``sessionwatch install|uninstall|doctor HOST`` calls and
+what one file change is (:class:`Change`) are in ``install_api.py``.
 
 The project scope's files are meant to be committed, so they hold no path of this machine: the command is
 ``sessionwatch``, found on the host's ``PATH``. The per-person files (``--local``, ``--user``) name this
@@ -26,35 +26,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from urllib.parse import quote
 
 from ..errors import InvalidArgument
 from ..keys import parse_key
 from . import install_state as snapshots
 from .agent_names import agent_from_folder
+from .install_api import Change as Change, Installation as Installation, Installer as Installer
 
 if TYPE_CHECKING:
     from .base import HookAdapter
-    from .checks import Check, Diagnosis, Found
+    from .install_api import Check, Found
 
 SERVER_NAME = "sessionwatch"
 HOOK_TIMEOUT_S = 10  # the host's limit for one run; ours answers in well under a second
 SCOPES = ("project", "local", "user")
-
-
-@dataclass
-class Change:
-    path: str
-    action: str  # created, updated, unchanged, removed, restored, skipped, trusted, failed
-    what: list[str] = field(default_factory=list)
-    note: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "action": self.action, "what": self.what}
-        if self.note:
-            out["note"] = self.note
-        return out
 
 
 def sessionwatch_argv() -> list[str]:
@@ -542,7 +529,7 @@ def refuse_machine_paths(global_args: list[str]) -> None:
             continue
         from urllib.parse import urlsplit
 
-        from ..store import POSTGRES_SCHEMES
+        from ..store_urls import POSTGRES_SCHEMES
 
         if not value.startswith(POSTGRES_SCHEMES):
             raise InvalidArgument(
@@ -573,54 +560,3 @@ def make_target(
         # in another folder (or a session started in a subfolder) is the same agent
         agent = agent_from_folder(str(folder))
     return cls(cls.adapter.name, scope, folder, session, agent, list(global_args or []))
-
-
-# -- the interface ``install``, ``uninstall`` and ``doctor`` use -----------------------------------------
-class Verified(Protocol):
-    """What ``install --verify`` found: ``ok``, the JSON under ``verify`` and the lines a person reads."""
-
-    @property
-    def ok(self) -> bool: ...
-
-    def to_json(self) -> dict[str, Any]: ...
-
-    def lines(self) -> list[str]: ...
-
-
-@dataclass
-class Installation:
-    """What one install changed, and how to check it as the host will use it (``verify``; None when
-    nothing of ours is there to fire)."""
-
-    changes: list[Change]
-    verify: Callable[[], Verified | None]
-
-
-class Installer(Protocol):
-    """A room's installer: ``sessionwatch install|uninstall|doctor HOST`` for a scope and folder.
-
-    ``path_hint``: the warning when ``sessionwatch`` is not on PATH for a project install; ``quiet_version``:
-    ask the host's program for its version only when the room is installed or named (a slow ``--version``).
-    """
-
-    path_hint: str
-    quiet_version: bool
-
-    def install(
-        self,
-        scope: str,
-        directory: str | None,
-        session: str | None,
-        agent: str | None,
-        global_args: list[str],
-        *,
-        trust: bool = True,
-    ) -> Installation: ...
-
-    def uninstall(self, scope: str, directory: str | None) -> list[Change]: ...
-
-    def diagnose(self, scope: str, directory: str | None, *, probe: bool = True) -> Diagnosis:
-        """What is installed in one scope, checked (the store or gateway aside: see ``Diagnosis.backend``)."""
-        ...
-
-    def version(self) -> str | None: ...

@@ -1,4 +1,4 @@
-"""JSON Schemas of the HTTP bodies and results (camelCase, as in SPEC §6).
+"""JSON Schemas of the HTTP bodies and results (camelCase, as docs/http.md shows them).
 
 Request schemas are inline (the validator in ``validate.py`` reads them); result schemas are
 OpenAPI components referenced with ``ref()``. Tool input and result schemas are NOT here: they come

@@ -1,5 +1,5 @@
 """What every sessionwatch HTTP server shares: the gateway (``http/``), ``sessionwatch node``
-(``upstream/node_server.py``) and ``sessionwatch mcp --transport http`` (``mcpserver/run.py``).
+(``node_server.py``) and ``sessionwatch mcp --transport http`` (``mcpserver/run.py``).
 
 ``origin`` (Host/Origin/Content-Type guard), ``limits`` (connection limits inside uvicorn), ``exposure``
 (loopback, token rules, token files), ``options`` (the shared command-line options) and ``wire`` (JSON

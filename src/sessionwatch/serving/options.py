@@ -1,7 +1,7 @@
 """The command-line options every sessionwatch server shares (Host/Origin allow-lists, limits, token file),
 and the gateway's own (``gateway_options``).
 
-One definition for ``python -m sessionwatch.http``, ``python -m sessionwatch.upstream.node_server`` and
+One definition for ``python -m sessionwatch.http``, ``python -m sessionwatch.node_server`` and
 the click commands ``serve``, ``node`` and ``mcp --transport http``, so they cannot drift apart. (Here,
 below the faces, so that the CLI can build its commands without importing the HTTP face.)
 """

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
+from ..store_urls import POSTGRES_SCHEMES, default_sqlite_path
 from .base import CursorQueue, DataSettings, Sessions, SignalLog, Store, Tokens, UpstreamLinks
 from .records import (
     ChangesPage,
@@ -34,6 +33,7 @@ __all__ = [
     "DataSettings",
     "open_store",
     "check_store_url",
+    "POSTGRES_SCHEMES",
     "default_sqlite_path",
     "ChangesPage",
     "Cursor",
@@ -51,15 +51,8 @@ __all__ = [
 ]
 
 
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 # "name://": a URL. A plain path may contain ':' but never a scheme followed by '//'.
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
-
-
-def default_sqlite_path() -> Path:
-    """The per-user store file: ``$XDG_STATE_HOME/sessionwatch/sessionwatch.db`` (``~/.local/state``)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "sessionwatch" / "sessionwatch.db"
 
 
 def check_store_url(url: object) -> str:
@@ -100,8 +93,8 @@ def open_store(url: str) -> Store:
                 from .postgres import PostgresStore
             except ImportError as exc:
                 raise StoreUnavailable(
-                    "PostgreSQL support needs psycopg and libpq: pip install 'sessionwatch[postgres]', or "
-                    f"'sessionwatch[postgres,binary]' where no libpq is installed ({exc})"
+                    "PostgreSQL support needs psycopg and libpq: pip install -e '.[postgres]' in a sessionwatch "
+                    f"clone, or -e '.[postgres,binary]' where no libpq is installed ({exc})"
                 ) from exc
             return PostgresStore(url)
         from .sqlite import SQLiteStore

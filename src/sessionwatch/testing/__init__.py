@@ -1,6 +1,7 @@
 """Test support shipped with the package: the store conformance suite.
 
-A third-party storage backend proves itself with one subclass (needs ``pip install 'sessionwatch[testing]'``)::
+A third-party storage backend proves itself with one subclass (needs the ``testing`` extra: ``pip install -e
+'.[testing]'`` in a clone)::
 
     from contextlib import ExitStack
 

@@ -61,7 +61,7 @@ class StoreConformance(
     """Subclass as ``Test<YourStore>`` in a test module and implement :meth:`make_store`; pytest collects
     every inherited test for your store (this base class itself is not collected: its name does not start
     with ``Test``). The hooks are ``SuiteBase``'s (suite.py). Needs the ``testing`` extra:
-    ``pip install 'sessionwatch[testing]'``."""
+    ``pip install -e '.[testing]'`` in a clone."""
 
     # -- fixtures the tests use ---------------------------------------------------------------------
     @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
 """At-least-once delivery (peek with stable ids, acknowledge by id) and reconciling reads that
-acknowledge what they returned (issue 8, items 2 and 3; SPEC §2 "delivery" and "reconciling")."""
+acknowledge what they returned (docs/http.md, "Delivery and reconciling")."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ class EdgeInputTests(SuiteBase):
         assert family.events_after(MAX) == []
 
     def test_a_blank_channel_is_a_human_message_via_unknown(self, family: Gateway) -> None:
-        """Reference §2.3: the channel is trimmed and an empty one reads 'unknown'; the turn is not refused."""
+        """The channel is trimmed and an empty one reads 'unknown'; the turn is not refused."""
         for blank in ("", "   "):
             out = family.inbound(CHILD, f"typed with channel {blank!r}", channel=blank)
             assert out["recorded"] is True and out["actorType"] == "human"

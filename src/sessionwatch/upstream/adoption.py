@@ -1,4 +1,5 @@
-"""Adoption ("continue"): link a catalog thread to a session with a baseline marker (reference §5.1).
+"""Adoption ("continue"): link a catalog thread to a session with a baseline marker (docs/upstream.md,
+"Adopting a thread").
 
 Local Claude and Codex files: the ref is ``{filePath}``, the baseline ``{offset, file}`` just past the
 last complete row (a row still being written is classified when it completes), with the file's identity;

@@ -1,4 +1,4 @@
-"""The upstream monitor: one tick over every watched link (reference §5.2–§5.3, with sessionwatch's
+"""The upstream monitor: one tick over every watched link (docs/upstream.md, "The monitor", with a
 persisted miss streak).
 
 A tick lists the links whose session someone watches, skips ambiguous ones (a key linked under more

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from ..errors import InvalidArgument, NotFound, StoreUnavailable, Unauthorized
+from ..hosts.registry import ROOMS
 from ..store.records import Node
 from .adoption import Adopter, check_pairing
 from .catalogs import CATALOG_IDS, LocalCatalog, check_catalog
@@ -54,25 +55,26 @@ class UpstreamService:
     # -- configuration --------------------------------------------------------------------------
     def configure(
         self,
-        claude_root: str | os.PathLike[str] | None = None,
-        codex_root: str | os.PathLike[str] | None = None,
         *,
-        pi_root: str | os.PathLike[str] | None = None,
         node_timeout_s: float | None = None,
         background: bool | None = None,
         scan_budget_s: float | None = None,
-        opencode_db: str | os.PathLike[str] | None = None,
+        **places: str | os.PathLike[str] | None,
     ) -> None:
-        """Override the transcript roots (default: ``$CLAUDE_CONFIG_DIR`` or ~/.claude, ``$CODEX_HOME`` or
-        ~/.codex; ``pi_root``: Pi's agent dir, default ``$PI_CODING_AGENT_DIR`` or ~/.pi/agent), the per-request
+        """Override where a room's host keeps its sessions, by the room's place (``claude_root``, ``codex_root``,
+        ``pi_root``, ``opencode_db``: ``hosts/<room>``'s ``Place``, which says the default), the per-request
         node timeout, whether timed ticks run on their own thread, and how long one tick may keep reading local
-        transcript windows per catalog (``scan_budget_s``)."""
+        transcript windows per catalog (``scan_budget_s``). Nothing changes when an argument is refused."""
+        catalogs = {r.place.option: r.catalog for r in ROOMS.values() if r.place is not None}
+        unknown = sorted(set(places) - set(catalogs))
+        if unknown:
+            raise TypeError(f"configure() got unexpected keyword arguments: {', '.join(unknown)}")
         if scan_budget_s is not None:
             if not 0 <= scan_budget_s <= 40:
                 raise InvalidArgument("scan_budget_s must be between 0 and 40 seconds (the provider timeout is 45)")
             self.scan_budget_s = float(scan_budget_s)
-        places = {"claude": claude_root, "codex": codex_root, "pi": pi_root, "opencode": opencode_db}
-        for catalog, place in places.items():
+        for option, place in places.items():
+            catalog = catalogs[option]
             if place is None:
                 continue
             if catalog in self.catalogs:  # transcript files: upstream reads them
@@ -195,7 +197,7 @@ class UpstreamService:
         if verify:
             with NodeClient(Node(nid, base, tok, now, now), timeout=self.node_timeout_s) as client:
                 try:
-                    client.threads("claude")
+                    client.threads(CATALOG_IDS[0])  # any catalog a node serves: the token is what is asked
                 except NodeUnauthorized as exc:
                     raise Unauthorized(f"{exc} at {base}; nothing was paired (check --token)") from None
                 except NodeError as exc:

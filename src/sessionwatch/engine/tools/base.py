@@ -15,7 +15,7 @@ from ...store.records import SessionRow
 from ..schemas import TOOL_RESULTS, result_or_error
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 log = logging.getLogger("sessionwatch.tools")
 failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
@@ -75,7 +75,7 @@ class Tool:
     title: str
     description: str
     input_schema: dict[str, Any]
-    handler: Callable[[Gateway, Mapping[str, Any], Caller], Mapping[str, Any]]  # returns a sessionwatch.types result
+    handler: Callable[[Engine, Mapping[str, Any], Caller], Mapping[str, Any]]  # returns a sessionwatch.types result
     hints: Hints
     acts_as_caller: bool = False
 
@@ -102,7 +102,7 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
     return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
 
 
-def _scoped(gw: Gateway, key: object, caller: Caller, *, stored: bool = False) -> tuple[str, str]:
+def _scoped(gw: Engine, key: object, caller: Caller, *, stored: bool = False) -> tuple[str, str]:
     """Every session a tool reads or writes besides the caller is resolved here, so a scoped token's
     limit holds for all of them. The scope is checked before existence, so a refused token learns
     nothing about other agents' sessions. ``stored``: the session must exist (see ``keys.parse_key``)."""
@@ -111,7 +111,7 @@ def _scoped(gw: Gateway, key: object, caller: Caller, *, stored: bool = False) -
     return skey, agent
 
 
-def _target(gw: Gateway, key: object, caller: Caller) -> SessionRow:
+def _target(gw: Engine, key: object, caller: Caller) -> SessionRow:
     """The existing session a tool names, through ``_scoped``."""
     return gw.session(*_scoped(gw, key, caller, stored=True))
 
@@ -137,6 +137,6 @@ def _flag(out: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     return out
 
 
-def _caller_must_exist(gw: Gateway, caller: Caller) -> None:
+def _caller_must_exist(gw: Engine, caller: Caller) -> None:
     if gw.store.get_session(caller.key, caller.agent_id) is None:
         raise NotFound(f"caller session {caller.key!r} does not exist; create it first (put_session)")

@@ -12,7 +12,7 @@ from ...types import (
 )
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 from .base import (
     Caller,
@@ -24,7 +24,7 @@ from .base import (
 
 
 # -- sessions_history ----------------------------------------------------------------------------
-def _history(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> HistoryResult:
+def _history(gw: Engine, args: Mapping[str, Any], caller: Caller) -> HistoryResult:
     row = _target(gw, args.get("sessionKey"), caller)
     limit = validation.integer(args["limit"], "limit", minimum=1, maximum=200) if args.get("limit") is not None else 20
     notes: list[str] = []

@@ -18,7 +18,7 @@ from ...types import (
 )
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 from .base import (
     Caller,
@@ -29,7 +29,7 @@ from .status import _state_text
 
 
 # -- sessions_list -------------------------------------------------------------------------------
-def _list(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> ListResult:
+def _list(gw: Engine, args: Mapping[str, Any], caller: Caller) -> ListResult:
     limit = 50
     if args.get("limit") is not None:
         limit = validation.integer(args["limit"], "limit", minimum=1, maximum=MAX_LIST_LIMIT)

@@ -15,7 +15,7 @@ from ...listing import MAX_CURSOR_LENGTH
 from ...settings import MAX_LIST_LIMIT
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 from .base import (
     KEY_SCHEMA,
@@ -147,7 +147,7 @@ TOOLS: dict[str, Tool] = {
 
 
 def run_tool(
-    gw: Gateway,
+    gw: Engine,
     name: str,
     args: Mapping[str, Any],
     caller: str,

@@ -13,7 +13,7 @@ from ...types import (
 )
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 from .base import (
     MAX_SEND_TIMEOUT_S,
@@ -25,7 +25,7 @@ from .base import (
 
 
 # -- sessions_send -------------------------------------------------------------------------------
-def _send(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SendResult:
+def _send(gw: Engine, args: Mapping[str, Any], caller: Caller) -> SendResult:
     target = _target(gw, args.get("sessionKey"), caller)
     message = validation.text(args.get("message"), "message")
     watch = validation.boolean(args["watch"], "watch") if "watch" in args else None

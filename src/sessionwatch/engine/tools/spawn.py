@@ -16,7 +16,7 @@ from ...types import (
 )
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 from .base import (
     Caller,
@@ -27,7 +27,7 @@ from .base import (
 
 
 # -- sessions_spawn ------------------------------------------------------------------------------
-def _spawn(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
+def _spawn(gw: Engine, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
     if args.get("label") is not None and args.get("sessionKey") is not None:
         raise InvalidArgument("sessions_spawn takes label or sessionKey, not both")
     agent = check_agent_id(args["agentId"]) if args.get("agentId") is not None else caller.agent_id

@@ -16,7 +16,7 @@ from ...types import (
 )
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 from .base import (
     Caller,
@@ -27,7 +27,7 @@ from .base import (
 
 
 # -- session_status ------------------------------------------------------------------------------
-def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResult:
+def _status(gw: Engine, args: Mapping[str, Any], caller: Caller) -> StatusResult:
     key = args.get("sessionKey", caller.key)
     if key is None:
         key = caller.key
@@ -77,7 +77,7 @@ def _status(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> StatusResul
         )
         changes = page.to_json()
         out["stateChanges"] = changes
-        if page.events:  # a watcher's read acknowledges what it returned (SPEC §2 "reconciling")
+        if page.events:  # a watcher's read acknowledges what it returned (docs/http.md, "Delivery and reconciling")
             gw.reconcile(caller.key, row.session_key, since, int(page.events[-1]["sequence"]))
         block = json.dumps({"stateVersion": version, "stateChanges": changes}, indent=2, ensure_ascii=False)
         lines += ["", "Session state changes:", "```json", shown_text(block), "```"]

@@ -11,7 +11,7 @@ from ...types import (
 )
 
 if TYPE_CHECKING:
-    from ..gateway import Gateway
+    from ..composed import Engine
 
 from .base import (
     Caller,
@@ -21,7 +21,7 @@ from .base import (
 
 
 # -- session_unwatch -----------------------------------------------------------------------------
-def _unwatch(gw: Gateway, args: Mapping[str, Any], caller: Caller) -> UnwatchResult:
+def _unwatch(gw: Engine, args: Mapping[str, Any], caller: Caller) -> UnwatchResult:
     # an unknown target or caller is bad input: refuse it before writing a mute row
     target = _target(gw, args.get("sessionKey"), caller).session_key
     if not caller.qualified:

@@ -1,16 +1,20 @@
 """Claude Code's room: its transcripts (``transcripts.py``: where they are; ``rows.py`` and ``stream.py``: which
 rows are a person's prompt), and its hooks, MCP server, permission rule and server approval in its settings
 files (``install.py``). See docs/hooks-claude-code.md.
+
+``room.py``: its hook adapter and program (what the room's own modules read); ``ROOM`` here: the card the
+registry lists, with where its installer and reader load from.
 """
 
 from __future__ import annotations
 
-from ..base import ANSWERED, NOTIFICATION, OBSERVED, HookAdapter, Room
+from ..base import Place, Room
+from .room import HOOK, MCP_SESSION_ENV, PROGRAM
 
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
 if TYPE_CHECKING:
-    from ..installer import Installer
+    from ..install_api import Installer
     from ..transcripts import TranscriptFiles
 
 
@@ -27,10 +31,12 @@ def _reader() -> TranscriptFiles:
 
 
 ROOM = Room(
-    HookAdapter("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION)),
+    HOOK,
     label="Claude Code",
-    program="claude",
+    program=PROGRAM,
     scopes=("project", "local", "user"),
     installer=_installer,
     reader=_reader,
+    place=Place("claude_root", "Claude config folder (default: $CLAUDE_CONFIG_DIR or ~/.claude)", served=True),
+    mcp_session_env=MCP_SESSION_ENV,
 )

@@ -25,7 +25,7 @@ from typing import Any
 
 from ...errors import InvalidArgument
 from .. import install_state as snapshots
-from ..base import POST_TOOL_USE, SESSION_START
+from ..base import POST_TOOL_USE, SESSION_START, USER_PROMPT_SUBMIT
 from ..checks import Check, FileInstaller, read_config
 from ..installer import (
     SERVER_NAME,
@@ -44,7 +44,7 @@ from ..installer import (
     revert_file,
     strip_hooks,
 )
-from . import ROOM
+from .room import HOOK, MCP_SESSION_ENV, PROGRAM
 
 PERMISSION = f"mcp__{SERVER_NAME}"  # Claude Code: every tool of the server
 
@@ -62,7 +62,7 @@ def claude_state_file() -> Path:
 
 @dataclass
 class ClaudeTarget(Target):
-    adapter = ROOM.hook
+    adapter = HOOK
 
     @property
     def hooks_path(self) -> Path:
@@ -129,7 +129,10 @@ class ClaudeTarget(Target):
         return {"CLAUDE_PROJECT_DIR": str(self.dir)}
 
     def mcp_env(self, server: dict[str, Any]) -> dict[str, str]:
-        return {**os.environ, "CLAUDE_PROJECT_DIR": str(self.dir)}
+        # Claude Code hands its servers the session's id too: a server installed without --session finds its
+        # key from it (hosts/identity.mcp_session_key); the id is the sample payload's
+        session = str(self.sample_payload(USER_PROMPT_SUBMIT)["session_id"])
+        return {**os.environ, "CLAUDE_PROJECT_DIR": str(self.dir), MCP_SESSION_ENV: session}
 
 
 def _claude_settings(t: ClaudeTarget, path: Path, hooks: bool) -> tuple[Edit, Edit]:
@@ -321,4 +324,4 @@ def _claude_permission(t: ClaudeTarget) -> list[Check]:
     return out
 
 
-INSTALLER = FileInstaller(ClaudeTarget, ROOM.program)
+INSTALLER = FileInstaller(ClaudeTarget, PROGRAM)

@@ -1,4 +1,5 @@
-"""Which Claude Code transcript rows are a person's prompt (reference §5.6 plus ``promptSource``).
+"""Which Claude Code transcript rows are a person's prompt (docs/upstream.md, "Which rows are a
+person").
 
 A row counts when it is a ``user`` row with role ``user``; not sidechain, meta, compaction summary or
 transcript-only; not marked ``promptSource`` sdk/system; its content is a string or an array without

@@ -1,16 +1,20 @@
 """Codex CLI's room: its rollouts (``transcripts.py``: where they are; ``rows.py`` and ``stream.py``: which rows
 are a person's prompt), and its hooks, MCP server and hook trust in its config files (``install.py``; the trust
 through ``codex app-server``: ``trust.py``). See docs/hooks-codex.md.
+
+``room.py``: its hook adapter and program (what the room's own modules read); ``ROOM`` here: the card the
+registry lists, with where its installer and reader load from.
 """
 
 from __future__ import annotations
 
-from ..base import ANSWERED, OBSERVED, HookAdapter, Room
+from ..base import Place, Room
+from .room import HOOK, PROGRAM
 
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
 if TYPE_CHECKING:
-    from ..installer import Installer
+    from ..install_api import Installer
     from ..transcripts import TranscriptFiles
 
 
@@ -27,10 +31,11 @@ def _reader() -> TranscriptFiles:
 
 
 ROOM = Room(
-    HookAdapter("codex", "codex", ANSWERED, OBSERVED, daemon_push=True),
+    HOOK,
     label="Codex",
-    program="codex",
+    program=PROGRAM,
     scopes=("project", "user"),
     installer=_installer,
     reader=_reader,
+    place=Place("codex_root", "Codex home (default: $CODEX_HOME or ~/.codex)", served=True),
 )

@@ -40,7 +40,7 @@ from ..installer import (
     strip_hooks,
 )
 from ..jsonrpc import RpcError
-from . import ROOM
+from .room import HOOK, PROGRAM
 
 # what Codex passes its MCP server from the environment it runs in (it passes almost nothing by default):
 # these decide which store or gateway the server uses and how it authenticates (an unset one is simply
@@ -57,7 +57,7 @@ def codex_dir() -> Path:
 
 @dataclass
 class CodexTarget(Target):
-    adapter = ROOM.hook
+    adapter = HOOK
     no_local = "Codex has no per-person project file: use --project (.codex/, committed) or --user (~/.codex)"
 
     @property
@@ -319,4 +319,4 @@ def _check_trust(t: CodexTarget, found: Found) -> Check:
     return Check("trusted", True, f"Codex trusts all {len(ours)} ({codex_user_config()})")
 
 
-INSTALLER = FileInstaller(CodexTarget, ROOM.program)
+INSTALLER = FileInstaller(CodexTarget, PROGRAM)

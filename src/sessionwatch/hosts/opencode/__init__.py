@@ -2,16 +2,20 @@
 view: ``catalog.py``), the plugin it loads (``plugin.js``, package data) and what that plugin records
 (``sources.py``), and the files ``sessionwatch install opencode`` writes (``install.py``; with its checks:
 ``installer.py``). See docs/hosts-opencode.md.
+
+``room.py``: its hook adapter and program (what the room's own modules read); ``ROOM`` here: the card the
+registry lists, with where its installer and reader load from.
 """
 
 from __future__ import annotations
 
-from ..base import OBSERVED, POST_TOOL_USE, SESSION_START, STOP, USER_PROMPT_SUBMIT, HookAdapter, Room
+from ..base import Place, Room
+from .room import HOOK, PROGRAM
 
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
 if TYPE_CHECKING:
-    from ..installer import Installer
+    from ..install_api import Installer
     from ..readers import SessionReader
 
 
@@ -27,13 +31,15 @@ def _reader() -> SessionReader:
     return OpenCodeReader()
 
 
-# The plugin runs the hook with these names: UserPromptSubmit as a model call is prepared (the answer goes
-# into that call's system text), the rest only written down.
 ROOM = Room(
-    HookAdapter("opencode", "opencode", (USER_PROMPT_SUBMIT,), (SESSION_START, POST_TOOL_USE, STOP, *OBSERVED)),
+    HOOK,
     label="OpenCode",
-    program="opencode",
+    program=PROGRAM,
     scopes=("project", "user"),
     installer=_installer,
     reader=_reader,
+    place=Place(
+        "opencode_db",
+        "OpenCode's database (default: $OPENCODE_DB, else opencode/opencode.db in $XDG_DATA_HOME or ~/.local/share)",
+    ),
 )

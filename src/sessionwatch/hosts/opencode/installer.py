@@ -20,7 +20,8 @@ from ..agent_names import agent_from_folder
 from ..base import USER_PROMPT_SUBMIT
 from ..checks import Check, Diagnosis, HookRun, ScopeReport, host_version as program_version, run_hook
 from ..installer import Change, Installation, refuse_machine_paths, sample_payload, sessionwatch_argv
-from . import ROOM, install as room
+from . import install as room
+from .room import PROGRAM
 
 HOST = "opencode"
 
@@ -214,7 +215,7 @@ class OpenCodeInstaller:
         return diagnose(scope, directory, probe=probe)
 
     def version(self) -> str | None:
-        return program_version(ROOM.program)
+        return program_version(PROGRAM)
 
 
 INSTALLER = OpenCodeInstaller()

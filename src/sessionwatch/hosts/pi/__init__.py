@@ -6,16 +6,20 @@
 - ``sessionwatch.ts`` (package data) and ``install``: the extension ``sessionwatch install pi`` writes,
   which delivers notices into the next model call, tells who sent each prompt, and reports the lifecycle;
   ``installer``: install, uninstall and the checks.
+
+``room.py``: its hook adapter and program (what the room's own modules read); ``ROOM`` here: the card the
+registry lists, with where its installer and reader load from.
 """
 
 from __future__ import annotations
 
-from ..base import SESSION_END, SESSION_START, STOP, USER_PROMPT_SUBMIT, HookAdapter, Room
+from ..base import Place, Room
+from .room import HOOK, PROGRAM
 
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
 if TYPE_CHECKING:
-    from ..installer import Installer
+    from ..install_api import Installer
     from ..readers import SessionReader
 
 
@@ -31,14 +35,13 @@ def _reader() -> SessionReader:
     return PiReader()
 
 
-# The extension runs the hook; only the prompt's answer reaches the model (in the system prompt), the rest
-# is lifecycle. It says who sent each prompt, so a prompt needs no nudge.
 ROOM = Room(
-    HookAdapter("pi", "pi", (USER_PROMPT_SUBMIT,), (SESSION_START, STOP, SESSION_END), tells_sender=True),
+    HOOK,
     label="Pi",
-    program="pi",
+    program=PROGRAM,
     scopes=("project", "user"),
     installer=_installer,
     reader=_reader,
+    place=Place("pi_root", "Pi's agent dir (default: $PI_CODING_AGENT_DIR or ~/.pi/agent)"),
     gateway_route=False,
 )

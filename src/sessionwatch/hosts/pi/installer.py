@@ -13,12 +13,13 @@ from typing import Any
 from ..base import USER_PROMPT_SUBMIT
 from ..checks import Check, FileInstaller, Found
 from ..installer import Change, Target, fix_command
-from . import ROOM, install as pi
+from . import install as pi
+from .room import HOOK, PROGRAM
 
 
 @dataclass
 class PiTarget(Target):
-    adapter = ROOM.hook
+    adapter = HOOK
     no_local = (
         "Pi has no per-person project file: use --project (.pi/extensions/, committed) or --user "
         "(the agent dir's extensions/)"
@@ -80,4 +81,4 @@ class PiTarget(Target):
         return base
 
 
-INSTALLER = FileInstaller(PiTarget, ROOM.program)
+INSTALLER = FileInstaller(PiTarget, PROGRAM)

@@ -78,7 +78,7 @@ class OwnTexts:
 
 
 def is_external(v: Verdict, own: OwnTexts) -> bool:
-    """True when the row's text is not one the session itself sent (§5.5 rules)."""
+    """True when the row's text is not one the session itself sent (docs/upstream.md, "Which rows are a person")."""
     if v.parts is not None:
         parts = [p for p in v.parts if p]
         joined = " ".join(parts)

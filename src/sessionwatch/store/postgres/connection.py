@@ -26,7 +26,7 @@ from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from ...errors import StoreInDoubt, StoreUnavailable
+from ...errors import StoreInDoubt, StoreUnavailable, StoreUnreachable
 from ..base import WakeListener
 
 log = logging.getLogger("sessionwatch.store.postgres")
@@ -147,9 +147,24 @@ def functions_sql() -> tuple[str, int, str]:
     return text, int(found.group(1)), hashlib.sha256(text.encode()).hexdigest()
 
 
-def _applied(conn: psycopg.Connection[Any]) -> set[int] | None:
+def _migrated(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the schema on the connection's search_path holds a store (its migrations table)."""
     row = conn.execute("SELECT to_regclass('schema_migrations')").fetchone()
-    if row is None or row[0] is None:
+    return row is not None and row[0] is not None
+
+
+def holds_store(conninfo: str, connect_timeout: int) -> bool:
+    """Whether the database holds a sessionwatch store, asked without creating anything (opening the store
+    would migrate an empty database). ``StoreUnreachable`` when the server does not answer."""
+    try:
+        with psycopg.connect(conninfo, connect_timeout=connect_timeout, autocommit=True) as conn:
+            return _migrated(conn)
+    except psycopg.OperationalError as exc:
+        raise StoreUnreachable(f"{exc.__class__.__name__}: {' '.join(str(exc).split())}") from exc
+
+
+def _applied(conn: psycopg.Connection[Any]) -> set[int] | None:
+    if not _migrated(conn):
         return None
     return {int(v) for (v,) in conn.execute("SELECT version FROM schema_migrations")}
 

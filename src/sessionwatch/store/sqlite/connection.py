@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidArgument
+from ...store_urls import default_sqlite_path
 
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -43,8 +44,6 @@ def _prepare_file(path: str) -> bool:
 
     Only the per-user default folder is created: any other missing folder is most likely a typo, so it
     is an error that creates nothing."""
-    from .. import default_sqlite_path
-
     file = Path(path)
     folder = file.parent
     if not folder.is_dir():

@@ -12,7 +12,8 @@ No path leaves the transcript roots: thread ids are checked against a strict pat
 must resolve (symlinks followed) inside its catalog folder; a thread is served only if the listing shows
 it (``hosts/claude_code/transcripts.thread_of`` decides both). Host, Origin and Content-Type are checked like on the
 gateway (``serving/origin.py``), and the same connection limits apply (``serving/limits.py``). Run it with
-``python -m sessionwatch.upstream.node_server --port P --token-file F [--claude-root DIR] [--codex-root DIR]``.
+``python -m sessionwatch.node_server --port P --token-file F [--claude-root DIR] [--codex-root DIR]`` (a flag per
+served room: its ``Place``).
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ..errors import InvalidArgument, NotFound, SessionwatchError
-from ..serving.exposure import check_exposure, resolve_token
-from ..serving.limits import Limits, uvicorn_config
-from ..serving.options import add_argparse_options, limits_of
-from ..serving.origin import BrowserGuard, RequestPolicy
-from .catalogs import CATALOG_IDS, LocalCatalog, check_thread_id
-from .node_items import check_before, check_limit, items_page
+from .engine.node import CATALOG_IDS, LocalCatalog, check_before, check_limit, check_thread_id, items_page
+from .errors import InvalidArgument, NotFound, SessionwatchError
+from .hosts.base import Place
+from .hosts.registry import of_catalog
+from .serving.exposure import check_exposure, resolve_token
+from .serving.limits import Limits, uvicorn_config
+from .serving.options import add_argparse_options, limits_of
+from .serving.origin import BrowserGuard, RequestPolicy
 
 log = logging.getLogger("sessionwatch.node")
 
@@ -46,13 +48,27 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def create_node_app(
-    token: str, *, claude_root: str | None = None, codex_root: str | None = None, policy: RequestPolicy | None = None
-) -> Starlette:
+def served_places() -> dict[str, Place]:
+    """Catalog id -> the place of its room, for every catalog a node serves (each room whose host writes
+    JSONL transcripts): a node's --claude-root, --codex-root, ..."""
+    out: dict[str, Place] = {}
+    for catalog in CATALOG_IDS:
+        room = of_catalog(catalog)
+        if room is not None and room.place is not None:
+            out[catalog] = room.place
+    return out
+
+
+def create_node_app(token: str, *, policy: RequestPolicy | None = None, **roots: str | None) -> Starlette:
+    """The node's app. ``roots``: where a served room's transcripts are, by its place (``claude_root=...``)."""
     if not isinstance(token, str) or not token.strip():
         raise InvalidArgument("a node needs a non-empty token")
-    roots = {"claude": claude_root, "codex": codex_root}  # the node's --claude-root, --codex-root
-    catalogs = {c: LocalCatalog(c, roots.get(c)) for c in CATALOG_IDS}  # every room whose host writes transcripts
+    places = served_places()
+    unknown = sorted(set(roots) - {p.option for p in places.values()})
+    if unknown:
+        raise TypeError(f"create_node_app() got unexpected keyword arguments: {', '.join(unknown)}")
+    # every room whose host writes transcripts, at its default place unless given one
+    catalogs = {c: LocalCatalog(c, roots.get(places[c].option) if c in places else None) for c in CATALOG_IDS}
     expected = f"Bearer {token}".encode()
 
     def authorized(request: Request) -> bool:
@@ -145,19 +161,19 @@ def serve_node(
     host: str,
     port: int,
     token: str,
-    claude_root: str | None = None,
-    codex_root: str | None = None,
     *,
     allowed_hosts: list[str] | tuple[str, ...] = (),
     allowed_origins: list[str] | tuple[str, ...] = (),
     limits: Limits | None = None,
     fd: int | None = None,
+    **roots: str | None,
 ) -> None:
     """Serve until interrupted (blocking). Raises Forbidden before binding for a weak token beyond loopback.
-    ``fd``: serve on that inherited listening socket instead of binding ``host``/``port``."""
+    ``fd``: serve on that inherited listening socket instead of binding ``host``/``port``; ``roots``: as for
+    :func:`create_node_app`."""
     import uvicorn
 
-    from ..serving.exposure import adopt_socket
+    from .serving.exposure import adopt_socket
 
     sockets: list[Any] | None = None
     if fd is not None:
@@ -168,15 +184,16 @@ def serve_node(
         policy = RequestPolicy.from_options(allowed_hosts, allowed_origins)
     except ValueError as exc:
         raise InvalidArgument(f"allowed hosts: {exc}") from None
-    app = create_node_app(token, claude_root=claude_root, codex_root=codex_root, policy=policy)
+    app = create_node_app(token, policy=policy, **roots)
     uvicorn.Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level="warning")).run(sockets=sockets)
 
 
 def main(argv: list[str] | None = None) -> int:
+    places = served_places()
+    labels = " and ".join(r.label for r in (of_catalog(c) for c in CATALOG_IDS) if r is not None)
     parser = argparse.ArgumentParser(
-        prog="python -m sessionwatch.upstream.node_server",
-        description="Serve this machine's Claude Code and Codex transcripts "
-        "to a sessionwatch gateway (read-only, bearer token).",
+        prog="python -m sessionwatch.node_server",
+        description=f"Serve this machine's {labels} transcripts to a sessionwatch gateway (read-only, bearer token).",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
@@ -185,10 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="bearer token (default: $SESSIONWATCH_NODE_TOKEN); prefer --token-file, since --token shows in 'ps'",
     )
-    parser.add_argument(
-        "--claude-root", default=None, help="Claude config folder (default: $CLAUDE_CONFIG_DIR or ~/.claude)"
-    )
-    parser.add_argument("--codex-root", default=None, help="Codex home (default: $CODEX_HOME or ~/.codex)")
+    for place in places.values():
+        parser.add_argument(place.flag, dest=place.option, default=None, help=place.help)
     add_argparse_options(parser, token_file_env="SESSIONWATCH_NODE_TOKEN_FILE")
     args = parser.parse_args(argv)
     try:
@@ -196,12 +211,11 @@ def main(argv: list[str] | None = None) -> int:
             args.host,
             args.port,
             node_token(args.token, args.token_file),
-            claude_root=args.claude_root,
-            codex_root=args.codex_root,
             allowed_hosts=args.allowed_host,
             allowed_origins=args.allowed_origin,
             limits=limits_of(args.header_timeout, args.body_timeout, args.max_connections),
             fd=args.fd,
+            **{p.option: getattr(args, p.option) for p in places.values()},
         )
     except SessionwatchError as exc:
         print(f"sessionwatch node: {exc.code}: {exc.message}", file=sys.stderr)
