@@ -111,8 +111,12 @@ def _version(argv: list[str]) -> str:
 
 
 def _need(found: tuple[Path | None, str]) -> Path:
+    """The host binary, or a skip saying why there is none; with SESSIONWATCH_REQUIRE_HOSTS=1 (.ci/run) a
+    missing host fails the test instead, so a run cannot pass green with its host tests skipped."""
     path, why = found
     if path is None:
+        if os.environ.get("SESSIONWATCH_REQUIRE_HOSTS") == "1":
+            pytest.fail(f"a pinned host is required here (SESSIONWATCH_REQUIRE_HOSTS=1): {why}", pytrace=False)
         print(f"skipped: {why}")
         pytest.skip(why)
     return path
@@ -257,6 +261,7 @@ def host_home(name: str, root: Path, model_url: str) -> Iterator[HostHome]:
 
 
 if __name__ == "__main__":  # .ci/run: install what is missing, print what the host tests will run
+    missing = 0
     for label, (path, why) in (
         ("Claude Code", claude_binary()),
         ("Codex CLI", codex_binary()),
@@ -264,3 +269,6 @@ if __name__ == "__main__":  # .ci/run: install what is missing, print what the h
         ("Pi", pi_binary()),
     ):
         print(f"hosts: {label}: {_version([str(path), '--version']) if path else 'unavailable: ' + why}")
+        missing += path is None
+    if missing and os.environ.get("SESSIONWATCH_REQUIRE_HOSTS") == "1":
+        sys.exit(f"hosts: {missing} pinned host(s) unavailable, and SESSIONWATCH_REQUIRE_HOSTS=1 requires them")
