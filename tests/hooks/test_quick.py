@@ -331,13 +331,23 @@ def test_the_quick_delivery_prints_the_full_run_s_bytes(
         ("a plain event and a notice", lambda gw: (enqueue("x")(gw), person(CHILDREN[1])(gw)), prompt, "codex", True),
         ("a held notice whose session changed again", person(CHILDREN[1]), tool, "claude-code", False),
         ("the notice queued again", enqueue(), tool, "claude-code", True),
-        ("a subagent's own queue", enqueue("for a1", key="agent:main:subagent:a1"), {**tool, "agent_id": "a1"},
-         "claude-code", True),
+        (
+            "a subagent's own queue",
+            enqueue("for a1", key="agent:main:subagent:a1"),
+            {**tool, "agent_id": "a1"},
+            "claude-code",
+            True,
+        ),
         ("a full queue", enqueue(*(f"n{i}" for i in range(20))), prompt, "claude-code", False),
         ("after a full queue", lambda gw: gw.drain_system_events(MANAGER), prompt, "claude-code", True),
         ("the end of a turn with a notice", enqueue("at the end"), {"hook_event_name": "Stop"}, "claude-code", False),
-        ("a start with the answer held", enqueue(), {"hook_event_name": "SessionStart", "source": "resume"},
-         "codex", True),
+        (
+            "a start with the answer held",
+            enqueue(),
+            {"hook_event_name": "SessionStart", "source": "resume"},
+            "codex",
+            True,
+        ),
     ]
     quick_rounds = 0
     for what, change, event, host, quickly in rounds:
@@ -372,7 +382,7 @@ def test_the_quick_delivery_reads_the_schema_it_was_written_for() -> None:
 
     names = [p.name for p in resources.files("sessionwatch.store").joinpath("migrations/sqlite").iterdir()]
     newest = max(int(n.split("_")[0]) for n in names if n.endswith(".sql"))
-    assert quick_delivery.SCHEMA == newest, "a new migration: check quick_delivery.ENTRIES against it"
+    assert newest == quick_delivery.SCHEMA, "a new migration: check quick_delivery.ENTRIES against it"
 
 
 def _hook_runs_on(store: str) -> list[int]:

@@ -14,8 +14,11 @@ before any of that this module settles the common case from the input and one re
   the last drain (``queue_heads.appended <= drained``: no entry is live, see the schema's queue notes),
   and its lifecycle state ``working`` or never reported (a tool call then writes nothing).
 
-Anything else, or any doubt (another store, a gateway, a read that fails, ``--log-level debug``), returns
-False and the full run decides. It never writes and never creates a file.
+When the session has an answer to acknowledge or a queue that may hold live entries, and the event is
+one the host takes an answer for, the verdict is ``DELIVER``: ``quick_delivery.py`` reads the queue
+and prints what the full run would, or declines. Anything else, or any doubt (another store, a gateway,
+a read that fails, ``--log-level debug``), is ``FULL``: the full run decides. It never writes and never
+creates a file (``log`` appends a line to the hook's log for the callers that settle a run here).
 """
 
 from __future__ import annotations
@@ -188,9 +191,7 @@ def plan(opts: dict[str, str], raw: bytes) -> Plan:
             key = identity.subagent_key(identity.agent_of_key(key) or agent or "main", sub)
         writes = event != "PostToolUse" or adopting
         if not writes:
-            state = conn.execute(
-                "SELECT state, seen_at FROM session_states WHERE session_key = ?", (key,)
-            ).fetchone()
+            state = conn.execute("SELECT state, seen_at FROM session_states WHERE session_key = ?", (key,)).fetchone()
             # a tool ran after a wait or the end of a turn (it works again), or the last word is old
             # enough that the lost timer could take a long busy turn for a silent one: to be written
             writes = state is not None and (state[0] != "working" or state[1] < _heartbeat_due())
