@@ -451,3 +451,25 @@ def test_doctor_names_what_is_broken_and_the_command_that_fixes_it(tmp_path: Pat
     res = sw(tmp_path, "doctor", "claude-code", "--dir", str(project))
     assert res.returncode == 0, res.stdout
     assert "local" in res.stdout and "FAIL" not in res.stdout and "6 tools listed" in res.stdout
+
+
+def test_the_http_hooks_timeout_is_the_hook_budget(tmp_path: Path) -> None:
+    """2 s by default, ``SESSIONWATCH_HOOK_BUDGET`` when install runs with it (0.1 to 30; else 2 s);
+    the SessionStart command hook keeps the host's own limit."""
+    for setting, timeout in ((None, 2), ("0.5", 0.5), ("5", 5), ("lots", 2), ("99", 2)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONWATCH_")}
+        env["XDG_STATE_HOME"] = str(tmp_path / "state")
+        if setting is not None:
+            env["SESSIONWATCH_HOOK_BUDGET"] = setting
+        project = tmp_path / f"p{setting}"
+        project.mkdir()
+        cmd = [*SESSIONWATCH, "--gateway", "http://127.0.0.1:7878", "install", "claude-code", "--dir", str(project)]
+        res = subprocess.run(
+            [*cmd, "--session", "agent:main:main"], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        written = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]
+        handlers = {event: g["hooks"][0] for event, groups in written.items() for g in groups}
+        assert handlers["SessionStart"]["type"] == "command" and handlers["SessionStart"]["timeout"] == 10
+        http = [x for x in handlers.values() if x["type"] == "http"]
+        assert http and all(x["timeout"] == timeout for x in http), (setting, handlers)
