@@ -501,6 +501,11 @@ def test_through_a_gateway_a_command_hook_loads_no_http_client_and_gives_a_notic
         assert context.endswith("via the gateway, quickly")
         loaded = {line.split("|")[-1].strip() for line in imports.splitlines() if line.startswith("import time:")}
         assert not loaded & {"httpx", "http.client", "sessionwatch.client", "sessionwatch.engine.gateway"}, loaded
+        # nor what the quick path leaves out: each a noticeable part of a run that should cost little more
+        # than Python's start (typing, threading, pathlib; urllib.parse and socket.py for one POST; the full
+        # run's module and logging)
+        light = {"typing", "threading", "pathlib", "urllib.parse", "socket", "logging", "sessionwatch.hooks.run"}
+        assert not loaded & light, loaded & light
         assert run()[0] == ""  # given once; this run acknowledged it
         assert world.gw.peek_system_events(MANAGER) == []
     finally:

@@ -28,6 +28,7 @@ import os
 import sys
 
 from ..hosts import identity
+from ..hosts.state_folder import state_path
 
 MAX_INPUT_BYTES = 1 << 20  # twin: run.MAX_INPUT_BYTES
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")  # twin: hosts.HOSTS[*].events
@@ -58,15 +59,6 @@ class Input:
         return self._stdin.read(n) if self._stdin is not None else b""  # type: ignore[attr-defined]
 
 
-def _state_dir() -> str:
-    # twin: delivery.state_dir
-    env = os.environ.get("SESSIONWATCH_STATE_DIR")
-    if env:
-        return env
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "sessionwatch")
-
-
 def _answer_file(where: str, key: str, agent: str | None) -> str:
     # twin: delivery.AnswerState (the same digest, so both find the same file)
     try:
@@ -74,7 +66,7 @@ def _answer_file(where: str, key: str, agent: str | None) -> str:
     except ImportError:  # pragma: no cover - not CPython
         from hashlib import blake2b
     digest = blake2b(f"{where}\0{agent or ''}\0{key}".encode(), digest_size=12).hexdigest()
-    return os.path.join(_state_dir(), "hooks", f"{digest}.json")
+    return os.path.join(state_path(), "hooks", f"{digest}.json")
 
 
 def _store_url(opts: dict[str, str]) -> str:
@@ -211,12 +203,15 @@ def plan(opts: dict[str, str], raw: bytes) -> Plan:
 
 
 LOG_MAX_BYTES = 1 << 20  # twin: run.LOG_MAX_BYTES
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}  # twin: logging's
 
 
 def log(opts: dict[str, str], level: str, message: str) -> None:
-    """One line in the hook's log, as ``run.setup_logging`` writes it (the same file, format and rotation;
-    INFO unless ``--log-level error``), without loading ``logging``. Best-effort, as there."""
-    if level == "INFO" and opts.get("log_level") == "error":
+    """One line in the hook's log, as ``run.setup_logging`` writes it (the same file, format, rotation and
+    level: INFO and up unless ``--log-level`` says otherwise), without loading ``logging``. Best-effort,
+    as there."""
+    chosen = opts.get("log_level") or "warning"
+    if LEVELS[level] < LEVELS["INFO" if chosen == "warning" else chosen.upper()]:  # as fast.py sets it up
         return
     import time
 
@@ -228,7 +223,7 @@ def log(opts: dict[str, str], level: str, message: str) -> None:
         if target == "-":
             sys.stderr.write(line)
             return
-        path = target or os.path.join(_state_dir(), "hooks.log")
+        path = target or os.path.join(state_path(), "hooks.log")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         try:
             if os.path.getsize(path) > LOG_MAX_BYTES:
