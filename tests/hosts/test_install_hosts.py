@@ -163,6 +163,11 @@ def test_doctor_reports_untrusted_codex_hooks_and_ok_once_trusted(codex: tuple[F
     out = install(h, "install", "codex", "--session", MANAGER, "--no-trust")
     (skipped,) = [c for c in out["changes"] if c["path"].endswith("home/.codex/config.toml")]
     assert skipped["action"] == "skipped" and "/hooks" in skipped["note"]
+    # the step names every hook install wrote: each is trusted on its own in /hooks
+    written = json.loads((h.project / ".codex" / "hooks.json").read_text())["hooks"]
+    assert len(written) == 8, written
+    listed = skipped["note"].split("trust the 8 sessionwatch hooks (", 1)[1].split(")", 1)[0]
+    assert set(listed.split(", ")) == set(written), skipped["note"]
     res = sw(h, "doctor", "codex", "--dir", str(h.project), "--json")
     assert res.returncode == 1, res.stdout + res.stderr
     report = json.loads(res.stdout)["hosts"][0]
