@@ -122,13 +122,14 @@ def render_hooks(lines: Lines) -> str:
             "Claude Code's HTTP hook is one POST to the gateway's hook route on a fresh connection (no process): "
             "its figure is the time it adds to an event.",
             "",
-            "| case | store | p50 ms | p95 ms | floor p50 ms | floor p95 ms | ratio p50 | ratio p95 | CPU p95 ms | "
+            "| case | via | p50 ms | p95 ms | floor p50 ms | floor p95 ms | ratio p50 | ratio p95 | CPU p95 ms | "
             "target | met |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
         ]
         for d in hooks:
             out.append(
-                f"| {d.get('case')} | {d.get('mode', 'local')} | {_num(d.get('p50_ms'), 1)} | "
+                f"| {d.get('case')} | {'gateway' if d.get('mode') == 'gateway' else 'local store'} | "
+                f"{_num(d.get('p50_ms'), 1)} | "
                 f"{_num(d.get('p95_ms'), 1)} | {_num(d.get('floor_p50_ms'), 1)} | {_num(d.get('floor_p95_ms'), 1)} | "
                 f"{_ratio(d.get('ratio_to_floor_p50'))} | {_ratio(d.get('ratio_to_floor_p95'))} | "
                 f"{_num(d.get('cpu_p95_ms'), 1)} | {d.get('target', '–')} | {_met(d.get('within'))} |"
@@ -143,9 +144,9 @@ def render_hooks(lines: Lines) -> str:
     if mcp:
         out += [
             "",
-            "`sessionwatch mcp` from process start until it has answered the host's `tools/list` (the opening each "
-            "host sends), with the quick start and without it (`SESSIONWATCH_MCP_QUICKSTART=0`), each start beside "
-            "one `python -c pass` run:",
+            "The MCP server, from starting `sessionwatch mcp` until it has answered the host's `tools/list` (the "
+            "opening each host sends), with the quick start and without it (`SESSIONWATCH_MCP_QUICKSTART=0`), each "
+            "start beside one `python -c pass` run:",
             "",
             "| host | quick start | tools listed p50 ms | p95 ms | floor p50 ms | floor p95 ms | ratio p50 | "
             "ratio p95 | target | met |",

@@ -137,7 +137,7 @@ def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(
         report.Outcome(bench(report, "hooks"), command="python -m benchmarks.engine", ran=True, lines=lines), ""
     )
     assert md.startswith("## Hooks and MCP start-up\n")
-    row = "| manager, one notice every other run | local | 45.0 | 100.0 | 20.0 | 40.0 | 2.25× | 2.50× | 31.9 |"
+    row = "| manager, one notice every other run | local store | 45.0 | 100.0 | 20.0 | 40.0 | 2.25× | 2.50× | 31.9 |"
     assert row + " p95 ≤ 3× floor | yes |" in md
     assert "| a gateway remembered as down | gateway | 40.0 | 60.0 | 20.0 | 40.0 | 2.00× | 1.50× | – |" in md
     assert "| p95 ≤ 50 ms | **no** |" in md
