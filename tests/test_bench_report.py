@@ -132,6 +132,17 @@ def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(
             "ratio_to_floor_p50": 6.5,
             "ratio_to_floor_p95": 5.0,
         },
+        {
+            "op": "mcp-start",
+            "host": "codex",
+            "quick_start": False,
+            "budget_ms": 300.0,
+            "tools_listed": {"runs": 20, "p50_ms": 900.0, "p95_ms": 1000.0},
+            "within": False,
+            **floor,
+            "ratio_to_floor_p50": 45.0,
+            "ratio_to_floor_p95": 25.0,
+        },
     ]
     md = report.render_section(
         report.Outcome(bench(report, "hooks"), command="python -m benchmarks.engine", ran=True, lines=lines), ""
@@ -143,6 +154,7 @@ def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(
     assert "| p95 ≤ 50 ms | **no** |" in md
     assert "Load average 3.1 on 2 cores" in md
     assert "| codex | yes | 130.0 | 200.0 | 20.0 | 40.0 | 6.50× | 5.00× | p95 ≤ 300 ms | yes |" in md
+    assert "| codex | no | 900.0 | 1,000.0 | 20.0 | 40.0 | 45.00× | 25.00× | – | – |" in md  # the old path
 
 
 def test_merge_rewrites_the_sections_run_and_keeps_the_others(report: ModuleType, tmp_path: Path) -> None:
