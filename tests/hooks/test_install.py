@@ -471,13 +471,8 @@ def test_doctor_s_fix_for_a_host_without_per_person_files_leaves_the_store_to_th
     store = f"sqlite:///{tmp_path / 'sw.db'}"
     with Gateway.open(store, timers=False) as gw:
         gw.put_session(MANAGER)
-    hooks = {
-        "hooks": {
-            "UserPromptSubmit": [
-                {"hooks": [{"type": "command", "command": f"sessionwatch --store {store} hook codex --session {MANAGER}"}]}
-            ]
-        }
-    }
+    command = f"sessionwatch --store {store} hook codex --session {MANAGER}"
+    hooks = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": command}]}]}}
     write_json(project / ".codex" / "hooks.json", hooks)
     res = sw(tmp_path, "doctor", "codex", "--dir", str(project), "--json")
     assert res.returncode == 1, res.stdout
