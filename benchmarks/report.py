@@ -134,6 +134,13 @@ def render_hooks(lines: Lines) -> str:
                 f"{_ratio(d.get('ratio_to_floor_p50'))} | {_ratio(d.get('ratio_to_floor_p95'))} | "
                 f"{_num(d.get('cpu_p95_ms'), 1)} | {d.get('target', '–')} | {_met(d.get('within'))} |"
             )
+        served = [d for d in hooks if d.get("server_cpu_ms_per_event") is not None]
+        if served:
+            out += [
+                "",
+                f"The gateway's own CPU time per HTTP hook event: {served[0]['server_cpu_ms_per_event']:.2f} ms "
+                "(mean), which other work on the machine does not inflate.",
+            ]
         budget = next((d for d in lines if d.get("op") == "hook-latency-budget"), {})
         if budget.get("load_average") is not None:
             out += [

@@ -119,6 +119,17 @@ def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(
             "target": "p95 ≤ 50 ms",
             "within": False,
         },
+        {
+            "op": "hook-latency",
+            "case": "Claude Code HTTP hook",
+            "mode": "gateway",
+            "p50_ms": 3.0,
+            "p95_ms": 9.0,
+            **floor,
+            "server_cpu_ms_per_event": 2.5,
+            "target": "p95 ≤ 20 ms added",
+            "within": True,
+        },
         {"op": "hook-floor", "case": "python -c pass, interleaved (all cases)", "p50_ms": 20.0, "p95_ms": 40.0},
         {"op": "hook-latency-budget", "load_average": 3.14, "cores": 2},
         {
@@ -153,6 +164,7 @@ def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(
     assert "| a gateway remembered as down | gateway | 40.0 | 60.0 | 20.0 | 40.0 | 2.00× | 1.50× | – |" in md
     assert "| p95 ≤ 50 ms | **no** |" in md
     assert "Load average 3.1 on 2 cores" in md
+    assert "The gateway's own CPU time per HTTP hook event: 2.50 ms" in md
     assert "| codex | yes | 130.0 | 200.0 | 20.0 | 40.0 | 6.50× | 5.00× | p95 ≤ 300 ms | yes |" in md
     assert "| codex | no | 900.0 | 1,000.0 | 20.0 | 40.0 | 45.00× | 25.00× | – | – |" in md  # the old path
 
