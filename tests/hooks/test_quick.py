@@ -80,6 +80,49 @@ def test_quick_says_nothing_only_when_the_queue_is_empty(tmp_path_factory, ops) 
                 assert empty, f"quick said nothing to do after {op} with entries pending"
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_the_quick_delivery_reads_the_queue_the_store_peeks(tmp_path_factory, ops) -> None:  # type: ignore[no-untyped-def]
+    """The quick delivery's own query (a twin of the store's queue read: the chain of notice slots and the
+    plain entries) gives the entries the engine's peek gives, in its order and worded the same, whatever
+    happened to the queue (appends, drains, acknowledgements from the middle, unwatching, sweeps)."""
+    from sessionwatch.hooks import quick_delivery
+
+    folder = tmp_path_factory.mktemp("twin")
+    store = f"sqlite:///{folder / 'sw.db'}"
+    plan = quick.Plan(quick.DELIVER, path=str(folder / "sw.db"), key=MANAGER)
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+        for child in CHILDREN:
+            gw.put_session(child)
+            gw.watch(MANAGER, child)
+        for op, arg in ops:
+            if op == "person":
+                gw.inbound(arg, "a person\non two lines", channel="web")
+            elif op == "enqueue":
+                for i in range(1 + int(arg) % 3):
+                    gw.enqueue_system_event(MANAGER, f"event {arg}.{i}\nsecond line")
+            elif op == "drain":
+                gw.drain_system_events(MANAGER)
+            elif op == "ack_some":
+                pending = gw.peek_system_events(MANAGER)
+                gw.ack_system_events(MANAGER, [e["id"] for e in pending[int(arg) % 2 :: 2]])  # from the middle
+            elif op == "unwatch":
+                gw.unwatch(MANAGER, arg)
+            elif op == "watch":
+                gw.watch(MANAGER, arg)
+            elif op == "sweep":
+                gw.sweep()
+            peeked = gw.peek_system_events(MANAGER)
+            rows = quick_delivery.entries(plan)
+            if len(peeked) >= 20:
+                assert rows is None  # a full queue: the full run's
+                continue
+            assert rows is not None
+            assert [r[1] for r in rows] == [e["id"] for e in peeked], op
+            assert quick_delivery.rendered(rows) == [e["line"] for e in peeked], op
+
+
 def test_the_decisions_that_need_no_store(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'none.db'}"
     assert _quick(store, {"hook_event_name": "PreCompact"})  # an event the hook neither answers nor writes down

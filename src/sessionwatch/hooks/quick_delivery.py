@@ -71,6 +71,10 @@ ENTRIES = (
 )
 
 
+# one live entry: (idx, id, target or None, context key, text or the notice's last_seen, ts, reopens)
+Row = tuple[int, int, str | None, str | None, object, int, int]
+
+
 class Delivered:  # a plain class (see quick.Plan)
     """What the quick delivery did: ``acknowledge``, the held answer's ids (for the detached run);
     ``printed``, the ids it gave the host now (an empty list: nothing printed)."""
@@ -128,28 +132,21 @@ def deliver(plan: Plan) -> Delivered | None:
 def _deliver(plan: Plan) -> Delivered | None:
     prev = _load(plan.answer_file)
     held = prev[0] if prev is not None and prev[1] else []
-    entries = _entries(plan)
-    if entries is None:
+    queued = entries(plan)
+    if queued is None:
         return None
     held_set = set(held)
-    for _, eid, target, context_key, _, _, reopens in entries:
+    for _, eid, target, context_key, _, _, reopens in queued:
         if eid in held_set and (reopens or (target is None and str(context_key).lower().startswith(CONTEXT_PREFIX))):
             return None  # its acknowledgment queues a notice the full run would print now
-    new = [e for e in entries if e[1] not in held_set]
+    new = [e for e in queued if e[1] not in held_set]
     if not new:
         return Delivered(held, [])
     if plan.event not in PRINTS:
         return None
-    lines = []
-    for _, _, target, _, text, ts, _ in new:
-        if not isinstance(ts, int) or not 0 <= ts < 253402300800000:  # beyond what format_timestamp writes
-            return None
-        if target is not None:
-            text = (
-                f'Session "{target}" changed (other actor). Reconcile before acting: '
-                f'session_status sessionKey "{target}" changesSince {text}.'
-            )  # twin: notices.notice_template (without a public URL), for a key shown as it is
-        lines.append(_line(ts, str(text)))
+    lines = rendered(new)
+    if lines is None:
+        return None
     from ..hosts.registry import ROOMS
 
     answer = ROOMS[plan.host].hook.answer(plan.event, "\n".join(lines))
@@ -167,7 +164,23 @@ def _deliver(plan: Plan) -> Delivered | None:
     return Delivered(held, ids)
 
 
-def _entries(plan: Plan) -> list[tuple[int, int, str | None, str | None, object, int, int]] | None:
+def rendered(rows: list[Row]) -> list[str] | None:
+    """Each entry's line as the engine words it (``system_events.entry_json``'s ``line``); None when one
+    cannot be rendered here."""
+    lines = []
+    for _, _, target, _, text, ts, _ in rows:
+        if not isinstance(ts, int) or not 0 <= ts < 253402300800000:  # beyond what format_timestamp writes
+            return None
+        if target is not None:
+            text = (
+                f'Session "{target}" changed (other actor). Reconcile before acting: '
+                f'session_status sessionKey "{target}" changesSince {text}.'
+            )  # twin: notices.notice_template (without a public URL), for a key shown as it is
+        lines.append(_line(ts, str(text)))
+    return lines
+
+
+def entries(plan: Plan) -> list[Row] | None:
     """The live queue (idx, id, target or None, context key, text or the notice's last_seen, ts, reopens),
     oldest first; None when it cannot be read as the full run would (the full run then decides)."""
     import sqlite3
