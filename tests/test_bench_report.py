@@ -73,15 +73,7 @@ def test_peer_lines_become_the_ratio_table(report: ModuleType) -> None:
         {"op": "append_w0", "n": 2000, "seconds": 0.1, "per_sec": 20807.8, "p50_us": 31.9, "side": "ours"},
         {"op": "sweep_after_restart", "n": 100, "seconds": 0.05, "per_sec": 2000.0, "side": "ours"},
         {"op": "raw_insert_baseline", "n": 2000, "per_sec": 21316.3, "p50_us": 29.8, "side": "ours"},
-        {
-            "op": "hook-latency",
-            "case": "manager, nothing pending",
-            "p50_ms": 80.2,
-            "p95_ms": 95.0,
-            "cpu_p95_ms": 70.1,
-            "budget_ms": 300,
-            "side": "ours",
-        },
+        {"op": "hook-latency", "case": "manager, nothing pending", "p50_ms": 80.2, "p95_ms": 95.0, "side": "ours"},
     ]
     md = report.render_section(
         report.Outcome(
@@ -94,7 +86,108 @@ def test_peer_lines_become_the_ratio_table(report: ModuleType) -> None:
     assert "| `append_w0` | 5927.0 | 20807.8 | 127.1 | 31.9 | 3.5× | ≥ 3 (throughput) | yes |" in md
     assert "| `sweep_after_restart` | 200.0 | 2000.0 |  |  | 10.0× | ≥ 2 (time speed-up) | yes |" in md
     assert "98% of raw" in md
-    assert "| manager, nothing pending | 80.2 | 95.0 | 70.1 | 300 |" in md
+    assert "manager, nothing pending" not in md  # the hooks have their own section
+
+
+def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(report: ModuleType) -> None:
+    floor = {"floor_p50_ms": 20.0, "floor_p95_ms": 40.0}
+    lines = [
+        {"op": "run", "meta": True},
+        {
+            "op": "hook-latency",
+            "case": "manager, one notice every other run",
+            "mode": "local",
+            "runs": 40,
+            "p50_ms": 45.0,
+            "p95_ms": 100.0,
+            **floor,
+            "ratio_to_floor_p50": 2.25,
+            "ratio_to_floor_p95": 2.5,
+            "cpu_p95_ms": 31.9,
+            "target": "p95 ≤ 3× floor",
+            "within": True,
+        },
+        {
+            "op": "hook-latency",
+            "case": "a gateway remembered as down",
+            "mode": "gateway",
+            "p50_ms": 40.0,
+            "p95_ms": 60.0,
+            **floor,
+            "ratio_to_floor_p50": 2.0,
+            "ratio_to_floor_p95": 1.5,
+            "target": "p95 ≤ 50 ms",
+            "within": False,
+        },
+        {
+            "op": "hook-latency",
+            "case": "Claude Code HTTP hook",
+            "mode": "gateway",
+            "p50_ms": 3.0,
+            "p95_ms": 9.0,
+            **floor,
+            "server_cpu_ms_per_event": 2.5,
+            "target": "p95 ≤ 20 ms added",
+            "within": True,
+        },
+        {"op": "hook-floor", "case": "python -c pass, interleaved (all cases)", "p50_ms": 20.0, "p95_ms": 40.0},
+        {"op": "hook-latency-budget", "load_average": 3.14, "cores": 2},
+        {
+            "op": "mcp-start",
+            "host": "codex",
+            "quick_start": True,
+            "budget_ms": 300.0,
+            "tools_listed": {"runs": 20, "p50_ms": 130.0, "p95_ms": 200.0},
+            "within": True,
+            **floor,
+            "ratio_to_floor_p50": 6.5,
+            "ratio_to_floor_p95": 5.0,
+        },
+        {
+            "op": "mcp-start",
+            "host": "codex",
+            "quick_start": False,
+            "budget_ms": 300.0,
+            "tools_listed": {"runs": 20, "p50_ms": 900.0, "p95_ms": 1000.0},
+            "within": False,
+            **floor,
+            "ratio_to_floor_p50": 45.0,
+            "ratio_to_floor_p95": 25.0,
+        },
+    ]
+    md = report.render_section(
+        report.Outcome(bench(report, "hooks"), command="python -m benchmarks.engine", ran=True, lines=lines), ""
+    )
+    assert md.startswith("## Hooks and MCP start-up\n")
+    row = "| manager, one notice every other run | local store | 45.0 | 100.0 | 20.0 | 40.0 | 2.25× | 2.50× | 31.9 |"
+    assert row + " p95 ≤ 3× floor | yes |" in md
+    assert "| a gateway remembered as down | gateway | 40.0 | 60.0 | 20.0 | 40.0 | 2.00× | 1.50× | – |" in md
+    assert "| p95 ≤ 50 ms | **no** |" in md
+    assert "Load average 3.1 on 2 cores" in md
+    assert "The gateway's own CPU time per HTTP hook event: 2.50 ms" in md
+    assert "| codex | yes | 130.0 | 200.0 | 20.0 | 40.0 | 6.50× | 5.00× | p95 ≤ 300 ms | yes |" in md
+    assert "| codex | no | 900.0 | 1,000.0 | 20.0 | 40.0 | 45.00× | 25.00× | – | – |" in md  # the old path
+
+
+def test_merge_rewrites_the_sections_run_and_keeps_the_others(report: ModuleType, tmp_path: Path) -> None:
+    """``--merge``: the page's header and the sections not run stay as they are; a section run is rewritten
+    and says when it ran; a section the page did not have yet takes its place in the list."""
+    page = (
+        f"# Benchmarks\n\n{report.BEGIN}\n## The benchmark run\n\nold header\n\n## HTTP gateway\n\nold http\n\n"
+        f"## Upstream monitor\n\nold upstream\n{report.END}\n"
+    )
+    outcomes = [report.Outcome(b) for b in report.BENCHES]
+    for o in outcomes:
+        if o.bench.key in ("hooks", "upstream"):
+            o.ran, o.command, o.lines = True, "python -m x", []
+            o.error = "exited with code 1: stand-in"
+    out = report.merged(page, "new header", outcomes, "*This section comes from a run of its own.*", "`--only`")
+    assert out.startswith("## The benchmark run\n\nold header\n\n")
+    assert "## HTTP gateway\n\nold http" in out and "old upstream" not in out
+    hooks, upstream = out.index("## Hooks and MCP start-up"), out.index("## Upstream monitor")
+    assert out.index("## HTTP gateway") > hooks and upstream > hooks
+    assert out.count("*This section comes from a run of its own.*") == 2
+    assert "*Not run in this run (`--only`).*" in out  # a section neither run nor on the page
 
 
 def test_a_failed_or_skipped_benchmark_keeps_its_heading_and_says_so(report: ModuleType) -> None:

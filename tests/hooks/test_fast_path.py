@@ -78,3 +78,36 @@ def test_help_goes_to_stderr_and_a_bad_option_still_exits_0() -> None:
     assert "unknown option '--bogus'" in res.stderr
     res = subprocess.run([*SESSIONWATCH, "sessions", "--bogus"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "--bogus" in res.stderr  # every other command keeps click's usage errors
+
+
+def test_the_gateway_quick_path_s_tables_and_url_reading_match_what_they_stand_for() -> None:
+    """``gateway_quick`` keeps a table of the hosts the gateway's hook route answers, and its own ``quote``
+    and URL split, so as not to load the registry or ``urllib.parse``: each must say what they say."""
+    from urllib.parse import quote, urlsplit
+
+    from hypothesis import given, settings, strategies as st
+
+    from sessionwatch.hooks import gateway_quick
+    from sessionwatch.hosts.registry import ROOMS
+
+    assert {name for name, room in ROOMS.items() if room.gateway_route} == gateway_quick.PATHS
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(), st.sampled_from(["", ":@", "/"]))
+    def quoted(text: str, safe: str) -> None:
+        assert gateway_quick.quote(text, safe) == quote(text, safe=safe)
+
+    quoted()
+    for url in (
+        "http://127.0.0.1:7878",
+        "http://127.0.0.1:7878/",
+        "http://Gateway.Example:80/sw/",
+        "http://localhost/base/path",
+        "http://[::1]:9000/x",
+        "HTTP://host:1",
+    ):
+        parts = urlsplit(url)
+        want = (parts.hostname or "127.0.0.1", parts.port or 80, parts.path.rstrip("/"))
+        assert gateway_quick.split(url) == want, url
+    for url in ("http://u:p@host/", "http://host:port/", "http://host/?q=1", "http://host/#f", "https://host/"):
+        assert gateway_quick.split(url) is None, url  # the full run's, which says why

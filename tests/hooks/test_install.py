@@ -284,6 +284,18 @@ def test_committed_files_refuse_a_path_or_a_password_of_this_machine(tmp_path: P
         res = sw(tmp_path, "--store", store, "install", "claude-code", "--dir", str(project), "--session", MANAGER)
         assert res.returncode == 2 and "--local" in res.stderr, res.stderr
     assert not project.exists()
+    # what the refusal advises: the store in SESSIONWATCH_STORE, which the hooks read when they run
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    res = subprocess.run(
+        [*SESSIONWATCH, "install", "claude-code", "--dir", str(project), "--session", MANAGER],
+        capture_output=True,
+        text=True,
+        env={**env_of(tmp_path), "SESSIONWATCH_STORE": store},
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    assert str(tmp_path) not in (project / ".claude" / "settings.json").read_text()
+    assert sw(tmp_path, "uninstall", "claude-code", "--dir", str(project)).returncode == 0
     res = sw(tmp_path, "install", "codex", "--local", "--dir", str(project))
     assert res.returncode == 2 and "Codex has no per-person project file" in res.stderr
     res = sw(
@@ -437,17 +449,14 @@ def test_doctor_names_what_is_broken_and_the_command_that_fixes_it(tmp_path: Pat
     failed = {c["check"]: c for c in scope["checks"] if c["ok"] is False}
     assert set(failed) == {"hooks", "mcp", "permitted", "approved"}, failed
     assert "PostToolUse" in failed["hooks"]["detail"] and "ToolSearch" in failed["mcp"]["detail"]
-    assert (
-        failed["permitted"]["fix"]
-        == f"sessionwatch --store {store} install claude-code --project --dir {project} --session {MANAGER}"
-    )
-    fix = shlex.split(failed["permitted"]["fix"])[1:]
-    assert sw(tmp_path, *fix[2:], store=store).returncode == 2  # the machine's store file: not for --project
-    res = sw(tmp_path, "uninstall", "claude-code", "--dir", str(project))
-    res = sw(
-        tmp_path, "--store", store, "install", "claude-code", "--local", "--dir", str(project), "--session", MANAGER
-    )
-    assert res.returncode == 0, res.stderr
+    # the hooks name this machine's store file, which --project refuses (its files are committed): the fix
+    # is this person's files, and it is a command install accepts
+    fix = failed["permitted"]["fix"]
+    assert fix == f"sessionwatch --store {store} install claude-code --local --dir {project} --session {MANAGER}"
+    assert {c["fix"] for c in failed.values()} == {fix}
+    res = sw(tmp_path, *shlex.split(fix)[1:])
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = sw(tmp_path, "uninstall", "claude-code", "--dir", str(project))  # the old project install goes
     res = sw(tmp_path, "doctor", "claude-code", "--dir", str(project))
     assert res.returncode == 0, res.stdout
     assert "local" in res.stdout and "FAIL" not in res.stdout and "6 tools listed" in res.stdout
@@ -463,3 +472,57 @@ def test_a_server_installed_without_a_session_is_checked_as_claude_code_starts_i
     res = sw(tmp_path, "doctor", "claude-code", "--dir", str(project))
     assert res.returncode == 0, res.stdout
     assert "FAIL" not in res.stdout and "6 tools listed" in res.stdout
+
+
+def test_doctor_s_fix_for_a_host_without_per_person_files_leaves_the_store_to_the_environment(
+    tmp_path: Path,
+) -> None:
+    """Codex has no per-person project file: a project install naming this machine's store is fixed by the
+    same install without ``--store`` (the hooks then read ``SESSIONWATCH_STORE``), which install accepts."""
+    project = tmp_path / "p"
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+    command = f"sessionwatch --store {store} hook codex --session {MANAGER}"
+    hooks = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": command}]}]}}
+    write_json(project / ".codex" / "hooks.json", hooks)
+    res = sw(tmp_path, "doctor", "codex", "--dir", str(project), "--json")
+    assert res.returncode == 1, res.stdout
+    (scope,) = [s for s in json.loads(res.stdout)["hosts"][0]["scopes"] if s["installed"]]
+    fix = next(c["fix"] for c in scope["checks"] if c["check"] == "hooks")
+    assert fix == (
+        f"sessionwatch install codex --project --dir {project} --session {MANAGER}"
+        "  # and set SESSIONWATCH_STORE where codex runs"
+    )
+    res = subprocess.run(
+        [*SESSIONWATCH, *shlex.split(fix, comments=True)[1:], "--no-trust"],
+        capture_output=True,
+        text=True,
+        env={**env_of(tmp_path), "SESSIONWATCH_STORE": store},
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    written = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
+    assert all(store not in h["command"] for groups in written.values() for g in groups for h in g["hooks"])
+
+
+def test_the_http_hooks_timeout_is_the_hook_budget(tmp_path: Path) -> None:
+    """2 s by default, ``SESSIONWATCH_HOOK_BUDGET`` when install runs with it (0.1 to 30; else 2 s);
+    the SessionStart command hook keeps the host's own limit."""
+    for setting, timeout in ((None, 2), ("0.5", 0.5), ("5", 5), ("lots", 2), ("99", 2)):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONWATCH_")}
+        env["XDG_STATE_HOME"] = str(tmp_path / "state")
+        if setting is not None:
+            env["SESSIONWATCH_HOOK_BUDGET"] = setting
+        project = tmp_path / f"p{setting}"
+        project.mkdir()
+        cmd = [*SESSIONWATCH, "--gateway", "http://127.0.0.1:7878", "install", "claude-code", "--dir", str(project)]
+        res = subprocess.run(
+            [*cmd, "--session", "agent:main:main"], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        written = json.loads((project / ".claude" / "settings.json").read_text())["hooks"]
+        handlers = {event: g["hooks"][0] for event, groups in written.items() for g in groups}
+        assert handlers["SessionStart"]["type"] == "command" and handlers["SessionStart"]["timeout"] == 10
+        http = [x for x in handlers.values() if x["type"] == "http"]
+        assert http and all(x["timeout"] == timeout for x in http), (setting, handlers)

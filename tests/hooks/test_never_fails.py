@@ -26,7 +26,8 @@ import pytest
 from sessionwatch import Gateway
 from tests.support import pg
 from tests.support.commands import SESSIONWATCH
-from tests.support.ports import listening_socket, spawn_serving, url_of
+from tests.support.hung_gateway import HungGateway
+from tests.support.ports import spawn_serving
 from tests.support.procs import stop
 from tests.support.waiting import wait_http, wait_until
 
@@ -210,40 +211,6 @@ def test_it_never_creates_a_store_in_an_empty_postgresql_database(host: Host) ->
         assert "holds no sessionwatch store" in host.logged()
 
 
-class HungGateway:
-    """A listening socket that accepts every connection and never answers (counts them)."""
-
-    def __init__(self) -> None:
-        self.sock = listening_socket()
-        self.sock.settimeout(0.1)
-        self.url = url_of(self.sock)
-        self.accepted = 0
-        self.conns: list[socket.socket] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.accepted += 1
-            self.conns.append(conn)  # held open, never read, never answered
-
-    def stop_answering_nothing(self) -> socket.socket:
-        """Stop accepting (the socket keeps listening) and cut the held connections."""
-        self._stop.set()
-        self._thread.join(5)
-        for c in self.conns:
-            c.close()
-        self.sock.settimeout(None)
-        return self.sock
-
-
 def test_a_hung_gateway_costs_one_run_at_most_2_s_and_later_runs_skip_it_until_it_is_back(
     host: Host, store: tuple[str, Gateway]
 ) -> None:
@@ -349,6 +316,34 @@ def test_an_unreachable_gateway_or_database_is_remembered_too(host: Host, tmp_pa
         before = host.logged().count("remembered as down")
         assert host.run(*args) == (0, "")
         assert host.logged().count("remembered as down") == before + 1
+
+
+def test_a_run_against_a_gateway_remembered_as_down_is_settled_before_the_full_run_loads(
+    host: Host, tmp_path: Path
+) -> None:
+    """Remembered as down: the run writes its log line and ends, without connecting, loading the full run
+    or ``logging`` (what keeps such a run near Python's own start; the benchmark holds the number)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed before use: nothing listens there
+    args = ["--gateway", f"http://127.0.0.1:{port}", "hook", "codex", "--session", MANAGER, "--log-file", str(host.log)]
+    assert host.run(*args) == (0, "")  # the miss: remembered
+    assert "did not answer" in host.logged()
+    for event in ("PostToolUse", "SubagentStop"):  # one the hook answers, one it only writes down
+        res = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "sessionwatch", *args],
+            input=json.dumps(prompt(event)).encode(),
+            capture_output=True,
+            env=host.env,
+            timeout=120,
+        )
+        assert (res.returncode, res.stdout) == (0, b"")
+        loaded = {line.split("|")[-1].strip() for line in res.stderr.decode().splitlines() if "import time:" in line}
+        assert not loaded & {"sessionwatch.hooks.run", "logging", "_socket", "socket"}, loaded
+    lines = [line for line in host.logged().splitlines() if "remembered as down" in line]
+    assert len(lines) == 2, host.logged()
+    assert " WARNING sessionwatch.hook[" in lines[0] and "PostToolUse hook: no answer, the gateway at" in lines[0]
+    assert "None hook: no answer" in lines[1]  # as the full run names an event it only writes down
 
 
 @pytest.mark.parametrize(("setting", "spent"), [("0.5", 0.5), ("5", 5.0), ("lots", 2.0), ("0", 2.0), ("99", 2.0)])

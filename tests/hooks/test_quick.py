@@ -10,6 +10,7 @@ speed: a quiet session is answered quickly.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sessionwatch import Gateway
 from sessionwatch.hooks import quick
 from tests.support.commands import SESSIONWATCH
+from tests.support.waiting import wait_until
 
 MANAGER = "agent:main:main"
 CHILDREN = [f"agent:main:subagent:c{i}" for i in range(3)]
@@ -76,6 +78,49 @@ def test_quick_says_nothing_only_when_the_queue_is_empty(tmp_path_factory, ops) 
             empty = gw.peek_system_events(MANAGER) == []
             if _quick(store):
                 assert empty, f"quick said nothing to do after {op} with entries pending"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_the_quick_delivery_reads_the_queue_the_store_peeks(tmp_path_factory, ops) -> None:  # type: ignore[no-untyped-def]
+    """The quick delivery's own query (a twin of the store's queue read: the chain of notice slots and the
+    plain entries) gives the entries the engine's peek gives, in its order and worded the same, whatever
+    happened to the queue (appends, drains, acknowledgements from the middle, unwatching, sweeps)."""
+    from sessionwatch.hooks import quick_delivery
+
+    folder = tmp_path_factory.mktemp("twin")
+    store = f"sqlite:///{folder / 'sw.db'}"
+    plan = quick.Plan(quick.DELIVER, path=str(folder / "sw.db"), key=MANAGER)
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+        for child in CHILDREN:
+            gw.put_session(child)
+            gw.watch(MANAGER, child)
+        for op, arg in ops:
+            if op == "person":
+                gw.inbound(arg, "a person\non two lines", channel="web")
+            elif op == "enqueue":
+                for i in range(1 + int(arg) % 3):
+                    gw.enqueue_system_event(MANAGER, f"event {arg}.{i}\nsecond line")
+            elif op == "drain":
+                gw.drain_system_events(MANAGER)
+            elif op == "ack_some":
+                pending = gw.peek_system_events(MANAGER)
+                gw.ack_system_events(MANAGER, [e["id"] for e in pending[int(arg) % 2 :: 2]])  # from the middle
+            elif op == "unwatch":
+                gw.unwatch(MANAGER, arg)
+            elif op == "watch":
+                gw.watch(MANAGER, arg)
+            elif op == "sweep":
+                gw.sweep()
+            peeked = gw.peek_system_events(MANAGER)
+            rows = quick_delivery.entries(plan)
+            if len(peeked) >= 20:
+                assert rows is None  # a full queue: the full run's
+                continue
+            assert rows is not None
+            assert [r[1] for r in rows] == [e["id"] for e in peeked], op
+            assert quick_delivery.rendered(rows) == [e["line"] for e in peeked], op
 
 
 def test_the_decisions_that_need_no_store(tmp_path: Path) -> None:
@@ -212,6 +257,7 @@ def test_a_tool_call_of_a_working_session_is_quick_unless_it_waited_or_was_heard
     import time
 
     monkeypatch.setenv("SESSIONWATCH_LOST_AFTER_MS", "2000")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     store = f"sqlite:///{tmp_path / 'sw.db'}"
     with Gateway.open(store, timers=False) as gw:
         gw.put_session(MANAGER)
@@ -234,4 +280,197 @@ def test_a_tool_call_of_a_working_session_is_quick_unless_it_waited_or_was_heard
         assert decide({"hook_event_name": "Stop", "stop_hook_active": True}) == quick.WRITES
         assert decide({"hook_event_name": "SubagentStart", "agent_id": "a1"}) == quick.FULL  # before its stop
         gw.enqueue_system_event(MANAGER, "for the manager")
-        assert decide({"hook_event_name": "Stop"}) == quick.FULL  # something to deliver: now
+        # something to deliver: the quick delivery reads the queue, and leaves a turn's end to the full run
+        assert decide({"hook_event_name": "Stop"}) == quick.DELIVER
+        from sessionwatch.hooks import quick_delivery
+
+        opts = {"host": "claude-code", "store": store, "session": MANAGER}
+        stop = quick.plan(opts, json.dumps({"hook_event_name": "Stop"}).encode())
+        assert quick_delivery.deliver(stop) is None
+
+
+# -- the quick delivery (hooks/quick_delivery.py) ---------------------------------------------------------
+class Stores:
+    """One store and state folder the hook runs on, and a saved copy of both: each run starts from the
+    copy, so the quick delivery and the full run see exactly the same store and answer state (the same
+    store URL: the answer state is keyed by it)."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.db, self.state = tmp / "sw.db", tmp / "state"
+        self.saved_db, self.saved_state = tmp / "saved.db", tmp / "saved-state"
+        self.url = f"sqlite:///{self.db}"
+        with Gateway.open(self.url, timers=False) as gw:
+            gw.put_session(MANAGER)
+            gw.put_session("agent:main:subagent:a1")
+            for child in [*CHILDREN, "agent:main:subagent:café"]:
+                gw.put_session(child)
+                gw.watch(MANAGER, child)
+        self.save()
+
+    @staticmethod
+    def _copy(src_db: Path, src_state: Path, dst_db: Path, dst_state: Path) -> None:
+        import shutil
+        import sqlite3
+
+        for stale in (dst_db, dst_db.with_name(dst_db.name + "-wal"), dst_db.with_name(dst_db.name + "-shm")):
+            stale.unlink(missing_ok=True)
+        with sqlite3.connect(src_db) as src, sqlite3.connect(dst_db) as dst:
+            src.backup(dst)
+        src.close()
+        dst.close()
+        shutil.rmtree(dst_state, ignore_errors=True)
+        if src_state.exists():
+            shutil.copytree(src_state, dst_state)
+
+    def save(self) -> None:
+        self._copy(self.db, self.state, self.saved_db, self.saved_state)
+
+    def restore(self) -> None:
+        self._copy(self.saved_db, self.saved_state, self.db, self.state)
+
+    def change(self) -> Gateway:
+        self.restore()
+        return Gateway.open(self.url, timers=False, sweep=False)
+
+
+def _full_run(stores: Stores, host: str, event: dict[str, object]) -> bytes:
+    """The full run's answer: ``--log-level debug`` never takes the quick paths."""
+    out = subprocess.run(
+        [*SESSIONWATCH, "--store", stores.url, "--log-level", "debug", "hook", host, "--session", MANAGER],
+        input=json.dumps(event).encode(),
+        capture_output=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(stores.state)},
+    )
+    assert out.returncode == 0
+    return out.stdout
+
+
+def test_the_quick_delivery_prints_the_full_run_s_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Round by round on the same store and answer state: what the quick delivery prints is byte for byte
+    what the full run prints, or it declines (and the full run answers). After each round the store goes
+    on from the full run's result, so later rounds hold the answer the earlier one gave."""
+    from sessionwatch.hooks import quick_delivery
+
+    for name in ("SESSIONWATCH_SESSION", "SESSIONWATCH_STORE", "SESSIONWATCH_GATEWAY", "SESSIONWATCH_STATE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    stores = Stores(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(stores.state))
+    tool = {**PROMPT, "tool_name": "Bash"}
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "go on"}
+
+    def person(*children: str) -> object:
+        return lambda gw: [gw.inbound(c, "a person", channel="web") for c in children]
+
+    def enqueue(*texts: str, key: str = MANAGER) -> object:
+        return lambda gw: [gw.enqueue_system_event(key, t) for t in texts]
+
+    rounds: list[tuple[str, object, dict[str, object], str, bool]] = [
+        ("a system event on two lines", enqueue("hello\nsecond line ✓ é"), tool, "claude-code", True),
+        ("stale notices, the last answer held", person(CHILDREN[0], "agent:main:subagent:café"), prompt, "codex", True),
+        ("nothing new: the held answer only", enqueue(), tool, "claude-code", True),
+        ("a plain event and a notice", lambda gw: (enqueue("x")(gw), person(CHILDREN[1])(gw)), prompt, "codex", True),
+        ("a held notice whose session changed again", person(CHILDREN[1]), tool, "claude-code", False),
+        ("the notice queued again", enqueue(), tool, "claude-code", True),
+        (
+            "a subagent's own queue",
+            enqueue("for a1", key="agent:main:subagent:a1"),
+            {**tool, "agent_id": "a1"},
+            "claude-code",
+            True,
+        ),
+        ("a full queue", enqueue(*(f"n{i}" for i in range(20))), prompt, "claude-code", False),
+        ("after a full queue", lambda gw: gw.drain_system_events(MANAGER), prompt, "claude-code", True),
+        ("the end of a turn with a notice", enqueue("at the end"), {"hook_event_name": "Stop"}, "claude-code", False),
+        (
+            "a start with the answer held",
+            enqueue(),
+            {"hook_event_name": "SessionStart", "source": "resume"},
+            "codex",
+            True,
+        ),
+    ]
+    quick_rounds = 0
+    for what, change, event, host, quickly in rounds:
+        gw = stores.change()
+        change(gw)  # type: ignore[operator]
+        gw.close()
+        stores.save()
+        raw = json.dumps({"session_id": "s", **event}).encode()
+        opts = {"host": host, "store": stores.url, "session": MANAGER}
+        found = quick.plan(opts, raw)
+        assert found.verdict == quick.DELIVER, what
+        capsys.readouterr()
+        done = quick_delivery.deliver(found)
+        printed = capsys.readouterr().out.encode()
+        assert (done is not None) == quickly, what
+        if done is None:
+            assert printed == b"", what  # declined before printing anything
+        stores.restore()
+        full = _full_run(stores, host, {"session_id": "s", **event})
+        if done is not None:
+            assert printed == full, what
+            quick_rounds += 1
+            assert bool(done.printed) == bool(full), what
+        stores.save()  # the next round goes on from the full run's result
+    assert quick_rounds == 8
+
+
+def test_the_quick_delivery_reads_the_schema_it_was_written_for() -> None:
+    from importlib import resources
+
+    from sessionwatch.hooks import quick_delivery
+
+    names = [p.name for p in resources.files("sessionwatch.store").joinpath("migrations/sqlite").iterdir()]
+    newest = max(int(n.split("_")[0]) for n in names if n.endswith(".sql"))
+    assert newest == quick_delivery.SCHEMA, "a new migration: check quick_delivery.ENTRIES against it"
+
+
+def _hook_runs_on(store: str) -> list[int]:
+    """The processes running a hook on ``store`` (a detached run lives on after its hook has exited)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if store.encode() in cmdline and b"hook" in cmdline:
+            found.append(int(pid))
+    return found
+
+
+def test_a_quick_delivery_is_acknowledged_only_by_a_later_run(tmp_path: Path) -> None:
+    """At least once: the run that printed a notice never acknowledges it (the host may not have used the
+    answer); its detached run acknowledges the answer before it, which the next run proves was taken."""
+    store = f"sqlite:///{tmp_path / 'sw.db'}"
+    env = {"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path / "state")}
+    cmd = [*SESSIONWATCH, "--store", store, "hook", "claude-code", "--session", MANAGER, "--no-nudge"]
+    prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi"}).encode()
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(MANAGER)
+        first = gw.enqueue_system_event(MANAGER, "first")["entry"]["id"]
+
+    def run() -> bytes:
+        out = subprocess.run(cmd, input=prompt, capture_output=True, timeout=60, env=env)
+        assert out.returncode == 0
+        return out.stdout
+
+    def queued() -> list[int]:
+        with Gateway.open(store, timers=False, sweep=False) as gw:
+            return [e["id"] for e in gw.peek_system_events(MANAGER)]
+
+    assert b"first" in run()
+    # the detached run (it writes the prompt's lifecycle) has ended: the notice it never acknowledges
+    wait_until(lambda: not _hook_runs_on(store), timeout=60, what="the detached run's end")
+    assert queued() == [first]
+    with Gateway.open(store, timers=False, sweep=False) as gw:
+        second = gw.enqueue_system_event(MANAGER, "second")["entry"]["id"]
+    out = run()
+    assert b"second" in out and b"first" not in out  # the first is held: given once
+    wait_until(lambda: queued() == [second], timeout=60, what="the first acknowledged by the second run's detached run")
+    assert run() == b""  # the second is held
+    wait_until(lambda: queued() == [], timeout=60, what="the second acknowledged")
+    wait_until(lambda: not list((tmp_path / "state" / "sessionwatch" / "hooks").glob("*.json")), timeout=60)
+    assert run() == b""

@@ -4,8 +4,10 @@ Every rollout here is written by the real Codex CLI (pinned) against the fake mo
 reads it through its real path: adopt the thread, watch it, tick, look at what was recorded and at the
 watcher's notices. Programs: ``codex exec`` (and ``exec resume``), ``codex queue``, an app-server
 client, and a subagent spawned by the model's ``spawn_agent`` call. A person's turn (``turn_trigger``
-``user``) comes only from the interactive TUI, which cannot run headless; those tests take a real
-``codex exec`` rollout and change nothing but that turn's trigger value, ``"exec"`` to ``"user"``.
+``user``) comes only from the interactive TUI; test_person_prompt.py drives the real TUI in a pty. The
+tests here that need a person's turn at a chosen place in a rollout (split across scans, across a
+restart, past the scan window) take a real ``codex exec`` rollout and change nothing but that turn's
+trigger value, ``"exec"`` to ``"user"``, which is all the TUI writes differently.
 The last test reads the same rollouts on another machine, through ``sessionwatch node``.
 """
 

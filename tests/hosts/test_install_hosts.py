@@ -163,6 +163,11 @@ def test_doctor_reports_untrusted_codex_hooks_and_ok_once_trusted(codex: tuple[F
     out = install(h, "install", "codex", "--session", MANAGER, "--no-trust")
     (skipped,) = [c for c in out["changes"] if c["path"].endswith("home/.codex/config.toml")]
     assert skipped["action"] == "skipped" and "/hooks" in skipped["note"]
+    # the step names every hook install wrote: each is trusted on its own in /hooks
+    written = json.loads((h.project / ".codex" / "hooks.json").read_text())["hooks"]
+    assert len(written) == 8, written
+    listed = skipped["note"].split("trust the 8 sessionwatch hooks (", 1)[1].split(")", 1)[0]
+    assert set(listed.split(", ")) == set(written), skipped["note"]
     res = sw(h, "doctor", "codex", "--dir", str(h.project), "--json")
     assert res.returncode == 1, res.stdout + res.stderr
     report = json.loads(res.stdout)["hosts"][0]
@@ -194,3 +199,34 @@ def test_codex_uninstall_gives_the_user_config_back_byte_for_byte(codex: tuple[F
     install(h, "uninstall", "codex")
     assert config.read_bytes() == before
     assert not (h.project / ".codex").exists()
+
+
+def test_a_hung_gateway_costs_each_http_hook_of_claude_code_the_hook_budget(claude: tuple[FakeModel, HostHome]) -> None:
+    """An HTTP hook cannot remember a gateway as down, so Claude Code waits for a hung gateway on every
+    prompt and tool call: install writes the hook budget as the timeout (0.5 s here), not 10 s. Five hooks
+    run (the prompt, three tool calls, the end of the turn): at 10 s each the run would take 50 s."""
+    import time
+
+    from tests.support.hung_gateway import HungGateway
+
+    model, h = claude
+    prepare(h)
+    hung = HungGateway()
+    h.extra_env["SESSIONWATCH_HOOK_BUDGET"] = "0.5"
+    try:
+        install(h, "--gateway", hung.url, "install", "claude-code", "--session", MANAGER)
+        written = json.loads((h.project / ".claude" / "settings.json").read_text())["hooks"]
+        http = [x for groups in written.values() for g in groups for x in g["hooks"] if x["type"] == "http"]
+        assert http and {x["timeout"] for x in http} == {0.5}, written
+        (h.project / "notes.txt").write_text("the brief is due on Friday\n")
+        read = Reply.call("Read", {"file_path": str(h.project / "notes.txt")})
+        model.script(read, read, read, Reply.say("done"))
+        begun = time.monotonic()
+        run = h.prompt("read the notes three times")
+        took = time.monotonic() - begun
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert len(model.requests) >= 4  # the tool loop ran: each hook gave up and the turn went on
+        assert hung.accepted >= 5, hung.accepted  # each HTTP hook asked the hung gateway
+        assert took < 40, took  # about 3 s of hooks; 50 s with the old timeout (a busy machine's margin)
+    finally:
+        hung.stop_answering_nothing().close()

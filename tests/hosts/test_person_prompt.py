@@ -1,9 +1,12 @@
-"""A person types into a watched Claude Code worker (the real TUI, in a pty): the prompt is recorded as a
-``human_direct_message`` within 3 s, with a local store and through a running gateway, and the manager is
-told once. A ``claude -p`` prompt in the same thread is a program's, never a person's.
+"""A person types into a watched worker, in the real TUI of Claude Code or of Codex (in a pty): the prompt is
+recorded as a ``human_direct_message`` within 3 s, with a local store and through a running gateway, and
+the manager is told once. A ``claude -p`` prompt in the same thread is a program's, never a person's (for
+Codex's programs, ``codex exec``, ``codex queue``, app-server clients and subagents, see
+test_codex_persons.py).
 
 The worker's thread is adopted after its first prompt, so what the monitor counts starts there; the
-gateway runs its monitor at the default interval (60 s), so only the hook's nudge can be this fast.
+gateway runs its monitor at the default interval (60 s) and a local store has none, so only the hook's
+nudge can be this fast.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pytest
 from sessionwatch import Gateway
 from tests.support.commands import SESSIONWATCH
 from tests.support.fake_model import FakeModel
-from tests.support.hosts import ClaudeHome, host_home
+from tests.support.hosts import ClaudeHome, HostHome, host_home
 from tests.support.tui import Tui, prepare_claude
 from tests.support.waiting import wait_until
 
@@ -123,3 +126,108 @@ def test_a_person_typing_into_a_watched_worker_is_recorded_within_3_s(world: dic
     assert run.returncode == 0, run.stderr[-1000:]
     gw.upstream_tick()
     assert len(_humans(gw)) == 1
+
+
+# -- Codex: its TUI in a pty ---------------------------------------------------------------------------------
+def _codex_daemons(codex_home: Path) -> list[int]:
+    """The processes a Codex TUI left running under ``codex_home`` (its app-server daemon outlives it, in a
+    session of its own): found by their command line, which names that folder."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(codex_home).encode() in cmdline:
+            found.append(int(pid))
+    return found
+
+
+def _codex_rollouts(codex_home: Path) -> list[Path]:
+    return sorted((codex_home / "sessions").rglob("rollout-*.jsonl"))
+
+
+@pytest.fixture(params=["local", "gateway"])
+def codex_world(request: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A person's Codex TUI on a trusted project (the approach of tests/hosts/test_push.py), installed with
+    ``--session WORKER``: the default store of the scratch state folder, or a running gateway on it."""
+    import signal
+
+    from tests.support.hosts import CodexHome
+
+    with FakeModel("openai", default="noted") as model, host_home("codex", tmp_path, model.url) as h:
+        assert isinstance(h, CodexHome)
+        state = h.root / "state"
+        h.extra_env["XDG_STATE_HOME"] = str(state)
+        store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"  # the default store: no --store
+        (state / "sessionwatch").mkdir(parents=True)
+        config = h.codex_home / "config.toml"
+        config.write_text(config.read_text() + f'\n[projects."{h.project}"]\ntrust_level = "trusted"\n')
+        gw = Gateway.open(store, timers=False)
+        gw.upstream.configure(codex_root=h.codex_home)
+        gw.put_session(MANAGER)
+        gateway = _Gateway(h, store) if request.param == "gateway" else None
+        where = ["--gateway", gateway.url] if gateway else []
+        _sessionwatch(h, *where, "install", "codex", "--dir", str(h.project), "--session", WORKER)
+        try:
+            yield {"h": h, "gw": gw, "model": model, "mode": request.param}
+        finally:
+            for pid in _codex_daemons(h.codex_home):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if gateway is not None:
+                gateway.stop()
+            gw.close()
+
+
+def _codex_states(tui: Tui, after: int = 0) -> list[bytes]:
+    """What the Codex TUI said of itself in its window title since ``after`` (``ESC ] 7501;state=...``):
+    ``idle`` at the prompt, ``working`` in a turn, ``done`` once a turn ended."""
+    import re
+
+    return re.findall(rb"\x1b\]7501;state=(\w+):app=codex", tui.raw[after:])
+
+
+def _why(h: HostHome, tui: Tui) -> str:
+    log = h.root / "state" / "sessionwatch" / "hooks.log"
+    return f"screen: {tui.raw[-600:]!r}; hooks.log: {log.read_text()[-1500:] if log.exists() else None}"
+
+
+def test_a_person_typing_into_a_watched_codex_tui_is_recorded_within_3_s(codex_world: dict[str, Any]) -> None:
+    """The same through the real Codex TUI: only a turn a person starts there is marked ``turn_trigger:
+    user``, and the UserPromptSubmit hook's nudge finds it within 3 s (local store or gateway)."""
+    h, gw, model = codex_world["h"], codex_world["gw"], codex_world["model"]
+    with Tui(h) as tui:
+        wait_until(lambda: _codex_states(tui)[-1:] == [b"idle"], timeout=90, what=f"the TUI up: {tui.raw[-800:]!r}")
+        typed = len(tui.raw)
+        tui.type("set up the project")
+        wait_until(lambda: model.seen("set up the project"), timeout=90, what="the first prompt at the model")
+
+        def thread() -> list[Path]:
+            return [p for p in _codex_rollouts(h.codex_home) if b"set up the project" in p.read_bytes()]
+
+        (rollout,) = wait_until(thread, timeout=30, what="the TUI's rollout")
+        tid = rollout.name[-len("00000000-0000-0000-0000-000000000000.jsonl") : -len(".jsonl")]
+
+        def turn_over() -> bool:
+            states = _codex_states(tui, typed)
+            return b"working" in states and states[-1] != b"working"
+
+        wait_until(turn_over, timeout=90, what=f"the first turn's end ({_why(h, tui)})")
+        adopted = gw.continue_thread("codex", tid, session_key=WORKER)
+        assert adopted["linked"], adopted
+        assert gw.watch(MANAGER, WORKER)
+
+        typed_at = time.monotonic()
+        tui.type("stop, ship it on Friday instead")
+        events = wait_until(lambda: _humans(gw), timeout=30, interval=0.05, what="the person's prompt recorded")
+        took = time.monotonic() - typed_at
+        print(f"{codex_world['mode']}: recorded {took:.2f} s after the person pressed Enter")
+        assert took <= RECORDED_WITHIN_S, f"recorded after {took:.2f} s"
+        assert [e["actorType"] for e in events] == ["human"]
+        assert b'"turn_trigger":"user"' in rollout.read_bytes()  # what the TUI writes for a person's turn
+
+    pending = gw.peek_system_events(MANAGER)
+    assert len(pending) == 1 and WORKER in pending[0]["text"]  # the manager is told once

@@ -76,6 +76,13 @@ class Tui:
             raw = bytes(self._raw)
         return _ESCAPES.sub(b"", raw).decode("utf-8", "replace")
 
+    @property
+    def raw(self) -> bytes:
+        """Everything the host wrote, escape sequences kept (Codex's TUI says in its window title whether
+        it is idle, working or done: ``ESC ] 7501;state=idle:app=codex``)."""
+        with self._lock:
+            return bytes(self._raw)
+
     def mark(self) -> int:
         """A position in the screen text, for :meth:`wait_for` to look only at what came after it."""
         return len(self.screen)

@@ -42,6 +42,7 @@ class State:
     gateway: str | None = None
     token: str | None = None
     json: bool = False
+    store_from_env: bool = False  # --store came from SESSIONWATCH_STORE, not the command line
     _backend: Backend | None = field(default=None, repr=False)
 
     def backend(self, *, timers: bool = False, read_only: bool = False) -> Backend:
@@ -247,6 +248,7 @@ def cli(
     )
     state = ctx.ensure_object(State)
     state.store, state.gateway, state.token = store, gateway, token
+    state.store_from_env = ctx.get_parameter_source("store") == click.core.ParameterSource.ENVIRONMENT
     if token and not gateway and ctx.get_parameter_source("token") == click.core.ParameterSource.COMMANDLINE:
         # From the environment it may be meant for 'serve', which reads SESSIONWATCH_TOKEN too.
         err_console().print(

@@ -145,9 +145,22 @@ def _run(inv: Invocation) -> None:
 
         if gateway_quick.answer(opts, given.raw):
             return  # the gateway answered (hooks/gateway_quick.py): no HTTP client, no engine loaded
-    verdict = quick.FULL if inv.problems else quick.decide(opts, given.raw)
-    if verdict == quick.WRITES and "foreground_nudge" in opts:
-        verdict = quick.FULL  # asked to finish its work before it exits
+    plan = quick.Plan(quick.FULL) if inv.problems else quick.plan(opts, given.raw)
+    verdict = plan.verdict
+    if verdict in (quick.WRITES, quick.DELIVER) and ("foreground_nudge" in opts or not hasattr(os, "fork")):
+        verdict = quick.FULL  # asked to finish its work before it exits, or no detached run to leave it to
+    if verdict == quick.DELIVER:
+        from ..hooks import quick_delivery
+
+        done = quick_delivery.deliver(plan)  # printed as the full run would (hooks/quick_delivery.py)
+        if done is None:
+            verdict = quick.FULL
+        else:
+            line = done.logged(plan)
+            if line is not None:
+                quick.log(opts, *line)
+            verdict = quick.WRITES if plan.writes or done.acknowledge else quick.QUIET
+            opts = {**opts, "acknowledge": _ids(done.acknowledge)}
     if verdict == quick.QUIET:
         return  # the common run: nothing to deliver, settled before the engine loads (hooks/quick.py)
     if verdict == quick.WRITES and hasattr(os, "fork") and _detached():
@@ -172,8 +185,17 @@ def _run(inv: Invocation) -> None:
         nudge_retry_ms=int(opts.get("nudge_wait", "2000")),
         foreground_nudge="foreground_nudge" in opts,
         deliver="no_deliver" not in opts,
+        acknowledge=_numbers(opts.get("acknowledge", "")),
         stdin=given,
     )
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    return tuple(int(i) for i in text.split(",") if i)
 
 
 def _detached() -> bool:

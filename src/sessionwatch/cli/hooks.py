@@ -126,10 +126,13 @@ DIR = click.option(
 )
 
 
-def _global_args(state: State) -> list[str]:
+def _global_args(state: State, scope: str) -> list[str]:
+    """The global options written into the installed commands. A project install's files are committed:
+    a store taken from ``SESSIONWATCH_STORE`` stays there (the hooks read the variable when they run), as
+    the refusal of a machine path written into them advises."""
     if state.gateway:
         return ["--gateway", state.gateway]
-    if state.store:
+    if state.store and not (scope == "project" and state.store_from_env):
         return ["--store", state.store]
     return []
 
@@ -185,7 +188,8 @@ def install_cmd(
     command is `sessionwatch` from PATH); --local and --user files name this
     installation's absolute path. The global --store or --gateway given here are
     written into the commands too (a token never is: the host passes
-    SESSIONWATCH_TOKEN from its environment).
+    SESSIONWATCH_TOKEN from its environment; nor, for --project, a store taken
+    from SESSIONWATCH_STORE: the hooks read the variable when they run).
 
     \b
     Examples:
@@ -199,7 +203,7 @@ def install_cmd(
     from .output import emit  # rich: only here, never on the hook's path
 
     installer = room(host).installer()
-    global_args = _global_args(state)
+    global_args = _global_args(state, scope)
     done = installer.install(scope, directory, session_key, agent_id, global_args, trust=not no_trust)
     changes = done.changes
     warnings: list[str] = []

@@ -16,32 +16,22 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TypeVar
 
-from .delivery import state_dir
+# what one hook run may spend on a server that does not answer, all calls together
+from ..hosts.hook_budget import BUDGET_ENV as BUDGET_ENV, BUDGET_S as BUDGET_S, budget_s as budget_s
+from ..hosts.state_folder import state_path
 
-BUDGET_S = 2.0  # what one hook run may spend on a server that does not answer, all calls together
-BUDGET_ENV = "SESSIONWATCH_HOOK_BUDGET"  # seconds, for a gateway on a slow link (0.1 to 30)
+# Imported where used, or only for a type checker: typing, threading, contextlib and signal are a noticeable
+# part of a quick hook run, and a run against a server remembered as down needs none of them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
 
-
-def budget_s() -> float:
-    """The budget of this run: ``SESSIONWATCH_HOOK_BUDGET`` when it is a number from 0.1 to 30, else 2 s."""
-    try:
-        value = float(os.environ.get(BUDGET_ENV, ""))
-    except ValueError:
-        return BUDGET_S
-    return value if 0.1 <= value <= 30.0 else BUDGET_S
-
+    T = TypeVar("T")
 
 REMEMBER_S = 30.0  # how long later runs skip it after a miss
-
-T = TypeVar("T")
 
 
 class Missed(Exception):
@@ -64,26 +54,38 @@ class Budget:
         return self.deadline - time.monotonic()
 
 
-@contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
+def _fire(signum: int, frame: object) -> None:
+    raise _OutOfTime
+
+
+class _Alarm:  # not contextlib.contextmanager: importing contextlib costs a quick run more than this class
     """Interrupt the block after ``seconds`` of wall time, whatever it is blocked in (connect, send,
     receive: each has its own timeout, but together they could add up past the budget). Only on the main
     thread of a POSIX process; elsewhere the calls' own timeouts are the bound."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
 
-    def fire(signum: int, frame: object) -> None:
-        raise _OutOfTime
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.previous: object = None
+        self.armed = False
 
-    previous = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    def __enter__(self) -> None:
+        import signal
+
+        if not hasattr(signal, "setitimer"):
+            return
+        try:
+            self.previous = signal.signal(signal.SIGALRM, _fire)
+        except ValueError:  # not the main thread (signal.signal refuses there)
+            return
+        self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 0.001))
+
+    def __exit__(self, *exc: object) -> None:
+        if self.armed:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)  # type: ignore[arg-type]
 
 
 def bounded(budget: Budget, call: Callable[[float], T]) -> T:
@@ -92,7 +94,7 @@ def bounded(budget: Budget, call: Callable[[float], T]) -> T:
     if left <= 0:
         raise Missed(f"the {budget.seconds:g} s budget of this run is spent")
     try:
-        with _alarm(left):
+        with _Alarm(left):
             return call(left)
     except _OutOfTime:
         raise Missed(f"no answer within the {budget.seconds:g} s budget of this run") from None
@@ -100,7 +102,11 @@ def bounded(budget: Budget, call: Callable[[float], T]) -> T:
 
 def public(url: str) -> str:
     """A server URL without its credentials (``user:secret@``), for the log and the mark."""
-    return re.sub(r"//[^/@]*@", "//", url)
+    scheme, sep, rest = url.partition("//")
+    if not sep:
+        return url
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}//{netloc.rpartition('@')[2]}{slash}{path}"
 
 
 class DownMark:
@@ -112,12 +118,14 @@ class DownMark:
         except ImportError:  # pragma: no cover - not CPython
             from hashlib import blake2b
         self.where = where
-        self.path = state_dir() / "hooks" / f"down-{blake2b(where.encode(), digest_size=12).hexdigest()}.json"
+        digest = blake2b(where.encode(), digest_size=12).hexdigest()
+        self.path = os.path.join(state_path(), "hooks", f"down-{digest}.json")
 
     def reason(self, now: float | None = None) -> str | None:
         """Why the server is remembered as down (and until when), or None when it is not."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            with open(self.path, encoding="utf-8") as f:
+                data = json.loads(f.read())
             until, why = float(data["until"]), str(data.get("reason", ""))
         except (OSError, ValueError, TypeError, KeyError):
             return None  # none, or unreadable: try the server
@@ -129,10 +137,11 @@ class DownMark:
     def mark(self, why: str) -> None:
         """Remember a miss for REMEMBER_S from now (best-effort: a mark that cannot be written is skipped)."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            tmp = f"{self.path}.{os.getpid()}.tmp"
             body = {"server": public(self.where), "until": time.time() + REMEMBER_S, "reason": why[:300]}
-            tmp.write_text(json.dumps(body), encoding="utf-8")
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(json.dumps(body))
             os.replace(tmp, self.path)  # atomic: a concurrent run reads the old mark or this one
         except OSError:
             pass

@@ -14,8 +14,11 @@ before any of that this module settles the common case from the input and one re
   the last drain (``queue_heads.appended <= drained``: no entry is live, see the schema's queue notes),
   and its lifecycle state ``working`` or never reported (a tool call then writes nothing).
 
-Anything else, or any doubt (another store, a gateway, a read that fails, ``--log-level debug``), returns
-False and the full run decides. It never writes and never creates a file.
+When the session has an answer to acknowledge or a queue that may hold live entries, and the event is
+one the host takes an answer for, the verdict is ``DELIVER``: ``quick_delivery.py`` reads the queue
+and prints what the full run would, or declines. Anything else, or any doubt (another store, a gateway,
+a read that fails, ``--log-level debug``), is ``FULL``: the full run decides. It never writes and never
+creates a file (``log`` appends a line to the hook's log for the callers that settle a run here).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import sys
 
 from ..hosts import identity
+from ..hosts.state_folder import state_path
 
 MAX_INPUT_BYTES = 1 << 20  # twin: run.MAX_INPUT_BYTES
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop")  # twin: hosts.HOSTS[*].events
@@ -55,15 +59,6 @@ class Input:
         return self._stdin.read(n) if self._stdin is not None else b""  # type: ignore[attr-defined]
 
 
-def _state_dir() -> str:
-    # twin: delivery.state_dir
-    env = os.environ.get("SESSIONWATCH_STATE_DIR")
-    if env:
-        return env
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "sessionwatch")
-
-
 def _answer_file(where: str, key: str, agent: str | None) -> str:
     # twin: delivery.AnswerState (the same digest, so both find the same file)
     try:
@@ -71,7 +66,7 @@ def _answer_file(where: str, key: str, agent: str | None) -> str:
     except ImportError:  # pragma: no cover - not CPython
         from hashlib import blake2b
     digest = blake2b(f"{where}\0{agent or ''}\0{key}".encode(), digest_size=12).hexdigest()
-    return os.path.join(_state_dir(), "hooks", f"{digest}.json")
+    return os.path.join(state_path(), "hooks", f"{digest}.json")
 
 
 def _store_url(opts: dict[str, str]) -> str:
@@ -88,7 +83,23 @@ def _state_dir_for_store() -> str:
     return os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
 
 
-QUIET, WRITES, FULL = "quiet", "writes", "full"
+QUIET, WRITES, FULL, DELIVER = "quiet", "writes", "full", "deliver"
+
+
+class Plan:  # a plain class: importing dataclasses or typing is a noticeable part of a hook run
+    """What ``plan`` found. ``DELIVER``: an answer to acknowledge or entries that may be live, for a run
+    that answers the event (``quick_delivery.py`` decides from the queue itself); ``writes``: a write is
+    due after the answer whatever is delivered (a lifecycle report, a nudge)."""
+
+    __slots__ = ("agent", "answer_file", "event", "host", "key", "path", "url", "verdict", "writes")
+
+    def __init__(self, verdict: str, **found: object) -> None:
+        self.verdict = verdict
+        self.host = self.event = self.url = self.path = self.key = self.answer_file = ""
+        self.agent: str | None = None
+        self.writes = False
+        for name, value in found.items():
+            setattr(self, name, value)
 
 
 def nothing_to_do(opts: dict[str, str], raw: bytes) -> bool:
@@ -99,51 +110,58 @@ def nothing_to_do(opts: dict[str, str], raw: bytes) -> bool:
 def decide(opts: dict[str, str], raw: bytes) -> str:
     """``QUIET``: nothing at all to do. ``WRITES``: nothing to deliver or acknowledge, but a write is due
     (a lifecycle report, the session's creation, a nudge), which may run after the host has its answer
-    (``fast.py`` runs it detached, never delivering). ``FULL``: the full run, now."""
+    (``fast.py`` runs it detached, never delivering). ``DELIVER``: see ``Plan``. ``FULL``: the full run,
+    now."""
+    return plan(opts, raw).verdict
+
+
+def plan(opts: dict[str, str], raw: bytes) -> Plan:
+    """The decision, with what the quick delivery needs to go on from it."""
     host = opts.get("host")
     if host not in CATALOG or opts.get("log_level") == "debug" or len(raw) > MAX_INPUT_BYTES:
-        return FULL
+        return Plan(FULL)
     try:
         data = json.loads(raw or b"{}")
     except (ValueError, RecursionError):
-        return FULL  # the full run says why in the log
+        return Plan(FULL)  # the full run says why in the log
     if not isinstance(data, dict):
-        return FULL
+        return Plan(FULL)
     event = data.get("hook_event_name")
     if event in OBSERVED:
-        return FULL  # rare, and a subagent's start must be written before its stop
+        return Plan(FULL)  # rare, and a subagent's start must be written before its stop
     if event not in EVENTS:
-        return QUIET
-    if event == "UserPromptSubmit" and identity.ROOMS[host].hook.tells_sender:
-        return FULL  # who sent the prompt is written before the host writes it (host_sessions.told_prompt)
+        return Plan(QUIET)
+    adapter = identity.ROOMS[host].hook
+    if event == "UserPromptSubmit" and adapter.tells_sender:
+        return Plan(FULL)  # who sent the prompt is written before the host writes it (host_sessions.told_prompt)
     if opts.get("gateway") or os.environ.get("SESSIONWATCH_GATEWAY"):
-        return FULL
+        return Plan(FULL)
     key = opts.get("session") or os.environ.get("SESSIONWATCH_SESSION") or ""
     agent = opts.get("agent") or os.environ.get("SESSIONWATCH_AGENT") or None
     thread = identity.host_id(data.get("session_id")) if not key else None
     if not key and thread is None:
-        return FULL  # found by the transcript's path, if at all: the full run
+        return Plan(FULL)  # found by the transcript's path, if at all: the full run
     if key and not key.startswith("agent:"):
-        return FULL  # a bare key with an agent: the full run
+        return Plan(FULL)  # a bare key with an agent: the full run
     url = _store_url(opts)
     if not url.startswith("sqlite:///"):
-        return FULL
+        return Plan(FULL)
     path = url[len("sqlite:///") :]
     if not path or path == ":memory:":
-        return FULL
+        return Plan(FULL)
     try:
         if os.path.getsize(path) == 0:
-            return QUIET  # no store yet: the full run would find nothing either (and creates none)
+            return Plan(QUIET)  # no store yet: the full run would find nothing either (and creates none)
     except OSError:
-        return QUIET  # no store file at all: likewise
+        return Plan(QUIET)  # no store file at all: likewise
     if event == "Stop" and data.get("stop_hook_active") is True:
-        return WRITES  # never blocked twice in a row (run.run): only the end of the turn to write
+        return Plan(WRITES)  # never blocked twice in a row (run.run): only the end of the turn to write
     try:
         import sqlite3
 
         conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True, timeout=0.5)
     except Exception:  # noqa: BLE001 - any doubt: the full run decides
-        return FULL
+        return Plan(FULL)
     adopting = False
     try:
         if not key:  # the session linked to this thread (run.run: the adoption link), else its own key
@@ -152,34 +170,70 @@ def decide(opts: dict[str, str], raw: bytes) -> str:
                 (CATALOG[host], thread),
             ).fetchall()
             if len(linked) > 1:
-                return FULL
+                return Plan(FULL)
             if linked:
                 key, agent = linked[0]
             else:  # not adopted yet: the run adopts it, and its own key may have notices already
                 key = identity.zero_config_key(host, agent, data) or ""
                 agent, adopting = None, True
                 if not key:
-                    return FULL
+                    return Plan(FULL)
         sub = identity.host_id(data.get("agent_id"))
         if sub is not None:  # from inside a subagent: its own notices (host_sessions.child_key)
             key = identity.subagent_key(identity.agent_of_key(key) or agent or "main", sub)
-        if os.path.exists(_answer_file(url, key, agent)):
-            return FULL  # an answer to acknowledge
-        head = conn.execute("SELECT appended, drained FROM queue_heads WHERE session_key = ?", (key,)).fetchone()
-        if head is not None and head[0] > head[1]:
-            return FULL  # something may be live
-        if event != "PostToolUse" or adopting:
-            return WRITES  # a prompt, a start, the end of a turn; or a session still to adopt
-        state = conn.execute("SELECT state, seen_at FROM session_states WHERE session_key = ?", (key,)).fetchone()
-        if state is not None and (state[0] != "working" or state[1] < _heartbeat_due()):
+        writes = event != "PostToolUse" or adopting
+        if not writes:
+            state = conn.execute("SELECT state, seen_at FROM session_states WHERE session_key = ?", (key,)).fetchone()
             # a tool ran after a wait or the end of a turn (it works again), or the last word is old
             # enough that the lost timer could take a long busy turn for a silent one: to be written
-            return WRITES
-        return QUIET
+            writes = state is not None and (state[0] != "working" or state[1] < _heartbeat_due())
+        if event in adapter.events:  # an event the host takes an answer for (others deliver nothing)
+            answer_file = _answer_file(url, key, agent)
+            head = conn.execute("SELECT appended, drained FROM queue_heads WHERE session_key = ?", (key,)).fetchone()
+            if os.path.exists(answer_file) or (head is not None and head[0] > head[1]):
+                if adopting:
+                    return Plan(FULL)  # the session is created first: the full run
+                found = {"host": host, "event": event, "url": url, "path": path, "key": key, "agent": agent}
+                return Plan(DELIVER, answer_file=answer_file, writes=writes, **found)
+        return Plan(WRITES if writes else QUIET)
     except Exception:  # noqa: BLE001 - an old or foreign schema, a locked file: the full run decides
-        return FULL
+        return Plan(FULL)
     finally:
         conn.close()
+
+
+LOG_MAX_BYTES = 1 << 20  # twin: run.LOG_MAX_BYTES
+LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}  # twin: logging's
+
+
+def log(opts: dict[str, str], level: str, message: str) -> None:
+    """One line in the hook's log, as ``run.setup_logging`` writes it (the same file, format, rotation and
+    level: INFO and up unless ``--log-level`` says otherwise), without loading ``logging``. Best-effort,
+    as there."""
+    chosen = opts.get("log_level") or "warning"
+    if LEVELS[level] < LEVELS["INFO" if chosen == "warning" else chosen.upper()]:  # as fast.py sets it up
+        return
+    import time
+
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
+    line = f"{stamp} {level} sessionwatch.hook[{os.getpid()}]: {message}\n"
+    target = opts.get("log_file")
+    try:
+        if target == "-":
+            sys.stderr.write(line)
+            return
+        path = target or os.path.join(state_path(), "hooks.log")
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            if os.path.getsize(path) > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line)
+    except Exception:  # noqa: BLE001 - no home folder, a file where the folder should be: no log line
+        pass
 
 
 def _heartbeat_due() -> int:

@@ -53,6 +53,7 @@ class Options(NamedTuple):  # not a dataclass: importing dataclasses is a notice
     nudge_retry_ms: int = NUDGE_RETRY_MS
     foreground_nudge: bool = False  # run the nudge before returning (no fork): for hosts without fork
     deliver: bool = True  # False: only write what the event says (a detached run, see cli/fast.py)
+    acknowledge: tuple[int, ...] = ()  # the answer a quick delivery held, to acknowledge (cli/fast.py)
 
 
 LOG_MAX_BYTES = 1 << 20
@@ -519,6 +520,8 @@ def run(opts: Options, stdin: IO[bytes] | None, stdout: IO[str]) -> int:
         else:
             key = host_sessions.apply(backend, opts.host.catalog, str(raw_event), data, who, report)
             printed = event is not None and opts.deliver and deliver(backend, key, who.agent, opts.host, event, stdout)
+            if opts.acknowledge:
+                acknowledge(backend, key, who.agent, list(opts.acknowledge))
             if raw_event == STOP and not printed:
                 host_sessions.turn_ended(backend, key, report, data)
         if (
@@ -598,6 +601,22 @@ def _deliver(
         state.save(ids, answered=True)
     log.info("%s hook for %s delivered %d notice(s): %s", event, key, len(ids), ids)
     return True
+
+
+def acknowledge(backend: _Local | _Remote | InProcess, key: str, agent: str | None, ids: list[int]) -> None:
+    """Acknowledge an answer the quick delivery held (``quick_delivery.py``: it printed what came after it
+    and left this to the detached run). The answer state is cleared once it holds nothing else; when it
+    holds the newer answer too, the next run acknowledges that (again, harmlessly, for these ids)."""
+    state = AnswerState(backend.where, key, agent)
+    with state.exclusive():
+        try:
+            backend.ack(key, agent, ids)
+        except Exception as exc:  # noqa: BLE001 - still held by the state: the next run tries again
+            log.warning("acknowledging %s for %s failed (retried next run): %s", ids, key, exc)
+            return
+        now = state.load()
+        if now is not None and set(now["ids"]) <= set(ids):
+            state.clear()
 
 
 def _withheld(backend: _Local | _Remote | InProcess, key: str, agent: str | None, queued: list[QueueEntry]) -> int:

@@ -494,7 +494,20 @@ def drop_from_list(data: dict[str, Any], keys: tuple[str, ...], item: str) -> bo
 
 
 def fix_command(t: Target, verb: str = "install") -> str:
-    """The ``sessionwatch`` command line that (re)installs ``t``."""
+    """The ``sessionwatch`` command line that (re)installs ``t``, one ``install`` accepts. A project install
+    whose store is a file of this machine (or whose URL holds a password) would be refused
+    (``refuse_machine_paths``): the fix is this person's files (``--local``) where the host has them, else
+    the project install without ``--store``, the store then coming from ``SESSIONWATCH_STORE``."""
+    note = ""
+    if verb == "install" and t.committed and _names_this_machine(t.global_args):
+        if t.no_local is None:
+            t = t.like(scope="local")
+        else:
+            args = list(t.global_args)
+            i = args.index("--store")
+            del args[i : i + 2]
+            t = t.like(global_args=args)
+            note = f"  # and set SESSIONWATCH_STORE where {t.host} runs"
     argv = ["sessionwatch", *t.global_args, verb, t.host, f"--{t.scope}"]
     if t.scope != "user":
         argv += ["--dir", str(t.dir)]
@@ -502,7 +515,16 @@ def fix_command(t: Target, verb: str = "install") -> str:
         argv += ["--session", t.session]
     if t.agent and verb == "install":
         argv += ["--agent", t.agent]
-    return shlex.join(argv)
+    return shlex.join(argv) + note
+
+
+def _names_this_machine(global_args: list[str]) -> bool:
+    """Would a project install refuse these options (a store file of this machine, a password)?"""
+    try:
+        refuse_machine_paths(global_args)
+    except InvalidArgument:
+        return True
+    return False
 
 
 def check_options(t: Target) -> None:

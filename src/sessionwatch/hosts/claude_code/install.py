@@ -27,6 +27,7 @@ from ...errors import InvalidArgument
 from .. import install_state as snapshots
 from ..base import POST_TOOL_USE, SESSION_START, USER_PROMPT_SUBMIT
 from ..checks import Check, FileInstaller, read_config
+from ..hook_budget import budget_s
 from ..installer import (
     SERVER_NAME,
     Change,
@@ -47,6 +48,15 @@ from ..installer import (
 from .room import HOOK, MCP_SESSION_ENV, PROGRAM
 
 PERMISSION = f"mcp__{SERVER_NAME}"  # Claude Code: every tool of the server
+
+
+def http_hook_timeout() -> float | int:
+    """How long Claude Code waits for a gateway's answer to an HTTP hook (seconds; it takes fractions):
+    the hook budget (``hook_budget.py``: 2 s, or ``SESSIONWATCH_HOOK_BUDGET`` where install runs), the
+    bound a command hook keeps on a gateway that does not answer. An HTTP hook cannot remember a gateway
+    as down, so a hung gateway costs every prompt and tool call this much (docs/hooks-claude-code.md)."""
+    seconds = budget_s()
+    return int(seconds) if seconds == int(seconds) else seconds
 
 
 def claude_dir() -> Path:
@@ -89,6 +99,12 @@ class ClaudeTarget(Target):
         if gateway is None or event == SESSION_START:
             return None
         return self.own_hook_url(gateway)
+
+    def handler(self, event: str) -> dict[str, Any]:
+        out = super().handler(event)
+        if out["type"] == "http":
+            out["timeout"] = http_hook_timeout()
+        return out
 
     def group(self, event: str) -> dict[str, Any]:
         out = super().group(event)

@@ -279,9 +279,10 @@ def trust_step(t: CodexTarget) -> str:
         start = f"run `codex` in {t.dir}, trust the folder when asked, then open /hooks"
     else:
         start = "run `codex`, open /hooks"
+    events = t.events()  # the hooks install writes (add_hooks): each one is trusted on its own
     return (
-        f"Codex skips these hooks until they are trusted: {start} and trust the sessionwatch hooks "
-        f"(SessionStart, UserPromptSubmit, PostToolUse); or, with codex on PATH, run `{fix_command(t)}`."
+        f"Codex skips these hooks until they are trusted: {start} and trust the {len(events)} sessionwatch hooks "
+        f"({', '.join(events)}); or, with codex on PATH, run `{fix_command(t)}`."
     )
 
 
