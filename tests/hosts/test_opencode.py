@@ -103,8 +103,9 @@ def test_a_notice_reaches_the_next_model_call_once_is_not_stored_and_a_deleted_s
     link = w.gw.link(key)
     assert link is not None and link["catalogId"] == "opencode" and link["threadId"] == sid  # adopted on its start
     states = [e["kind"] for e in w.events(key) if e["kind"].startswith("session_")]
-    assert states == ["session_idle", "session_working", "session_idle"], states
-    assert w.gw.get_session(key)["lifecycle"]["state"] == "idle"
+    # `opencode run` done: OpenCode shuts the plugin down, which reports the end before the process exits
+    assert states == ["session_idle", "session_working", "session_idle", "session_ended"], states
+    assert w.gw.get_session(key)["lifecycle"]["state"] == "ended"
 
     # the OpenCode session watches another one, which a person changes
     w.gw.put_session(OTHER)
@@ -310,7 +311,7 @@ def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_bre
             (sid,) = h.sessions()
             key = f"agent:project:opencode:{sid}"
             with Gateway.open(store, timers=False) as gw:  # the gateway's store: the session was made there
-                assert gw.get_session(key)["lifecycle"]["state"] == "idle"
+                assert gw.get_session(key)["lifecycle"]["state"] == "ended"  # the run is over
                 gw.put_session(OTHER)
                 assert gw.watch(key, OTHER)
                 gw.inbound(OTHER, "rotate the keys first", channel="slack")
@@ -402,3 +403,151 @@ def test_a_permission_asked_in_the_tui_shows_the_session_waiting_and_the_answer_
     kinds = [e["kind"] for e in w.events(key) if e["kind"].startswith("session_")]
     waited = kinds.index("session_waiting")
     assert "session_working" in kinds[waited:], kinds
+
+
+def _own_keys(w: World) -> list[str]:
+    rows = w.gw.call_tool("sessions_list", {"limit": 100}, caller=MANAGER)["sessions"]
+    return sorted(s["sessionKey"] for s in rows if s["sessionKey"].startswith("agent:project:opencode:"))
+
+
+def test_two_sessions_in_one_folder_get_two_keys_and_a_resumed_one_keeps_its_own(world: World) -> None:
+    w = world
+    w.run("first")
+    w.run("second")
+    ids = w.h.sessions()
+    assert len(ids) == 2, ids
+    expected = sorted(w.key(sid) for sid in ids)
+    assert _own_keys(w) == expected, w.h.hook_log()
+    for key in expected:  # adopted: a person typing into it later is detected
+        link = w.gw.link(key)
+        assert link is not None and link["threadId"] == key.rsplit(":", 1)[1], w.h.hook_log()
+    w.run("third", "--session", ids[0])
+    assert _own_keys(w) == expected  # the resumed session is the same key, no third one
+
+
+def test_a_change_during_a_tool_loop_reaches_the_same_turn(world: World) -> None:
+    """The plugin's system transform runs before every model call of a turn: a change that lands while
+    OpenCode runs a tool reaches the call after the tool, once, and is stored nowhere."""
+    from tests.support.fake_model import Reply
+
+    w = world
+    (w.h.project / "notes.txt").write_text("the brief is due on Friday\n")
+    notice: list[str] = []
+
+    def change() -> None:  # the session exists by now: it starts watching, and a person writes there
+        (sid,) = w.h.sessions()
+        w.gw.put_session(OTHER)
+        assert w.gw.watch(w.key(sid), OTHER)
+        w.gw.inbound(OTHER, "use the 2024 brief", channel="slack")
+        notice.append(w.gw.peek_system_events(w.key(sid))[-1]["text"])
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not w.model.tool_names(request):
+            return Reply.say("Notes")  # the title
+        if w.model.tool_results(request):
+            return Reply.say("done reading")
+        return Reply.call("read", {"filePath": str(w.h.project / "notes.txt")}, before=change)
+
+    w.model.respond = respond
+    w.run("read notes.txt")
+    assert notice, "the tool was never called"
+    turn = [i for i, r in enumerate(w.model.requests) if w.model.tool_names(r)]
+    told = w.model.seen(notice[0])
+    assert len(turn) == 2 and told == [turn[1]], (turn, told, w.h.hook_log())  # the call after the tool
+    assert w.model.tool_results(w.model.requests[told[0]])
+    assert w.stored(notice[0]) == 0
+
+
+def test_a_subagent_session_never_takes_its_parents_notice(world: World) -> None:
+    """The change lands while the task tool's subagent runs a tool of its own: the subagent's next call
+    does not get the parent's notice (its calls carry its own session id), the parent's next call does."""
+    from tests.support.fake_model import Reply
+
+    TASK = "subtask-4417: read the notes"
+    w = world
+    (w.h.project / "notes.txt").write_text("the brief is due on Friday\n")
+    notice: list[str] = []
+
+    def change() -> None:
+        (sid,) = w.h.sessions()
+        w.gw.put_session(OTHER)
+        assert w.gw.watch(w.key(sid), OTHER)
+        w.gw.inbound(OTHER, "use the 2024 brief", channel="slack")
+        notice.append(w.gw.peek_system_events(w.key(sid))[-1]["text"])
+
+    def is_sub(request: dict[str, Any]) -> bool:
+        texts = w.model.texts(request)
+        return any(TASK in t for t in texts) and not any("delegate the reading" in t for t in texts)
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not w.model.tool_names(request):
+            return Reply.say("Reading")  # titles
+        done = w.model.tool_results(request)
+        if is_sub(request):
+            if not done:
+                return Reply.call("read", {"filePath": str(w.h.project / "notes.txt")}, before=change)
+            return Reply.say("the notes say Friday")
+        if done:
+            return Reply.say("main done")
+        return Reply.call("task", {"description": "read", "prompt": TASK, "subagent_type": "general"})
+
+    w.model.respond = respond
+    w.run("delegate the reading")
+    assert notice, "the subagent never ran its tool"
+    reqs = w.model.requests
+    told = w.model.seen(notice[0])
+    assert len(told) == 1, (told, w.h.hook_log())
+    assert not is_sub(reqs[told[0]]) and w.model.tool_results(reqs[told[0]]), "not the parent's call after the task"
+    sub_after = [i for i, r in enumerate(reqs) if is_sub(r) and w.model.tool_results(r)]
+    assert sub_after and not set(sub_after) & set(told)  # the subagent's call after its tool: not there
+    (sid,) = w.h.sessions()
+    assert w.gw.peek_system_events(w.key(sid))  # handed out, acknowledged by the parent's next run
+
+
+def test_an_opencode_killed_while_working_is_lost_and_its_parent_told_once(world: World) -> None:
+    """A worker spawned by the manager runs in OpenCode, killed (kill -9) in the middle of a turn: the
+    plugin's reports carry OpenCode's own pid; with nothing heard for the configured time and that
+    process gone, the gateway's timer makes the worker lost and the manager is told once."""
+    import signal
+
+    from sessionwatch.settings import Settings
+    from tests.hosts.lost_timer import LOST_AFTER_MS, HangingTurn, lost_timer
+
+    w = world
+    worker = "agent:main:subagent:worker"
+    assert "error" not in w.gw.call_tool("sessions_spawn", {"sessionKey": worker}, caller=MANAGER)
+    w.sessionwatch("install", "opencode", "--dir", str(w.h.project), "--session", worker)
+    w.h.extra_env["SESSIONWATCH_LOST_AFTER_MS"] = str(LOST_AFTER_MS)
+    assert Settings().lost_after_ms > LOST_AFTER_MS  # only the gateway below has the short limit
+    with lost_timer(w.store, w.h.env()), HangingTurn(w.model) as turn:
+        proc = subprocess.Popen(
+            [str(w.h.binary), "run", "long job"],
+            cwd=w.h.project,
+            env=w.h.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert turn.started.wait(120), "the turn never reached the model"
+
+            def lifecycle() -> Any:
+                return w.gw.store.get_lifecycle(worker, "main")
+
+            wait_until(lambda: lifecycle() is not None and lifecycle().state == "working", timeout=60)
+            assert lifecycle().pid == proc.pid  # OpenCode's process, not the hook's
+            time.sleep(LOST_AFTER_MS * 3 / 1000)  # quiet for longer than the limit, but its process runs
+            assert lifecycle().state == "working"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            wait_until(lambda: lifecycle().state == "lost", timeout=60, what="the worker lost")
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    kinds = [e["kind"] for e in w.events(worker)]
+    assert kinds.count("session_lost") == 1 and kinds[-1] == "session_lost", kinds
+    notices = w.gw.peek_system_events(MANAGER)
+    assert len(notices) == 1 and worker in notices[0]["line"], notices
+    listed = w.gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=MANAGER)["sessions"]
+    assert [s["sessionKey"] for s in listed] == [worker]

@@ -222,3 +222,109 @@ def test_through_a_gateway_the_extension_delivers_once_and_a_gateway_gone_never_
                 assert len(gw.peek_system_events(key)) == 1  # nothing lost
         finally:
             stop(server)
+
+
+def _own_keys(gw: Gateway, prefix: str = "agent:project:pi:") -> list[str]:
+    rows = gw.call_tool("sessions_list", {"limit": 100}, caller=MANAGER)["sessions"]
+    return sorted(s["sessionKey"] for s in rows if s["sessionKey"].startswith(prefix))
+
+
+def _session_id(path: Path) -> str:
+    return str(json.loads(path.read_text().splitlines()[0])["id"])
+
+
+def test_two_sessions_in_one_folder_get_two_keys_and_a_continued_one_keeps_its_own(world: dict[str, Any]) -> None:
+    h, gw = world["h"], world["gw"]
+    _sessionwatch(h, "install", "pi")  # no --session: each Pi session its own key
+    for prompt in ("first", "second"):
+        run = h.prompt(prompt)
+        assert run.returncode == 0, run.stderr[-2000:]
+    files = h.session_files()
+    assert len(files) == 2, files
+    expected = sorted(f"agent:project:pi:{_session_id(f)}" for f in files)
+    assert _own_keys(gw) == expected, h.hook_log()
+    for key in expected:  # adopted: a person typing into it later is detected
+        link = gw.link(key)
+        assert link is not None and link["threadId"] == key.rsplit(":", 1)[1], h.hook_log()
+    again = h.prompt("third", "--session", str(files[0]))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert _own_keys(gw) == expected  # the continued session is the same key, no third one
+
+
+def test_a_change_during_a_tool_loop_reaches_the_same_turn(world: dict[str, Any]) -> None:
+    """Pi's ``context`` event runs before every model call: a change that lands while a tool runs reaches
+    the call after the tool, in the same turn, once, and is never stored in the session file."""
+    from tests.support.fake_model import Reply
+
+    h, gw, model = world["h"], world["gw"], world["model"]
+    _sessionwatch(h, "install", "pi", "--session", WORKER)
+    gw.put_session("agent:main:other")
+    assert gw.watch(WORKER, "agent:main:other")
+    (h.project / "notes.txt").write_text("the brief is due on Friday\n")
+    notice: list[str] = []
+
+    def change() -> None:  # a person writes into the watched session while Pi runs the tool
+        gw.inbound("agent:main:other", "use the 2024 brief", channel="slack")
+        notice.append(gw.peek_system_events(WORKER)[-1]["text"])
+
+    model.script(Reply.call("read", {"path": "notes.txt"}, before=change), Reply.say("done reading"))
+    run = h.prompt("read notes.txt")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(model.requests) == 2 and model.tool_results(model.requests[1]), model.requests[-1:]
+    assert notice and model.seen(notice[0]) == [1], h.hook_log()  # the call after the tool, only
+    (session_file,) = h.session_files()
+    assert notice[0] not in session_file.read_text()  # never stored
+    again = h.prompt("and now?", "--session", str(session_file))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert model.seen(notice[0]) == [1]  # once
+    assert gw.peek_system_events(WORKER) == []  # acknowledged by the next run
+
+
+def test_a_pi_killed_while_working_is_lost_and_its_parent_told_once(world: dict[str, Any]) -> None:
+    """A worker spawned by the manager runs in Pi; Pi is killed (kill -9) in the middle of a turn. The
+    extension's reports carry Pi's own pid; with nothing heard for the configured time and that process
+    gone, the gateway's timer makes the worker lost and the manager is told once."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.hosts.lost_timer import LOST_AFTER_MS, HangingTurn, lost_timer
+
+    h, gw, model, store = world["h"], world["gw"], world["model"], world["store"]
+    worker = "agent:main:subagent:worker"
+    assert "error" not in gw.call_tool("sessions_spawn", {"sessionKey": worker}, caller=MANAGER)
+    _sessionwatch(h, "install", "pi", "--session", worker)
+    h.extra_env["SESSIONWATCH_LOST_AFTER_MS"] = str(LOST_AFTER_MS)
+    with lost_timer(store, h.env()), HangingTurn(model) as turn:
+        proc = subprocess.Popen(
+            [str(h.binary), *h.tui_args(), "-p", "long job"],
+            cwd=h.project,
+            env=h.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert turn.started.wait(120), "the turn never reached the model"
+
+            def lifecycle() -> Any:
+                return gw.store.get_lifecycle(worker, "main")
+
+            wait_until(lambda: lifecycle() is not None and lifecycle().state == "working", timeout=30)
+            assert lifecycle().pid == proc.pid  # the host process, not the hook's
+            time.sleep(LOST_AFTER_MS * 3 / 1000)  # quiet for longer than the limit, but its process runs
+            assert lifecycle().state == "working"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            wait_until(lambda: lifecycle().state == "lost", timeout=60, what="the worker lost")
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    kinds = [e["kind"] for e in gw.changes_since(worker, 0).to_json()["events"]]
+    assert kinds.count("session_lost") == 1 and kinds[-1] == "session_lost", kinds
+    notices = gw.peek_system_events(MANAGER)
+    assert len(notices) == 1 and worker in notices[0]["line"], notices
+    listed = gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=MANAGER)["sessions"]
+    assert [s["sessionKey"] for s in listed] == [worker]

@@ -7,43 +7,80 @@
 //   line says where it came from (the TUI: a person; `opencode run`: a program; a server: unknown). One
 //   line per prompt goes next to OpenCode's database, where sessionwatch's monitor reads it.
 // - Lifecycle: busy, idle, a permission asked, a session created or deleted, subagent sessions (parentID)
-//   as children of their session, each reported through the same hook.
+//   as children of their session, each reported through the same hook; when OpenCode shuts the plugin down
+//   (`opencode run` done, the TUI closed, the server stopped), every session it served here has ended.
 //
 // It needs no package (only what OpenCode's runtime provides) and never breaks OpenCode: every call has a
 // timeout, every error is swallowed, and a missing `sessionwatch` is not tried again for a minute.
 
 import { spawn } from "node:child_process";
-import { appendFileSync, mkdirSync } from "node:fs";
+import { appendFileSync, mkdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 
 const SETTINGS = { command: ["sessionwatch"], globalArgs: [], hookArgs: [] }; // sessionwatch:settings
 
 const ANSWER_TIMEOUT_MS = 4000; // a model call waits for this at most
 const WRITE_TIMEOUT_MS = 10000;
+const END_TIMEOUT_MS = 4000; // OpenCode waits for the plugin's shutdown: the ends are written within this
+const REPLAY_CHECK_MS = 2000; // a user message chat.message has not seen by then entered without it
 const MISSING_PAUSE_MS = 60000;
 const MAX_ANSWER_BYTES = 1 << 20;
-// The commands whose prompts a program sends; no command at all is the TUI, where a person types.
-const PROGRAM_COMMANDS = new Set(["run"]);
-const SERVER_COMMANDS = new Set(["serve", "web", "acp", "attach", "github", "pr"]);
+// OpenCode's commands (1.18): `run` is a program's prompt; the others serve clients we cannot tell apart.
+// Anything else on the command line is the TUI's project folder, where a person types.
+const COMMANDS = new Set([
+  "run", "serve", "web", "acp", "attach", "github", "pr", "completion", "mcp", "debug", "providers", "auth",
+  "agent", "upgrade", "uninstall", "models", "stats", "export", "import", "session", "plugin", "plug", "db",
+]);
+// The TUI's options that take a value: their value is not the folder.
+const VALUE_OPTIONS = new Set([
+  "--log-level", "--port", "--hostname", "--mdns-domain", "--cors", "-m", "--model", "-s", "--session",
+  "--prompt", "--agent", "--replay-limit",
+]);
 
 let missingUntil = 0;
 
+/** The first word of this process's command line that is not an option (or an option's value). */
 function commandOfProcess() {
   const args = process.argv.slice(2);
-  for (const a of args) {
-    if (a === "--") break;
-    if (!a.startsWith("-")) return a;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--") return args[i + 1] ?? "";
+    if (a.startsWith("-")) {
+      if (!a.includes("=") && VALUE_OPTIONS.has(a)) i++;
+      continue;
+    }
+    return a;
   }
   return "";
 }
 
-function promptSource() {
+function isFolder(path) {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function promptSource(directory) {
   const cmd = commandOfProcess();
-  if (PROGRAM_COMMANDS.has(cmd)) return ["program", `opencode ${cmd}`];
-  if (SERVER_COMMANDS.has(cmd)) return ["unknown", `opencode ${cmd}`];
-  if (cmd === "" || !/^[a-z-]+$/.test(cmd)) return ["person", "the TUI"]; // `opencode [project folder]`
+  if (cmd === "run") return ["program", "opencode run"];
+  if (cmd === "") return ["person", "the TUI"];
+  if (!COMMANDS.has(cmd)) {
+    // `opencode <project folder>`: the TUI in that folder (OpenCode takes the folder from $PWD)
+    const base = process.env.PWD || process.cwd();
+    const folder = isAbsolute(cmd) ? cmd : resolve(base, cmd);
+    if (folder === directory || isFolder(folder)) return ["person", "the TUI"];
+  }
   return ["unknown", `opencode ${cmd}`];
+}
+
+function recordPrompt(sessionID, messageID, source, why) {
+  const folder = join(databaseFolder(), "sessionwatch", "prompts");
+  mkdirSync(folder, { recursive: true });
+  const line = JSON.stringify({ messageID, source, why, at: Date.now() });
+  appendFileSync(join(folder, `${sessionID}.jsonl`), line + "\n");
 }
 
 function databaseFolder() {
@@ -118,22 +155,20 @@ function contextOf(stdout) {
   return "";
 }
 
-function textOf(parts) {
-  return (parts || [])
-    .filter((p) => p && p.type === "text" && !p.synthetic && typeof p.text === "string")
-    .map((p) => p.text)
-    .join(" ")
-    .split(/\s+/)
-    .join(" ")
-    .trim();
+function remember(set, id) {
+  set.add(id);
+  if (set.size > 512) set.delete(set.values().next().value); // the oldest
 }
 
 export const SessionwatchPlugin = async ({ directory }) => {
   const parents = new Map(); // session id -> its parent's (subagent sessions)
   const statuses = new Map(); // session id -> the last status reported
   const compacting = new Set(); // sessions whose next calls are a compaction's
-  const lastPrompt = new Map(); // session id -> [text, compacted since]
   const pendingPrompt = new Set(); // a prompt came in: the next delivery also nudges the monitor
+  const served = new Set(); // top-level sessions this process has run: ended when OpenCode shuts down
+  const recorded = new Set(); // user messages chat.message has recorded (the last few hundred)
+  const checked = new Set(); // user messages looked at for a missing record
+  const unrecorded = new Map(); // user message id -> its session, until chat.message records it (or not)
   let chain = Promise.resolve(); // lifecycle writes in the order OpenCode sent them
 
   const root = (id) => {
@@ -145,7 +180,15 @@ export const SessionwatchPlugin = async ({ directory }) => {
   const write = (data) => {
     chain = chain.then(() => runHook(directory, data)).catch(() => {});
   };
+  const recordUnseen = (id) => {
+    const sessionID = unrecorded.get(id);
+    unrecorded.delete(id);
+    try {
+      if (sessionID && !recorded.has(id)) recordPrompt(sessionID, id, "unknown", "entered without chat.message");
+    } catch {}
+  };
   const status = (id, state) => {
+    if (id && !parents.has(id)) served.add(id);
     if (!id || statuses.get(id) === state) return;
     statuses.set(id, state);
     if (state === "working") write({ hook_event_name: "PostToolUse", ...who(id) });
@@ -166,8 +209,21 @@ export const SessionwatchPlugin = async ({ directory }) => {
               parents.set(info.id, info.parentID);
               write({ hook_event_name: "SubagentStart", agent_type: "task", ...who(info.id) });
             } else {
+              served.add(info.id);
               write({ hook_event_name: "SessionStart", source: "startup", session_id: info.id });
             }
+            break;
+          }
+          case "message.updated": {
+            // A prompt that enters without chat.message (OpenCode's replay of the pending prompt after a
+            // compaction) gets a record all the same: "unknown", so the monitor decides it at once (the
+            // conservative rule drops the repeat) instead of waiting for a record that never comes.
+            const info = p.info || {};
+            const sessionID = info.sessionID || p.sessionID;
+            if (info.role !== "user" || !info.id || !sessionID || checked.has(info.id)) break;
+            remember(checked, info.id);
+            unrecorded.set(info.id, sessionID);
+            setTimeout(() => recordUnseen(info.id), REPLAY_CHECK_MS).unref?.();
             break;
           }
           case "session.updated": {
@@ -191,15 +247,13 @@ export const SessionwatchPlugin = async ({ directory }) => {
           case "permission.replied":
             status(p.sessionID, "working");
             break;
-          case "session.compacted": {
+          case "session.compacted":
             compacting.delete(p.sessionID);
-            const last = lastPrompt.get(p.sessionID);
-            if (last) last[1] = true;
             break;
-          }
           case "session.deleted": {
             const info = p.info || {};
             if (!info.id) break;
+            served.delete(info.id);
             if (parents.has(info.id)) write({ hook_event_name: "SubagentStop", agent_type: "task", ...who(info.id) });
             else write({ hook_event_name: "SessionEnd", reason: "deleted", session_id: info.id });
             break;
@@ -213,16 +267,10 @@ export const SessionwatchPlugin = async ({ directory }) => {
         const msg = output?.message || {};
         const sessionID = msg.sessionID || input?.sessionID;
         if (!sessionID || !msg.id) return;
-        let [source, why] = promptSource();
-        const text = textOf(output?.parts);
-        const last = lastPrompt.get(sessionID);
-        if (last && last[1] && last[0] === text) [source, why] = ["unknown", "the same prompt again after a compaction"];
-        lastPrompt.set(sessionID, [text, false]);
+        const [source, why] = promptSource(directory);
+        remember(recorded, msg.id);
         pendingPrompt.add(sessionID);
-        const folder = join(databaseFolder(), "sessionwatch", "prompts");
-        mkdirSync(folder, { recursive: true });
-        const line = JSON.stringify({ messageID: msg.id, source, why, at: Date.now() });
-        appendFileSync(join(folder, `${sessionID}.jsonl`), line + "\n");
+        recordPrompt(sessionID, msg.id, source, why);
       } catch {}
     },
 
@@ -243,6 +291,21 @@ export const SessionwatchPlugin = async ({ directory }) => {
         const stdout = await runHook(directory, { hook_event_name: "UserPromptSubmit", ...who(id) }, { answer: true, nudge });
         const text = contextOf(stdout);
         if (text) system.push(text);
+      } catch {}
+    },
+
+    // OpenCode shuts the plugin down and waits for this: the process is done with its sessions.
+    dispose: async () => {
+      try {
+        for (const id of [...unrecorded.keys()]) recordUnseen(id);
+        for (const id of served) write({ hook_event_name: "SessionEnd", reason: "exit", session_id: id });
+        served.clear();
+        let timer;
+        const late = new Promise((done) => {
+          timer = setTimeout(done, END_TIMEOUT_MS);
+        });
+        await Promise.race([chain, late]);
+        clearTimeout(timer);
       } catch {}
     },
   };

@@ -1,6 +1,7 @@
-// sessionwatch for Pi: pending notices reach the next model call (in the system prompt, never stored in the
-// session), each prompt is told to sessionwatch with who sent it (a person typing in the TUI, or a program),
-// and the session's lifecycle is reported (working, idle, ended).
+// sessionwatch for Pi: pending notices reach the next model call (in the system prompt of a prompt's first
+// call, as the last message of every later call of the run; never stored in the session), each prompt is
+// told to sessionwatch with who sent it (a person typing in the TUI, or a program), and the session's
+// lifecycle is reported (working, idle, ended).
 //
 // Written by `sessionwatch install pi`, removed by `sessionwatch uninstall pi`; a new install overwrites it.
 // It runs the `sessionwatch hook pi` command below and never lets sessionwatch break Pi: a missing command,
@@ -60,6 +61,7 @@ export default function sessionwatch(pi: any) {
   // One run at a time, in the order the events came: a later state never lands before an earlier one.
   let queue: Promise<unknown> = Promise.resolve();
   let lastInput: { source?: string; text?: string } = {};
+  let firstCallServed = false; // before_agent_start gave this run's first model call its notices
 
   const hook = (event: string, ctx: any, extra: Record<string, unknown> = {}): Promise<Answer> => {
     let payload: Record<string, unknown>;
@@ -103,9 +105,29 @@ export default function sessionwatch(pi: any) {
         prompt_source: source,
         has_ui: Boolean(ctx?.hasUI),
       });
+      firstCallServed = true;
       const text = answer?.hookSpecificOutput?.additionalContext;
       if (typeof text === "string" && text && typeof event?.systemPrompt === "string") {
         return { systemPrompt: `${event.systemPrompt}\n\n${text}` };
+      }
+    } catch {}
+    return undefined;
+  });
+
+  pi.on("context", async (event: any, ctx: any) => {
+    // Before each model call. The prompt's first call has had its notices (before_agent_start); every
+    // later one (after a tool ran, a steered or extension-started turn) gets what became pending since,
+    // as one more message of this call only: Pi passes a copy, so nothing of it is stored.
+    try {
+      if (firstCallServed) {
+        firstCallServed = false;
+        return undefined;
+      }
+      const answer = await hook("PostToolUse", ctx);
+      const text = answer?.hookSpecificOutput?.additionalContext;
+      if (typeof text === "string" && text && Array.isArray(event?.messages)) {
+        const notice = { role: "user", content: [{ type: "text", text }], timestamp: Date.now() };
+        return { messages: [...event.messages, notice] };
       }
     } catch {}
     return undefined;
