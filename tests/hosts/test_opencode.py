@@ -13,6 +13,7 @@ event table are inconclusive (no error, no miss), and the scan goes on once the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from sessionwatch import Gateway
+from sessionwatch.hosts.opencode import sources
 from sessionwatch.hosts.opencode.database import Unreadable
 from sessionwatch.hosts.opencode.reader import GONE, Found, OpenCodeCatalog
 from tests.hosts.opencode_home import OpenCodeHome
@@ -157,6 +159,14 @@ def test_a_person_typing_in_the_tui_is_recorded_and_opencode_run_in_the_same_ses
         print(f"recorded {time.monotonic() - typed_at:.2f} s after Enter (the plugin's nudge)")
         wait_until(lambda: w.gw.get_session(key).get("lifecycle", {}).get("state") == "idle", timeout=30)
     assert [e["actorType"] for e in humans] == ["human"]
+    # with the prompt's own time (OpenCode's row), not the time the monitor found it
+    (created,) = w.h.query(
+        "SELECT m.time_created FROM message m JOIN part p ON p.message_id = m.id"
+        " WHERE m.session_id = ? AND json_extract(p.data, '$.text') = ?",
+        sid,
+        "stop, ship it on Friday instead",
+    )
+    assert humans[0]["occurredAt"] == created[0], (humans[0], created)
     assert len(w.gw.peek_system_events(MANAGER)) == 1  # the manager is told once
 
     # programs in the same session: the same words, and new ones, through `opencode run`
@@ -551,3 +561,199 @@ def test_an_opencode_killed_while_working_is_lost_and_its_parent_told_once(world
     assert len(notices) == 1 and worker in notices[0]["line"], notices
     listed = w.gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=MANAGER)["sessions"]
     assert [s["sessionKey"] for s in listed] == [worker]
+
+
+def test_installed_for_the_user_opencode_loads_the_plugin_in_any_project(tmp_path: Path) -> None:
+    """``install opencode --user`` writes the plugin into OpenCode's own config folder (by its absolute
+    path, with this installation's command): OpenCode loads it for a project that has no entry of its
+    own, and each session there is made, adopted and reported under the project folder's agent."""
+    with FakeModel("chat", default="noted") as model:
+        w = World(tmp_path, model, plugin=False)
+        try:
+            w.sessionwatch("install", "opencode", "--user")
+            config = w.h.home / ".config" / "opencode"
+            assert json.loads((config / "opencode.json").read_text())["plugin"] == [
+                str(config / "sessionwatch" / "plugin.js")
+            ]
+            assert "plugin" not in json.loads((w.h.project / "opencode.json").read_text())
+            w.run("set up the project")
+            (sid,) = w.h.sessions()
+            key = w.key(sid)  # --user: the agent is the folder the session runs in
+            link = w.gw.link(key)
+            assert link is not None and link["threadId"] == sid, w.h.hook_log()
+            states = [e["kind"] for e in w.events(key) if e["kind"].startswith("session_")]
+            assert states[0] == "session_idle" and states[-1] == "session_ended", states
+            w.sessionwatch("uninstall", "opencode", "--user")
+            assert not (config / "sessionwatch").exists()
+        finally:
+            w.gw.close()
+
+
+def _path_without_sessionwatch() -> str:
+    return os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "sessionwatch").exists()
+    )
+
+
+def test_with_sessionwatch_missing_from_path_opencode_answers_as_usual(world: World) -> None:
+    """The plugin runs ``sessionwatch`` from PATH: when it is not there, every hook run fails to start,
+    and OpenCode still answers the model's reply, in the TUI's time; what is pending stays queued."""
+    w = world
+    w.gw.put_session(OTHER)
+    assert w.gw.watch(MANAGER, OTHER)
+    w.gw.inbound(OTHER, "rotate the keys first", channel="slack")
+    w.h.extra_env["PATH"] = _path_without_sessionwatch()
+    assert shutil.which("sessionwatch", path=w.h.env()["PATH"]) is None
+    res = w.h.prompt("set up the project")
+    assert res.returncode == 0 and "noted" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
+    assert w.model.seen("set up the project"), "the prompt never reached the model"
+    assert len(w.gw.peek_system_events(MANAGER)) == 1  # nothing consumed
+
+
+# -- what OpenCode writes that is no person's ----------------------------------------------------------------
+REPLAYED = "REPLAYME: tidy the logs"
+
+
+@pytest.fixture(scope="module")
+def compacted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A database the real OpenCode wrote with the plugin installed: a prompt, then one the provider refuses
+    as too long, so OpenCode compacts the session (a ``compaction`` message and its summary) and replays
+    the refused prompt as a new user message, without ``chat.message``."""
+    from tests.support.fake_model import Reply
+
+    root = tmp_path_factory.mktemp("opencode-compacted")
+    with FakeModel("chat", default="noted") as model:
+        w = World(root, model)
+        try:
+            refused: list[int] = []
+
+            def respond(request: dict[str, Any]) -> Reply | None:
+                if model.tool_names(request) and any(REPLAYED in t for t in model.texts(request)) and not refused:
+                    refused.append(1)
+                    return Reply.fail(400, "This model's maximum context length is 100 tokens, your messages had 5000")
+                return None
+
+            w.run("first words")
+            (sid,) = w.h.sessions()
+            model.respond = respond
+            w.h.prompt(REPLAYED, "--session", sid)  # exits 1 after recovering: it reports the refusal
+            kinds = [r[0] for r in w.h.query("SELECT json_extract(data, '$.type') FROM part WHERE session_id = ?", sid)]
+            assert refused and "compaction" in kinds, kinds
+            yield w.h.db_path, sid
+        finally:
+            w.gw.close()
+
+
+def _copy_with_records(db: Path, to: Path) -> Path:
+    """The database and the plugin's records beside it."""
+    path = _copy(db, to)
+    shutil.copytree(db.parent / "sessionwatch", to / "sessionwatch")
+    return path
+
+
+class Writer:
+    """Rows added the way OpenCode writes them: the row, and its event in the session's sequence."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.n = 0
+
+    def _id(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}_seeded{self.n:04d}"
+
+    def event(self, sid: str, kind: str, data: dict[str, Any]) -> None:
+        (seq,) = self.conn.execute(
+            "SELECT coalesce(max(seq), -1) + 1 FROM event WHERE aggregate_id = ?", (sid,)
+        ).fetchone()
+        self.conn.execute(
+            "INSERT INTO event (id, aggregate_id, seq, type, data) VALUES (?, ?, ?, ?, ?)",
+            (self._id("evt"), sid, seq, kind, json.dumps(data)),
+        )
+        self.conn.execute(
+            "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)"
+            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq",
+            (sid, seq),
+        )
+
+    def message(self, sid: str, role: str, *parts: dict[str, Any]) -> str:
+        mid, now = self._id("msg"), int(time.time() * 1000)
+        info = {"id": mid, "sessionID": sid, "role": role, "time": {"created": now}}
+        self.conn.execute(
+            "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)",
+            (mid, sid, now, now, json.dumps({k: v for k, v in info.items() if k not in ("id", "sessionID")})),
+        )
+        self.event(sid, "message.updated.1", {"sessionID": sid, "info": info})
+        for part in parts:
+            pid = self._id("prt")
+            self.conn.execute(
+                "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (pid, mid, sid, now, now, json.dumps(part)),
+            )
+            self.event(
+                sid,
+                "message.part.updated.1",
+                {"sessionID": sid, "part": {"id": pid, "sessionID": sid, "messageID": mid, **part}},
+            )
+        return mid
+
+    def subagent_session(self, parent: str) -> str:
+        sid = self._id("ses")
+        self.conn.execute(
+            "INSERT INTO session"
+            " (id, project_id, parent_id, slug, directory, title, version, time_created, time_updated)"
+            " SELECT ?, project_id, id, 'sub', directory, 'a subagent', version, time_created, time_updated"
+            " FROM session WHERE id = ?",
+            (sid, parent),
+        )
+        self.event(sid, "session.created.1", {"sessionID": sid, "info": {"id": sid, "parentID": parent}})
+        return sid
+
+
+def test_what_opencode_writes_itself_never_counts_as_a_persons_turn_and_never_holds_the_reader(
+    compacted: tuple[Path, str], tmp_path: Path
+) -> None:
+    """From the start of a real session that went through a compaction: the prompts ``opencode run`` sent
+    (the plugin said so), the compaction message, the replayed prompt (no ``chat.message``: the plugin
+    records it as unknown from its event, and the conservative rule drops the repeat), then what is added
+    here as OpenCode writes it (a prompt whose only text is synthetic, a subagent's prompt, a tool output
+    and a prompt over 1 MiB): none is a person's turn, and each scan reads to the end at once, never
+    waiting for a record or a text that will not come."""
+    db, sid = compacted
+    path = _copy_with_records(db, tmp_path / "db")
+    records = [json.loads(line) for line in sources.path_for(path, sid).read_text().splitlines()]
+    assert [r["source"] for r in records] == ["program", "program", "unknown", "unknown"], records  # the two
+    # prompts of `opencode run`, then the compaction message and the replay, which entered without chat.message
+    catalog = OpenCodeCatalog(path)
+
+    def last_seq(session: str) -> int:
+        conn = sqlite3.connect(path)
+        try:
+            return int(conn.execute("SELECT max(seq) FROM event WHERE aggregate_id = ?", (session,)).fetchone()[0])
+        finally:
+            conn.close()
+
+    found = catalog.scan(sid, {"seq": -1}, list)
+    assert isinstance(found, Found) and found.turns == 0, found
+    assert found.next_marker["seq"] == last_seq(sid), found  # read to the end: the replay held nothing up
+
+    w = Writer(path)
+    w.message(sid, "user", {"type": "text", "text": "Continue if you have next steps", "synthetic": True})
+    big = "x" * (2 << 20)
+    w.message(sid, "assistant", {"type": "tool", "tool": "bash", "state": {"status": "completed", "output": big}})
+    pasted = w.message(sid, "user", {"type": "text", "text": "y" * (3 << 19)})  # 1.5 MiB, sent by a program
+    with sources.path_for(path, sid).open("a") as fh:
+        fh.write(json.dumps({"messageID": pasted, "source": "program", "why": "opencode run", "at": 0}) + "\n")
+    child = w.subagent_session(sid)
+    w.message(child, "user", {"type": "text", "text": "survey the repository"})
+    w.conn.close()
+
+    started = time.monotonic()
+    again = catalog.scan(sid, found.next_marker, list)
+    assert isinstance(again, Found) and again.turns == 0, again
+    assert again.next_marker["seq"] == last_seq(sid), again  # nothing waited for
+    assert time.monotonic() - started < 10
+    sub = catalog.scan(child, {"seq": -1}, list)
+    assert isinstance(sub, Found) and sub.turns == 0 and sub.next_marker["seq"] == last_seq(child), sub
+    assert [t["threadId"] for t in catalog.list_threads()] == [sid]  # the subagent's session is no thread

@@ -110,6 +110,9 @@ def test_a_notice_reaches_the_next_model_call_once_and_the_lifecycle_is_reported
 
 
 def test_a_person_typing_in_the_tui_is_recorded_and_the_same_text_from_pi_p_is_not(world: dict[str, Any]) -> None:
+    import time
+    from datetime import datetime
+
     h, gw, model = world["h"], world["gw"], world["model"]
     _sessionwatch(h, "install", "pi")  # each Pi session its own key: agent:<folder>:pi:<session id>
     with Tui(h, *h.tui_args()) as tui:
@@ -121,12 +124,26 @@ def test_a_person_typing_in_the_tui_is_recorded_and_the_same_text_from_pi_p_is_n
         key = f"agent:project:pi:{sid}"
         wait_until(lambda: gw.link(key), timeout=30, what="the session adopted by the extension")
         assert gw.watch(MANAGER, key)
+        typed_at = int(time.time() * 1000)
         tui.type("stop, ship it on Friday instead")
         events = wait_until(
             lambda: _events(gw, key, "human_direct_message"), timeout=30, what="the person's prompt recorded"
         )
         assert [e["actorType"] for e in events] == ["human"]
         wait_until(lambda: len(model.requests) >= 2, timeout=30, what="the second prompt at the model")
+        entry = wait_until(
+            lambda: [
+                e
+                for e in map(json.loads, session_file.read_text().splitlines())
+                if e.get("type") == "message" and "Friday" in json.dumps(e.get("message", {}).get("content"))
+            ],
+            timeout=30,
+            what="the prompt in the session file",
+        )[0]
+    # recorded with the prompt's own time: as the person pressed Enter, before Pi wrote the prompt down (the
+    # extension's run is what Pi waits for before it appends the prompt), not when a monitor found it
+    written = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+    assert typed_at <= events[0]["occurredAt"] <= written, (typed_at, events[0], entry)
     # the same text sent by a program (pi -p in the same session, as a sessionwatch-launched run does)
     run = h.prompt("stop, ship it on Friday instead", "--session", str(session_file))
     assert run.returncode == 0, run.stderr[-2000:]
@@ -328,3 +345,52 @@ def test_a_pi_killed_while_working_is_lost_and_its_parent_told_once(world: dict[
     assert len(notices) == 1 and worker in notices[0]["line"], notices
     listed = gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=MANAGER)["sessions"]
     assert [s["sessionKey"] for s in listed] == [worker]
+
+
+def test_install_with_dir_and_agent_names_each_session_after_that_agent(world: dict[str, Any], tmp_path: Path) -> None:
+    """``install pi --dir FOLDER --agent NAME`` from anywhere: the extension lands in FOLDER's ``.pi``, and
+    each Pi session run there is ``agent:NAME:pi:<session id>``."""
+    h, gw = world["h"], world["gw"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**clean_env(), **h.env()}
+    env.pop("SESSIONWATCH_STORE")
+    out = subprocess.run(
+        [*SESSIONWATCH, "--json", "install", "pi", "--dir", str(h.project), "--agent", "crew"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    (change,) = json.loads(out.stdout)["changes"]
+    assert Path(change["path"]) == h.project / ".pi" / "extensions" / "sessionwatch.ts"
+    assert not (elsewhere / ".pi").exists()
+    run = h.prompt("hello")
+    assert run.returncode == 0, run.stderr[-2000:]
+    (session_file,) = h.session_files()
+    key = f"agent:crew:pi:{_session_id(session_file)}"
+    assert gw.get_session(key, "crew") is not None, h.hook_log()
+    assert _own_keys(gw, "agent:project:pi:") == []
+
+
+def test_with_sessionwatch_missing_from_path_pi_answers_as_usual(world: dict[str, Any]) -> None:
+    """The extension runs ``sessionwatch`` from PATH: when it is not there, every run fails to start, and
+    Pi still answers; what is pending for the session stays queued."""
+    import os
+    import shutil
+
+    h, gw, model = world["h"], world["gw"], world["model"]
+    _sessionwatch(h, "install", "pi", "--session", WORKER)
+    gw.put_session("agent:main:other")
+    assert gw.watch(WORKER, "agent:main:other")
+    gw.inbound("agent:main:other", "ship it on Friday", channel="slack")
+    h.extra_env["PATH"] = os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "sessionwatch").exists()
+    )
+    assert shutil.which("sessionwatch", path=h.env()["PATH"]) is None and shutil.which("node", path=h.env()["PATH"])
+    run = h.prompt("what is new?")
+    assert run.returncode == 0 and "noted" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    assert model.seen("what is new?") == [0]
+    assert len(gw.peek_system_events(WORKER)) == 1  # nothing consumed

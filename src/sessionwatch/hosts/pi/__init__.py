@@ -35,9 +35,7 @@ def _reader() -> SessionReader:
 # PostToolUse's (every later call of the run: after a tool, a steered turn) as that call's last message.
 # The rest is lifecycle. It says who sent each prompt, so a prompt needs no nudge.
 ROOM = Room(
-    HookAdapter(
-        "pi", "pi", (USER_PROMPT_SUBMIT, POST_TOOL_USE), (SESSION_START, STOP, SESSION_END), tells_sender=True
-    ),
+    HookAdapter("pi", "pi", (USER_PROMPT_SUBMIT, POST_TOOL_USE), (SESSION_START, STOP, SESSION_END), tells_sender=True),
     label="Pi",
     program="pi",
     scopes=("project", "user"),
