@@ -394,3 +394,54 @@ def test_with_sessionwatch_missing_from_path_pi_answers_as_usual(world: dict[str
     assert run.returncode == 0 and "noted" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
     assert model.seen("what is new?") == [0]
     assert len(gw.peek_system_events(WORKER)) == 1  # nothing consumed
+
+
+def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_notice(world: dict[str, Any]) -> None:
+    """In the TUI, the extension watches the session's notices (``sessionwatch mcp``, its notices resource):
+    a notice that comes while the session is idle starts a turn with one short message, and that turn's
+    model call gets the notice. One push per notice; the push acknowledges nothing (the next prompt's run
+    does), and a notice the session was given already is never pushed again."""
+    h, gw, model = world["h"], world["gw"], world["model"]
+    _sessionwatch(h, "install", "pi")  # each Pi session its own key: the watcher derives it the same way
+    others = ("agent:main:other", "agent:main:another")
+    for other in others:
+        gw.put_session(other)
+
+    def change(other: str) -> str:  # a person writes into a session the Pi session watches
+        gw.inbound(other, "use the 2024 brief", channel="slack")
+        return str(next(e["text"] for e in gw.peek_system_events(key) if other in e["text"]))
+
+    def idle() -> bool:
+        return (gw.lifecycle_of(key, "project") or {}).get("state") == "idle"
+
+    def pushes() -> list[int]:
+        """The requests that brought a push message first (it stays in the conversation, as Pi stores it)."""
+        counts = [sum(t.startswith("sessionwatch: ") for t in model.texts(r)) for r in model.requests]
+        return [i for i, n in enumerate(counts) if n > (counts[i - 1] if i else 0)]
+
+    with Tui(h, *h.tui_args()) as tui:
+        wait_until(lambda: tui.screen.strip(), timeout=60, what="the TUI up")
+        tui.type("hello")
+        wait_until(lambda: model.seen("hello"), timeout=60, what="the prompt at the model")
+        (session_file,) = wait_until(h.session_files, timeout=30, what="the session file")
+        key = f"agent:project:pi:{_session_id(session_file)}"
+        wait_until(idle, timeout=30, what="the first turn over")
+        for other in others:
+            assert gw.watch(key, other)
+        first = change(others[0])
+        wait_until(lambda: model.seen(first), timeout=60, what=f"the pushed turn; screen: {tui.screen[-400:]!r}")
+        assert model.seen(first) == pushes()[:1], (model.seen(first), pushes())  # the push's turn got the notice
+        wait_until(lambda: idle() and len(model.requests) == pushes()[0] + 1, timeout=30)
+        assert [e["text"] for e in gw.peek_system_events(key)] == [first]  # a push acknowledges nothing
+        second = change(others[1])
+        wait_until(lambda: model.seen(second), timeout=60, what="the second push's turn")
+        wait_until(idle, timeout=30, what="the second pushed turn over")
+        tui.type("anything else?")
+        wait_until(lambda: model.seen("anything else?"), timeout=60, what="the person's next prompt")
+        wait_until(lambda: idle() and not gw.peek_system_events(key), timeout=30, what="acknowledged")
+    assert len(model.seen(first)) == 1 and len(model.seen(second)) == 1, (model.seen(first), model.seen(second))
+    assert len(pushes()) == 2, pushes()  # one push per notice, none for a notice already given
+    entries = [json.loads(line) for line in session_file.read_text().splitlines()]
+    assert sum(e.get("customType") == "sessionwatch" for e in entries) == 2  # stored as Pi stores a custom message
+    assert first not in session_file.read_text() and second not in session_file.read_text()  # never stored
+    assert _events(gw, key, "human_direct_message") == []  # the pushes are no person's
