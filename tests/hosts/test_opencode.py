@@ -757,3 +757,57 @@ def test_what_opencode_writes_itself_never_counts_as_a_persons_turn_and_never_ho
     sub = catalog.scan(child, {"seq": -1}, list)
     assert isinstance(sub, Found) and sub.turns == 0 and sub.next_marker["seq"] == last_seq(child), sub
     assert [t["threadId"] for t in catalog.list_threads()] == [sid]  # the subagent's session is no thread
+
+
+def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_notice(world: World) -> None:
+    """In the TUI, the plugin watches each session's notices (``sessionwatch mcp``, its notices resource): a
+    notice that comes while the session is idle starts a turn with one short synthetic prompt, and that
+    turn's model call gets the notice. One push per notice; the push acknowledges nothing (the next
+    prompt's run does); the pushed prompts are no person's."""
+    w = world
+    others = (OTHER, "agent:main:another")
+    for other in others:
+        w.gw.put_session(other)
+
+    def change(other: str) -> str:  # a person writes into a session the OpenCode session watches
+        w.gw.inbound(other, "use the 2024 brief", channel="slack")
+        return str(next(e["text"] for e in w.gw.peek_system_events(key) if other in e["text"]))
+
+    def idle() -> bool:
+        return (w.gw.lifecycle_of(key, "project") or {}).get("state") == "idle"
+
+    def pushes() -> list[int]:
+        """The turn requests that brought a push prompt first (it stays in the conversation)."""
+        counts = [sum(t.startswith("sessionwatch: ") for t in w.model.texts(r)) for r in w.model.requests]
+        return [i for i, n in enumerate(counts) if n > max(counts[:i], default=0)]
+
+    with Tui(w.h) as tui:
+        tui.wait_for(r"Ask anything", timeout=120)
+        time.sleep(1)  # the prompt box takes keys a moment after it is drawn
+        tui.type("hello")
+        wait_until(lambda: w.model.seen("hello"), timeout=60, what="the first prompt at the model")
+        (sid,) = w.h.sessions()
+        key = w.key(sid)
+        wait_until(idle, timeout=60, what="the first turn over")
+        for other in others:
+            assert w.gw.watch(key, other)
+        first = change(others[0])
+        wait_until(lambda: w.model.seen(first), timeout=90, what=f"the pushed turn; screen: {tui.screen[-400:]!r}")
+        assert w.model.seen(first) == pushes()[:1], (w.model.seen(first), pushes(), w.h.hook_log())
+        wait_until(lambda: idle() and w.h.query("SELECT count(*) FROM message")[0][0] == 4, timeout=60)
+        assert [e["text"] for e in w.gw.peek_system_events(key)] == [first]  # a push acknowledges nothing
+        second = change(others[1])
+        wait_until(lambda: w.model.seen(second), timeout=90, what="the second push's turn")
+        wait_until(idle, timeout=60, what="the second pushed turn over")
+        tui.type("anything else?")
+        wait_until(lambda: w.model.seen("anything else?"), timeout=60, what="the person's next prompt")
+        wait_until(lambda: idle() and not w.gw.peek_system_events(key), timeout=60, what="acknowledged")
+    assert len(w.model.seen(first)) == 1 and len(w.model.seen(second)) == 1, (w.model.seen(first), w.model.seen(second))
+    assert len(pushes()) == 2, pushes()  # one push per notice, none for a notice already given
+    assert w.stored(first) == 0 and w.stored(second) == 0  # the notices themselves are stored nowhere
+    records = [json.loads(line) for line in sources.path_for(w.h.db_path, sid).read_text().splitlines()]
+    assert [r["source"] for r in records if r["why"] == "sessionwatch's push"] == ["program", "program"], records
+    assert w.gw.watch(MANAGER, key)
+    assert w.gw.upstream_tick()["links"][0]["status"] == "recorded"
+    (human,) = w.events(key, "human_direct_message")
+    assert human["payload"]["turns"] == 2, human  # the person's two prompts; neither push is a person's
