@@ -319,7 +319,8 @@ export const SessionwatchPlugin = async ({ directory, client }) => {
   const checked = new Set(); // user messages looked at for a missing record
   const unrecorded = new Map(); // user message id -> its session, until chat.message records it (or not)
   const watches = new Map(); // session id -> {watch, entries, pushed, delivered}: sessions that may be pushed
-  const pushes = commandOfProcess() !== "run"; // a process that lives on after its prompt
+  // a process that lives on after its prompt; SESSIONWATCH_PUSH=0 turns the push off (as for the other hosts)
+  const pushes = commandOfProcess() !== "run" && process.env.SESSIONWATCH_PUSH !== "0";
   let chain = Promise.resolve(); // lifecycle writes in the order OpenCode sent them
 
   const root = (id) => {

@@ -230,7 +230,8 @@ export default function sessionwatch(pi: any) {
   const startWatch = (ctx: any) => {
     try {
       const sessionId = ctx?.sessionManager?.getSessionId?.();
-      if (!ctx?.hasUI || typeof sessionId !== "string" || !sessionId || sessionId === watchedSession) return;
+      if (!ctx?.hasUI || process.env.SESSIONWATCH_PUSH === "0") return; // no idle session to push into, or off
+      if (typeof sessionId !== "string" || !sessionId || sessionId === watchedSession) return;
       watch?.stop();
       watchedSession = sessionId;
       pushed = loadPushed(sessionId);
