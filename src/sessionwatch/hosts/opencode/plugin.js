@@ -318,7 +318,8 @@ export const SessionwatchPlugin = async ({ directory, client }) => {
   const recorded = new Set(); // user messages chat.message has recorded (the last few hundred)
   const checked = new Set(); // user messages looked at for a missing record
   const unrecorded = new Map(); // user message id -> its session, until chat.message records it (or not)
-  const watches = new Map(); // session id -> {watch, entries, pushed, delivered}: sessions that may be pushed
+  const watches = new Map(); // session id -> {watch, entries, pushed}: sessions that may be pushed
+  const delivered = new Map(); // session id -> notice lines its calls were given (acknowledged at the next)
   // a process that lives on after its prompt; SESSIONWATCH_PUSH=0 turns the push off (as for the other hosts)
   const pushes = commandOfProcess() !== "run" && process.env.SESSIONWATCH_PUSH !== "0";
   let chain = Promise.resolve(); // lifecycle writes in the order OpenCode sent them
@@ -345,7 +346,8 @@ export const SessionwatchPlugin = async ({ directory, client }) => {
     try {
       const w = watches.get(id);
       if (!w || w.watch.stopped || statuses.get(id) !== "idle" || !client?.session?.promptAsync) return;
-      const fresh = w.entries.filter((e) => Number.isInteger(e?.id) && !w.pushed.has(e.id) && !w.delivered.has(e?.line));
+      const given = delivered.get(id) || new Set();
+      const fresh = w.entries.filter((e) => Number.isInteger(e?.id) && !w.pushed.has(e.id) && !given.has(e?.line));
       if (!fresh.length) return;
       for (const e of fresh) w.pushed.add(e.id);
       const live = new Set(w.entries.map((e) => e?.id));
@@ -357,9 +359,16 @@ export const SessionwatchPlugin = async ({ directory, client }) => {
     } catch {}
   };
   const watchFor = (id) => {
-    if (!pushes || watches.has(id)) return;
+    if (!pushes) return;
+    const known = watches.get(id);
+    if (known && (!known.watch.stopped || Date.now() - known.at < MISSING_PAUSE_MS)) {
+      watches.delete(id); // the most recently idle go last: the oldest is stopped first
+      watches.set(id, known);
+      return;
+    }
+    watches.delete(id);
     try {
-      const w = { entries: [], pushed: loadPushed(id), delivered: new Set(), watch: null };
+      const w = { entries: [], pushed: loadPushed(id), watch: null, at: Date.now() };
       w.watch = new NoticeWatch(id, directory, (entries) => {
         w.entries = entries;
         maybePush(id);
@@ -373,10 +382,11 @@ export const SessionwatchPlugin = async ({ directory, client }) => {
     } catch {}
   };
   const given = (id, text) => {
-    const w = watches.get(id);
-    if (!w) return;
-    for (const line of text.split("\n")) w.delivered.add(line);
-    while (w.delivered.size > 512) w.delivered.delete(w.delivered.values().next().value);
+    const lines = delivered.get(id) || new Set();
+    delivered.set(id, lines);
+    for (const line of text.split("\n")) lines.add(line);
+    while (lines.size > 512) lines.delete(lines.values().next().value);
+    while (delivered.size > 64) delivered.delete(delivered.keys().next().value);
   };
 
   const status = (id, state) => {
