@@ -246,6 +246,35 @@ def test_the_reader_finds_the_prompt_in_a_real_database(real_db: tuple[Path, str
     assert catalog.scan("ses_nope", {"seq": -1}, list) == GONE
 
 
+def test_a_session_adopted_as_it_starts_has_its_first_prompt_judged_too(
+    real_db: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The plugin adopts a session on ``session.created``, which comes with its first prompt: when that
+    prompt is stored already, the adoption still reads it, judged by the plugin's record; an adoption of
+    an older session, or one without the plugin's records, starts after it (history)."""
+    db, sid = real_db
+    path = _copy(db, tmp_path / "db")
+    sql = "SELECT id FROM message WHERE session_id = ? AND json_extract(data, '$.role') = 'user'"
+    (mid,) = [r[0] for r in sqlite3.connect(path).execute(sql, (sid,))]
+
+    def started(ago_ms: int) -> None:
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE session SET time_created = ? WHERE id = ?", (int(time.time() * 1000) - ago_ms, sid))
+        conn.commit()
+        conn.close()
+
+    catalog = OpenCodeCatalog(path)
+    started(1000)
+    assert catalog.scan(sid, catalog.baseline(sid), list) is None  # no plugin records: history
+    record = sources.path_for(path, sid)
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"messageID": mid, "source": "person", "why": "the TUI", "at": 0}) + "\n")
+    found = catalog.scan(sid, catalog.baseline(sid), list)
+    assert isinstance(found, Found) and found.turns == 1 and "from" not in found.next_marker, found
+    started(120_000)  # adopted long after it started
+    assert catalog.scan(sid, catalog.baseline(sid), list) is None
+
+
 def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
     real_db: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -153,16 +153,31 @@ class OpenCodeCatalog:
             conn.close()
 
     def baseline(self, session_id: str) -> dict[str, Any]:
-        """The marker of an adoption: past every event and message the session has now."""
+        """The marker of an adoption: past every event and message the session has now.
+
+        A session adopted as it starts (the plugin's ``SessionStart`` comes with the session's first
+        prompt, not before it, and may find that prompt stored already) also keeps where its messages
+        begin (``from``): the first scan starts there when the plugin's records say who sent the prompts,
+        so the prompt that started the session is judged like any other (a person's first prompt in the
+        TUI counts, as it does for the other hosts). Without the plugin's records it is history, as for
+        any adoption."""
         conn = self._open()
         try:
             seq = conn.execute("SELECT max(seq) FROM event WHERE aggregate_id = ?", (session_id,)).fetchone()[0]
             t = conn.execute("SELECT max(time_created) FROM message WHERE session_id = ?", (session_id,)).fetchone()[0]
+            session = _session(conn, session_id)
+            first = conn.execute(
+                "SELECT min(seq) FROM event WHERE aggregate_id = ? AND type LIKE 'message.%'", (session_id,)
+            ).fetchone()[0]
         except sqlite3.Error as exc:
             raise Unreadable(f"reading session {session_id} failed: {exc}") from None
         finally:
             conn.close()
-        return {"seq": int(seq) if seq is not None else -1, "seen": [], "t": int(t or 0)}
+        marker: dict[str, Any] = {"seq": int(seq) if seq is not None else -1, "seen": [], "t": int(t or 0)}
+        young = session is not None and int(time.time() * 1000) - session.created_at < SETTLE_MS
+        if young and first is not None:
+            marker["from"] = int(first) - 1
+        return marker
 
     # -- the scan ----------------------------------------------------------------------------------
     def scan(
@@ -198,6 +213,9 @@ class OpenCodeCatalog:
         seq = _int(marker.get("seq"), -1)
         seen = [s for s in marker.get("seen") or [] if isinstance(s, str)][-SEEN:]
         newest_t = _int(marker.get("t"), 0)
+        start = marker.get("from")
+        if isinstance(start, int) and -1 <= start < seq and sources.read(self.db_path, session_id) is not None:
+            seq, newest_t = start, 0  # adopted as it started: its first prompts too (see baseline)
         last = conn.execute("SELECT max(seq) FROM event WHERE aggregate_id = ?", (session_id,)).fetchone()[0]
         note = None
         if last is not None and last < seq:  # the events were renumbered (a restored database): read again
