@@ -70,18 +70,20 @@ def zero_config_key(host: str, agent: str | None, data: dict[str, object], *, lo
     return host_key(session_agent(agent, data, local=local), host, sid)
 
 
-HOST_ENV = "SESSIONWATCH_HOST_CLI"  # the host that started an MCP server (``install codex``; the Pi, OpenCode plugins)
-HOST_SESSION_ENV = "SESSIONWATCH_HOST_SESSION_ID"  # the host session it stands for (the Pi, OpenCode plugins)
+# The variable each host sets, in the MCP servers it starts, to the id of the session they serve: Claude
+# Code's own; sessionwatch's Pi extension and OpenCode plugin start one to watch a session's notices.
+MCP_SESSION_ENVS = (
+    ("claude-code", "CLAUDE_CODE_SESSION_ID"),
+    ("pi", "SESSIONWATCH_PI_SESSION_ID"),
+    ("opencode", "SESSIONWATCH_OPENCODE_SESSION_ID"),
+)
 
 
 def mcp_session_key(agent: str | None) -> str | None:
-    """The key an MCP server started by a host stands for when it was given none: Claude Code hands its
-    servers the session's id (``CLAUDE_CODE_SESSION_ID``) and project folder; sessionwatch's Pi extension
-    and OpenCode plugin, which start one to watch a session's notices, name their host and its session
-    (``SESSIONWATCH_HOST_CLI``, ``SESSIONWATCH_HOST_SESSION_ID``) and start it in the session's folder."""
-    host, sid = "claude-code", host_id(os.environ.get("CLAUDE_CODE_SESSION_ID"))
-    if sid is None:
-        host, sid = os.environ.get(HOST_ENV) or "", host_id(os.environ.get(HOST_SESSION_ENV))
-        if sid is None or host not in CATALOG:
-            return None
-    return host_key(session_agent(agent, {}), host, sid)
+    """The key an MCP server started by a host stands for when it was given none: the host hands its
+    servers the session's id (``MCP_SESSION_ENVS``) and starts them in the session's folder."""
+    for host, name in MCP_SESSION_ENVS:
+        sid = host_id(os.environ.get(name))
+        if sid is not None and host in CATALOG:
+            return host_key(session_agent(agent, {}), host, sid)
+    return None

@@ -180,7 +180,7 @@ class NoticeWatch {
     const argv = [...SETTINGS.command, ...SETTINGS.globalArgs, "mcp", ...SETTINGS.hookArgs];
     const env = { ...process.env };
     for (const name of Object.keys(env)) if (name.startsWith("CLAUDE_CODE_") || name === "CLAUDE_PROJECT_DIR") delete env[name];
-    Object.assign(env, { SESSIONWATCH_HOST_CLI: "opencode", SESSIONWATCH_HOST_SESSION_ID: sessionID, SESSIONWATCH_PUSH: "0" });
+    Object.assign(env, { SESSIONWATCH_OPENCODE_SESSION_ID: sessionID, SESSIONWATCH_PUSH: "0" });
     env.PWD = directory || process.cwd();
     try {
       this.child = spawn(argv[0], argv.slice(1), { cwd: env.PWD, env, stdio: ["pipe", "pipe", "ignore"] });

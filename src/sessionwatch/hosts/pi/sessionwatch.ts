@@ -80,7 +80,7 @@ class NoticeWatch {
     const argv = [...COMMAND.slice(0, at), "mcp", ...COMMAND.slice(at + 2)];
     const env: Record<string, string | undefined> = { ...process.env };
     for (const name of Object.keys(env)) if (name.startsWith("CLAUDE_CODE_") || name === "CLAUDE_PROJECT_DIR") delete env[name];
-    Object.assign(env, { SESSIONWATCH_HOST_CLI: "pi", SESSIONWATCH_HOST_SESSION_ID: sessionId, SESSIONWATCH_PUSH: "0" });
+    Object.assign(env, { SESSIONWATCH_PI_SESSION_ID: sessionId, SESSIONWATCH_PUSH: "0" });
     this.child = spawn(argv[0], argv.slice(1), { cwd: cwd || undefined, env, stdio: ["pipe", "pipe", "ignore"] });
     this.child.on("error", () => this.stop());
     this.child.on("close", () => this.stop());
