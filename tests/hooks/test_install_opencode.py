@@ -9,6 +9,7 @@ file, and ``doctor``/``--verify`` fire a sample prompt through the plugin's own 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,64 @@ def test_user_scope_names_this_installation_and_its_own_config(tmp_path: Path, m
     assert settings is not None and Path(settings["command"][0]).is_absolute() and settings["hookArgs"] == []
     assert sw(tmp_path, "uninstall", "opencode", "--user").returncode == 0
     assert not (config_dir / "opencode.json").exists()
+
+
+def test_the_plugin_tells_who_sent_a_prompt_from_the_command_opencode_runs(tmp_path: Path) -> None:
+    """The plugin's ``chat.message`` hook, run by node (OpenCode's runtime is Bun; the plugin uses only
+    what both give): the TUI, with or without a project folder (also one named like a word, ``opencode
+    app``) is a person; ``opencode run`` a program; a server or an unknown word is unknown."""
+    import shutil
+    import subprocess
+
+    from sessionwatch.hosts.opencode.install import plugin_source
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH")
+    (tmp_path / "app").mkdir()
+    plugin = tmp_path / "plugin.mjs"
+    plugin.write_text(plugin_source(["sessionwatch-is-not-here"], [], []))
+    runner = tmp_path / "runner.mjs"
+    runner.write_text(
+        """
+import { readFileSync } from "node:fs";
+const [pluginPath, directory, ...argv] = process.argv.slice(2);
+process.argv = ["bun", "/$bunfs/root/src/index.js", ...argv];
+const { SessionwatchPlugin } = await import(pluginPath);
+const hooks = await SessionwatchPlugin({ directory });
+const message = { id: "msg_1", sessionID: "ses_1" };
+await hooks["chat.message"]({ sessionID: "ses_1" }, { message, parts: [{ type: "text", text: "hi" }] });
+const folder = process.env.OPENCODE_DB.replace(/opencode\\.db$/, "");
+const line = readFileSync(`${folder}sessionwatch/prompts/ses_1.jsonl`, "utf8");
+console.log(JSON.parse(line.trim().split("\\n").pop()).source);
+"""
+    )
+    cases = {
+        (): "person",
+        ("app",): "person",  # a folder whose name is a plain word
+        (str(tmp_path / "app"),): "person",
+        ("--agent", "build"): "person",  # an option's value is not the folder
+        ("-m", "fake/fake-model", "app"): "person",
+        ("run", "hello"): "program",
+        ("--log-level", "INFO", "run", "hello"): "program",
+        ("serve",): "unknown",
+        ("web",): "unknown",
+        ("attach", "http://127.0.0.1:4096"): "unknown",
+        ("nosuchfolder",): "unknown",  # neither a command nor a folder: maybe a command of a newer OpenCode
+    }
+    for i, (argv, expected) in enumerate(cases.items()):
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PWD": str(tmp_path),
+            "OPENCODE_DB": str(tmp_path / f"db{i}" / "opencode.db"),
+        }
+        out = subprocess.run(
+            [node, str(runner), plugin.as_uri(), str(tmp_path / "app"), *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == expected, (argv, out.stdout, out.stderr)

@@ -13,6 +13,7 @@ event table are inconclusive (no error, no miss), and the scan goes on once the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from sessionwatch import Gateway
+from sessionwatch.hosts.opencode import sources
 from sessionwatch.hosts.opencode.database import Unreadable
 from sessionwatch.hosts.opencode.reader import GONE, Found, OpenCodeCatalog
 from tests.hosts.opencode_home import OpenCodeHome
@@ -103,8 +105,9 @@ def test_a_notice_reaches_the_next_model_call_once_is_not_stored_and_a_deleted_s
     link = w.gw.link(key)
     assert link is not None and link["catalogId"] == "opencode" and link["threadId"] == sid  # adopted on its start
     states = [e["kind"] for e in w.events(key) if e["kind"].startswith("session_")]
-    assert states == ["session_idle", "session_working", "session_idle"], states
-    assert w.gw.get_session(key)["lifecycle"]["state"] == "idle"
+    # `opencode run` done: OpenCode shuts the plugin down, which reports the end before the process exits
+    assert states == ["session_idle", "session_working", "session_idle", "session_ended"], states
+    assert w.gw.get_session(key)["lifecycle"]["state"] == "ended"
 
     # the OpenCode session watches another one, which a person changes
     w.gw.put_session(OTHER)
@@ -140,6 +143,17 @@ def test_a_notice_reaches_the_next_model_call_once_is_not_stored_and_a_deleted_s
 
 def test_a_person_typing_in_the_tui_is_recorded_and_opencode_run_in_the_same_session_is_not(world: World) -> None:
     w = world
+    second = "stop, ship it on Friday instead"
+
+    def prompt_time(text: str) -> int:
+        (row,) = w.h.query(
+            "SELECT m.time_created FROM message m JOIN part p ON p.message_id = m.id"
+            " WHERE m.session_id = ? AND json_extract(p.data, '$.text') = ?",
+            sid,
+            text,
+        )
+        return int(row[0])
+
     with Tui(w.h) as tui:
         tui.wait_for(r"Ask anything", timeout=120)
         time.sleep(1)  # the prompt box takes keys a moment after it is drawn
@@ -149,21 +163,28 @@ def test_a_person_typing_in_the_tui_is_recorded_and_opencode_run_in_the_same_ses
         key = w.key(sid)
         assert w.gw.watch(MANAGER, key)
         typed_at = time.monotonic()
-        tui.type("stop, ship it on Friday instead")
+        tui.type(second)
+        # A person's prompt found while nobody watched stays pending until someone does, so the first
+        # prompt is recorded too: alone, or with the second as one burst that carries the newest time.
         humans = wait_until(
-            lambda: w.events(key, "human_direct_message"), timeout=30, interval=0.1, what="the person's prompt"
+            lambda: [e for e in w.events(key, "human_direct_message") if e["occurredAt"] == prompt_time(second)],
+            timeout=30,
+            interval=0.1,
+            what="the person's prompt, with its own time",
         )
         print(f"recorded {time.monotonic() - typed_at:.2f} s after Enter (the plugin's nudge)")
         wait_until(lambda: w.gw.get_session(key).get("lifecycle", {}).get("state") == "idle", timeout=30)
-    assert [e["actorType"] for e in humans] == ["human"]
+    recorded = w.events(key, "human_direct_message")
+    assert [e["actorType"] for e in recorded] == ["human"] * len(recorded) and len(humans) == 1
+    # with the prompt's own time (OpenCode's row, above), not the time the monitor found it
     assert len(w.gw.peek_system_events(MANAGER)) == 1  # the manager is told once
 
     # programs in the same session: the same words, and new ones, through `opencode run`
-    w.run("stop, ship it on Friday instead", "--session", sid)
+    w.run(second, "--session", sid)
     w.run("deploy on Monday", "--session", sid)
     result = w.gw.upstream_tick()["links"][0]
     assert result["status"] in ("advanced", "unchanged"), result
-    assert len(w.events(key, "human_direct_message")) == 1
+    assert w.events(key, "human_direct_message") == recorded  # neither was a person's
     assert len(w.gw.peek_system_events(MANAGER)) == 1
 
 
@@ -223,6 +244,35 @@ def test_the_reader_finds_the_prompt_in_a_real_database(real_db: tuple[Path, str
     assert again is None  # nothing new
     assert catalog.scan(sid, {"seq": -1}, lambda: ["the only prompt"]).turns == 0  # type: ignore[union-attr]
     assert catalog.scan("ses_nope", {"seq": -1}, list) == GONE
+
+
+def test_a_session_adopted_as_it_starts_has_its_first_prompt_judged_too(
+    real_db: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The plugin adopts a session on ``session.created``, which comes with its first prompt: when that
+    prompt is stored already, the adoption still reads it, judged by the plugin's record; an adoption of
+    an older session, or one without the plugin's records, starts after it (history)."""
+    db, sid = real_db
+    path = _copy(db, tmp_path / "db")
+    sql = "SELECT id FROM message WHERE session_id = ? AND json_extract(data, '$.role') = 'user'"
+    (mid,) = [r[0] for r in sqlite3.connect(path).execute(sql, (sid,))]
+
+    def started(ago_ms: int) -> None:
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE session SET time_created = ? WHERE id = ?", (int(time.time() * 1000) - ago_ms, sid))
+        conn.commit()
+        conn.close()
+
+    catalog = OpenCodeCatalog(path)
+    started(1000)
+    assert catalog.scan(sid, catalog.baseline(sid), list) is None  # no plugin records: history
+    record = sources.path_for(path, sid)
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"messageID": mid, "source": "person", "why": "the TUI", "at": 0}) + "\n")
+    found = catalog.scan(sid, catalog.baseline(sid), list)
+    assert isinstance(found, Found) and found.turns == 1 and "from" not in found.next_marker, found
+    started(120_000)  # adopted long after it started
+    assert catalog.scan(sid, catalog.baseline(sid), list) is None
 
 
 def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
@@ -310,7 +360,7 @@ def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_bre
             (sid,) = h.sessions()
             key = f"agent:project:opencode:{sid}"
             with Gateway.open(store, timers=False) as gw:  # the gateway's store: the session was made there
-                assert gw.get_session(key)["lifecycle"]["state"] == "idle"
+                assert gw.get_session(key)["lifecycle"]["state"] == "ended"  # the run is over
                 gw.put_session(OTHER)
                 assert gw.watch(key, OTHER)
                 gw.inbound(OTHER, "rotate the keys first", channel="slack")
@@ -402,3 +452,401 @@ def test_a_permission_asked_in_the_tui_shows_the_session_waiting_and_the_answer_
     kinds = [e["kind"] for e in w.events(key) if e["kind"].startswith("session_")]
     waited = kinds.index("session_waiting")
     assert "session_working" in kinds[waited:], kinds
+
+
+def _own_keys(w: World) -> list[str]:
+    rows = w.gw.call_tool("sessions_list", {"limit": 100}, caller=MANAGER)["sessions"]
+    return sorted(s["sessionKey"] for s in rows if s["sessionKey"].startswith("agent:project:opencode:"))
+
+
+def test_two_sessions_in_one_folder_get_two_keys_and_a_resumed_one_keeps_its_own(world: World) -> None:
+    w = world
+    w.run("first")
+    w.run("second")
+    ids = w.h.sessions()
+    assert len(ids) == 2, ids
+    expected = sorted(w.key(sid) for sid in ids)
+    assert _own_keys(w) == expected, w.h.hook_log()
+    for key in expected:  # adopted: a person typing into it later is detected
+        link = w.gw.link(key)
+        assert link is not None and link["threadId"] == key.rsplit(":", 1)[1], w.h.hook_log()
+    w.run("third", "--session", ids[0])
+    assert _own_keys(w) == expected  # the resumed session is the same key, no third one
+
+
+def test_a_change_during_a_tool_loop_reaches_the_same_turn(world: World) -> None:
+    """The plugin's system transform runs before every model call of a turn: a change that lands while
+    OpenCode runs a tool reaches the call after the tool, once, and is stored nowhere."""
+    from tests.support.fake_model import Reply
+
+    w = world
+    (w.h.project / "notes.txt").write_text("the brief is due on Friday\n")
+    notice: list[str] = []
+
+    def change() -> None:  # the session exists by now: it starts watching, and a person writes there
+        (sid,) = w.h.sessions()
+        w.gw.put_session(OTHER)
+        assert w.gw.watch(w.key(sid), OTHER)
+        w.gw.inbound(OTHER, "use the 2024 brief", channel="slack")
+        notice.append(w.gw.peek_system_events(w.key(sid))[-1]["text"])
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not w.model.tool_names(request):
+            return Reply.say("Notes")  # the title
+        if w.model.tool_results(request):
+            return Reply.say("done reading")
+        return Reply.call("read", {"filePath": str(w.h.project / "notes.txt")}, before=change)
+
+    w.model.respond = respond
+    w.run("read notes.txt")
+    assert notice, "the tool was never called"
+    turn = [i for i, r in enumerate(w.model.requests) if w.model.tool_names(r)]
+    told = w.model.seen(notice[0])
+    assert len(turn) == 2 and told == [turn[1]], (turn, told, w.h.hook_log())  # the call after the tool
+    assert w.model.tool_results(w.model.requests[told[0]])
+    assert w.stored(notice[0]) == 0
+
+
+def test_a_subagent_session_never_takes_its_parents_notice(world: World) -> None:
+    """The change lands while the task tool's subagent runs a tool of its own: the subagent's next call
+    does not get the parent's notice (its calls carry its own session id), the parent's next call does."""
+    from tests.support.fake_model import Reply
+
+    TASK = "subtask-4417: read the notes"
+    w = world
+    (w.h.project / "notes.txt").write_text("the brief is due on Friday\n")
+    notice: list[str] = []
+
+    def change() -> None:
+        (sid,) = w.h.sessions()
+        w.gw.put_session(OTHER)
+        assert w.gw.watch(w.key(sid), OTHER)
+        w.gw.inbound(OTHER, "use the 2024 brief", channel="slack")
+        notice.append(w.gw.peek_system_events(w.key(sid))[-1]["text"])
+
+    def is_sub(request: dict[str, Any]) -> bool:
+        texts = w.model.texts(request)
+        return any(TASK in t for t in texts) and not any("delegate the reading" in t for t in texts)
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not w.model.tool_names(request):
+            return Reply.say("Reading")  # titles
+        done = w.model.tool_results(request)
+        if is_sub(request):
+            if not done:
+                return Reply.call("read", {"filePath": str(w.h.project / "notes.txt")}, before=change)
+            return Reply.say("the notes say Friday")
+        if done:
+            return Reply.say("main done")
+        return Reply.call("task", {"description": "read", "prompt": TASK, "subagent_type": "general"})
+
+    w.model.respond = respond
+    w.run("delegate the reading")
+    assert notice, "the subagent never ran its tool"
+    reqs = w.model.requests
+    told = w.model.seen(notice[0])
+    assert len(told) == 1, (told, w.h.hook_log())
+    assert not is_sub(reqs[told[0]]) and w.model.tool_results(reqs[told[0]]), "not the parent's call after the task"
+    sub_after = [i for i, r in enumerate(reqs) if is_sub(r) and w.model.tool_results(r)]
+    assert sub_after and not set(sub_after) & set(told)  # the subagent's call after its tool: not there
+    (sid,) = w.h.sessions()
+    assert w.gw.peek_system_events(w.key(sid))  # handed out, acknowledged by the parent's next run
+
+
+def test_an_opencode_killed_while_working_is_lost_and_its_parent_told_once(world: World) -> None:
+    """A worker spawned by the manager runs in OpenCode, killed (kill -9) in the middle of a turn: the
+    plugin's reports carry OpenCode's own pid; with nothing heard for the configured time and that
+    process gone, the gateway's timer makes the worker lost and the manager is told once."""
+    import signal
+
+    from sessionwatch.settings import Settings
+    from tests.hosts.lost_timer import LOST_AFTER_MS, HangingTurn, lost_timer
+
+    w = world
+    worker = "agent:main:subagent:worker"
+    assert "error" not in w.gw.call_tool("sessions_spawn", {"sessionKey": worker}, caller=MANAGER)
+    w.sessionwatch("install", "opencode", "--dir", str(w.h.project), "--session", worker)
+    w.h.extra_env["SESSIONWATCH_LOST_AFTER_MS"] = str(LOST_AFTER_MS)
+    assert Settings().lost_after_ms > LOST_AFTER_MS  # only the gateway below has the short limit
+    with lost_timer(w.store, w.h.env()), HangingTurn(w.model) as turn:
+        proc = subprocess.Popen(
+            [str(w.h.binary), "run", "long job"],
+            cwd=w.h.project,
+            env=w.h.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert turn.started.wait(120), "the turn never reached the model"
+
+            def lifecycle() -> Any:
+                return w.gw.store.get_lifecycle(worker, "main")
+
+            wait_until(lambda: lifecycle() is not None and lifecycle().state == "working", timeout=60)
+            assert lifecycle().pid == proc.pid  # OpenCode's process, not the hook's
+            time.sleep(LOST_AFTER_MS * 3 / 1000)  # quiet for longer than the limit, but its process runs
+            assert lifecycle().state == "working"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            wait_until(lambda: lifecycle().state == "lost", timeout=60, what="the worker lost")
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    kinds = [e["kind"] for e in w.events(worker)]
+    assert kinds.count("session_lost") == 1 and kinds[-1] == "session_lost", kinds
+    notices = w.gw.peek_system_events(MANAGER)
+    assert len(notices) == 1 and worker in notices[0]["line"], notices
+    listed = w.gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=MANAGER)["sessions"]
+    assert [s["sessionKey"] for s in listed] == [worker]
+
+
+def test_installed_for_the_user_opencode_loads_the_plugin_in_any_project(tmp_path: Path) -> None:
+    """``install opencode --user`` writes the plugin into OpenCode's own config folder (by its absolute
+    path, with this installation's command): OpenCode loads it for a project that has no entry of its
+    own, and each session there is made, adopted and reported under the project folder's agent."""
+    with FakeModel("chat", default="noted") as model:
+        w = World(tmp_path, model, plugin=False)
+        try:
+            w.sessionwatch("install", "opencode", "--user")
+            config = w.h.home / ".config" / "opencode"
+            assert json.loads((config / "opencode.json").read_text())["plugin"] == [
+                str(config / "sessionwatch" / "plugin.js")
+            ]
+            assert "plugin" not in json.loads((w.h.project / "opencode.json").read_text())
+            w.run("set up the project")
+            (sid,) = w.h.sessions()
+            key = w.key(sid)  # --user: the agent is the folder the session runs in
+            link = w.gw.link(key)
+            assert link is not None and link["threadId"] == sid, w.h.hook_log()
+            states = [e["kind"] for e in w.events(key) if e["kind"].startswith("session_")]
+            assert states[0] == "session_idle" and states[-1] == "session_ended", states
+            w.sessionwatch("uninstall", "opencode", "--user")
+            assert not (config / "sessionwatch").exists()
+        finally:
+            w.gw.close()
+
+
+def _path_without_sessionwatch() -> str:
+    return os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "sessionwatch").exists()
+    )
+
+
+def test_with_sessionwatch_missing_from_path_opencode_answers_as_usual(world: World) -> None:
+    """The plugin runs ``sessionwatch`` from PATH: when it is not there, every hook run fails to start,
+    and OpenCode still answers the model's reply, in the TUI's time; what is pending stays queued."""
+    w = world
+    w.gw.put_session(OTHER)
+    assert w.gw.watch(MANAGER, OTHER)
+    w.gw.inbound(OTHER, "rotate the keys first", channel="slack")
+    w.h.extra_env["PATH"] = _path_without_sessionwatch()
+    assert shutil.which("sessionwatch", path=w.h.env()["PATH"]) is None
+    res = w.h.prompt("set up the project")
+    assert res.returncode == 0 and "noted" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
+    assert w.model.seen("set up the project"), "the prompt never reached the model"
+    assert len(w.gw.peek_system_events(MANAGER)) == 1  # nothing consumed
+
+
+# -- what OpenCode writes that is no person's ----------------------------------------------------------------
+REPLAYED = "REPLAYME: tidy the logs"
+
+
+@pytest.fixture(scope="module")
+def compacted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A database the real OpenCode wrote with the plugin installed: a prompt, then one the provider refuses
+    as too long, so OpenCode compacts the session (a ``compaction`` message and its summary) and replays
+    the refused prompt as a new user message, without ``chat.message``."""
+    from tests.support.fake_model import Reply
+
+    root = tmp_path_factory.mktemp("opencode-compacted")
+    with FakeModel("chat", default="noted") as model:
+        w = World(root, model)
+        try:
+            refused: list[int] = []
+
+            def respond(request: dict[str, Any]) -> Reply | None:
+                if model.tool_names(request) and any(REPLAYED in t for t in model.texts(request)) and not refused:
+                    refused.append(1)
+                    return Reply.fail(400, "This model's maximum context length is 100 tokens, your messages had 5000")
+                return None
+
+            w.run("first words")
+            (sid,) = w.h.sessions()
+            model.respond = respond
+            w.h.prompt(REPLAYED, "--session", sid)  # exits 1 after recovering: it reports the refusal
+            kinds = [r[0] for r in w.h.query("SELECT json_extract(data, '$.type') FROM part WHERE session_id = ?", sid)]
+            assert refused and "compaction" in kinds, kinds
+            yield w.h.db_path, sid
+        finally:
+            w.gw.close()
+
+
+def _copy_with_records(db: Path, to: Path) -> Path:
+    """The database and the plugin's records beside it."""
+    path = _copy(db, to)
+    shutil.copytree(db.parent / "sessionwatch", to / "sessionwatch")
+    return path
+
+
+class Writer:
+    """Rows added the way OpenCode writes them: the row, and its event in the session's sequence."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.n = 0
+
+    def _id(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}_seeded{self.n:04d}"
+
+    def event(self, sid: str, kind: str, data: dict[str, Any]) -> None:
+        (seq,) = self.conn.execute(
+            "SELECT coalesce(max(seq), -1) + 1 FROM event WHERE aggregate_id = ?", (sid,)
+        ).fetchone()
+        self.conn.execute(
+            "INSERT INTO event (id, aggregate_id, seq, type, data) VALUES (?, ?, ?, ?, ?)",
+            (self._id("evt"), sid, seq, kind, json.dumps(data)),
+        )
+        self.conn.execute(
+            "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)"
+            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq",
+            (sid, seq),
+        )
+
+    def message(self, sid: str, role: str, *parts: dict[str, Any]) -> str:
+        mid, now = self._id("msg"), int(time.time() * 1000)
+        info = {"id": mid, "sessionID": sid, "role": role, "time": {"created": now}}
+        self.conn.execute(
+            "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)",
+            (mid, sid, now, now, json.dumps({k: v for k, v in info.items() if k not in ("id", "sessionID")})),
+        )
+        self.event(sid, "message.updated.1", {"sessionID": sid, "info": info})
+        for part in parts:
+            pid = self._id("prt")
+            self.conn.execute(
+                "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (pid, mid, sid, now, now, json.dumps(part)),
+            )
+            self.event(
+                sid,
+                "message.part.updated.1",
+                {"sessionID": sid, "part": {"id": pid, "sessionID": sid, "messageID": mid, **part}},
+            )
+        return mid
+
+    def subagent_session(self, parent: str) -> str:
+        sid = self._id("ses")
+        self.conn.execute(
+            "INSERT INTO session"
+            " (id, project_id, parent_id, slug, directory, title, version, time_created, time_updated)"
+            " SELECT ?, project_id, id, 'sub', directory, 'a subagent', version, time_created, time_updated"
+            " FROM session WHERE id = ?",
+            (sid, parent),
+        )
+        self.event(sid, "session.created.1", {"sessionID": sid, "info": {"id": sid, "parentID": parent}})
+        return sid
+
+
+def test_what_opencode_writes_itself_never_counts_as_a_persons_turn_and_never_holds_the_reader(
+    compacted: tuple[Path, str], tmp_path: Path
+) -> None:
+    """From the start of a real session that went through a compaction: the prompts ``opencode run`` sent
+    (the plugin said so), the compaction message, the replayed prompt (no ``chat.message``: the plugin
+    records it as unknown from its event, and the conservative rule drops the repeat), then what is added
+    here as OpenCode writes it (a prompt whose only text is synthetic, a subagent's prompt, a tool output
+    and a prompt over 1 MiB): none is a person's turn, and each scan reads to the end at once, never
+    waiting for a record or a text that will not come."""
+    db, sid = compacted
+    path = _copy_with_records(db, tmp_path / "db")
+    records = [json.loads(line) for line in sources.path_for(path, sid).read_text().splitlines()]
+    assert [r["source"] for r in records] == ["program", "program", "unknown", "unknown"], records  # the two
+    # prompts of `opencode run`, then the compaction message and the replay, which entered without chat.message
+    catalog = OpenCodeCatalog(path)
+
+    def last_seq(session: str) -> int:
+        conn = sqlite3.connect(path)
+        try:
+            return int(conn.execute("SELECT max(seq) FROM event WHERE aggregate_id = ?", (session,)).fetchone()[0])
+        finally:
+            conn.close()
+
+    found = catalog.scan(sid, {"seq": -1}, list)
+    assert isinstance(found, Found) and found.turns == 0, found
+    assert found.next_marker["seq"] == last_seq(sid), found  # read to the end: the replay held nothing up
+
+    w = Writer(path)
+    w.message(sid, "user", {"type": "text", "text": "Continue if you have next steps", "synthetic": True})
+    big = "x" * (2 << 20)
+    w.message(sid, "assistant", {"type": "tool", "tool": "bash", "state": {"status": "completed", "output": big}})
+    pasted = w.message(sid, "user", {"type": "text", "text": "y" * (3 << 19)})  # 1.5 MiB, sent by a program
+    with sources.path_for(path, sid).open("a") as fh:
+        fh.write(json.dumps({"messageID": pasted, "source": "program", "why": "opencode run", "at": 0}) + "\n")
+    child = w.subagent_session(sid)
+    w.message(child, "user", {"type": "text", "text": "survey the repository"})
+    w.conn.close()
+
+    started = time.monotonic()
+    again = catalog.scan(sid, found.next_marker, list)
+    assert isinstance(again, Found) and again.turns == 0, again
+    assert again.next_marker["seq"] == last_seq(sid), again  # nothing waited for
+    assert time.monotonic() - started < 10
+    sub = catalog.scan(child, {"seq": -1}, list)
+    assert isinstance(sub, Found) and sub.turns == 0 and sub.next_marker["seq"] == last_seq(child), sub
+    assert [t["threadId"] for t in catalog.list_threads()] == [sid]  # the subagent's session is no thread
+
+
+def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_notice(world: World) -> None:
+    """In the TUI, the plugin watches each session's notices (``sessionwatch mcp``, its notices resource): a
+    notice that comes while the session is idle starts a turn with one short synthetic prompt, and that
+    turn's model call gets the notice. One push per notice; the push acknowledges nothing (the next
+    prompt's run does); the pushed prompts are no person's."""
+    w = world
+    others = (OTHER, "agent:main:another")
+    for other in others:
+        w.gw.put_session(other)
+
+    def change(other: str) -> str:  # a person writes into a session the OpenCode session watches
+        w.gw.inbound(other, "use the 2024 brief", channel="slack")
+        return str(next(e["text"] for e in w.gw.peek_system_events(key) if other in e["text"]))
+
+    def idle() -> bool:
+        return (w.gw.lifecycle_of(key, "project") or {}).get("state") == "idle"
+
+    def pushes() -> list[int]:
+        """The turn requests that brought a push prompt first (it stays in the conversation)."""
+        counts = [sum(t.startswith("sessionwatch: ") for t in w.model.texts(r)) for r in w.model.requests]
+        return [i for i, n in enumerate(counts) if n > max(counts[:i], default=0)]
+
+    with Tui(w.h) as tui:
+        tui.wait_for(r"Ask anything", timeout=120)
+        time.sleep(1)  # the prompt box takes keys a moment after it is drawn
+        tui.type("hello")
+        wait_until(lambda: w.model.seen("hello"), timeout=60, what="the first prompt at the model")
+        (sid,) = w.h.sessions()
+        key = w.key(sid)
+        wait_until(idle, timeout=60, what="the first turn over")
+        for other in others:
+            assert w.gw.watch(key, other)
+        first = change(others[0])
+        wait_until(lambda: w.model.seen(first), timeout=90, what=f"the pushed turn; screen: {tui.screen[-400:]!r}")
+        assert w.model.seen(first) == pushes()[:1], (w.model.seen(first), pushes(), w.h.hook_log())
+        wait_until(lambda: idle() and w.h.query("SELECT count(*) FROM message")[0][0] == 4, timeout=60)
+        assert [e["text"] for e in w.gw.peek_system_events(key)] == [first]  # a push acknowledges nothing
+        second = change(others[1])
+        wait_until(lambda: w.model.seen(second), timeout=90, what="the second push's turn")
+        wait_until(idle, timeout=60, what="the second pushed turn over")
+        tui.type("anything else?")
+        wait_until(lambda: w.model.seen("anything else?"), timeout=60, what="the person's next prompt")
+        wait_until(lambda: idle() and not w.gw.peek_system_events(key), timeout=60, what="acknowledged")
+    assert len(w.model.seen(first)) == 1 and len(w.model.seen(second)) == 1, (w.model.seen(first), w.model.seen(second))
+    assert len(pushes()) == 2, pushes()  # one push per notice, none for a notice already given
+    assert w.stored(first) == 0 and w.stored(second) == 0  # the notices themselves are stored nowhere
+    records = [json.loads(line) for line in sources.path_for(w.h.db_path, sid).read_text().splitlines()]
+    assert [r["source"] for r in records if r["why"] == "sessionwatch's push"] == ["program", "program"], records
+    assert w.gw.watch(MANAGER, key)
+    assert w.gw.upstream_tick()["links"][0]["status"] == "recorded"
+    (human,) = w.events(key, "human_direct_message")
+    assert human["payload"]["turns"] == 2, human  # the person's two prompts; neither push is a person's

@@ -110,6 +110,9 @@ def test_a_notice_reaches_the_next_model_call_once_and_the_lifecycle_is_reported
 
 
 def test_a_person_typing_in_the_tui_is_recorded_and_the_same_text_from_pi_p_is_not(world: dict[str, Any]) -> None:
+    import time
+    from datetime import datetime
+
     h, gw, model = world["h"], world["gw"], world["model"]
     _sessionwatch(h, "install", "pi")  # each Pi session its own key: agent:<folder>:pi:<session id>
     with Tui(h, *h.tui_args()) as tui:
@@ -121,12 +124,26 @@ def test_a_person_typing_in_the_tui_is_recorded_and_the_same_text_from_pi_p_is_n
         key = f"agent:project:pi:{sid}"
         wait_until(lambda: gw.link(key), timeout=30, what="the session adopted by the extension")
         assert gw.watch(MANAGER, key)
+        typed_at = int(time.time() * 1000)
         tui.type("stop, ship it on Friday instead")
         events = wait_until(
             lambda: _events(gw, key, "human_direct_message"), timeout=30, what="the person's prompt recorded"
         )
         assert [e["actorType"] for e in events] == ["human"]
         wait_until(lambda: len(model.requests) >= 2, timeout=30, what="the second prompt at the model")
+        entry = wait_until(
+            lambda: [
+                e
+                for e in map(json.loads, session_file.read_text().splitlines())
+                if e.get("type") == "message" and "Friday" in json.dumps(e.get("message", {}).get("content"))
+            ],
+            timeout=30,
+            what="the prompt in the session file",
+        )[0]
+    # recorded with the prompt's own time: as the person pressed Enter, before Pi wrote the prompt down (the
+    # extension's run is what Pi waits for before it appends the prompt), not when a monitor found it
+    written = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+    assert typed_at <= events[0]["occurredAt"] <= written, (typed_at, events[0], entry)
     # the same text sent by a program (pi -p in the same session, as a sessionwatch-launched run does)
     run = h.prompt("stop, ship it on Friday instead", "--session", str(session_file))
     assert run.returncode == 0, run.stderr[-2000:]
@@ -222,3 +239,209 @@ def test_through_a_gateway_the_extension_delivers_once_and_a_gateway_gone_never_
                 assert len(gw.peek_system_events(key)) == 1  # nothing lost
         finally:
             stop(server)
+
+
+def _own_keys(gw: Gateway, prefix: str = "agent:project:pi:") -> list[str]:
+    rows = gw.call_tool("sessions_list", {"limit": 100}, caller=MANAGER)["sessions"]
+    return sorted(s["sessionKey"] for s in rows if s["sessionKey"].startswith(prefix))
+
+
+def _session_id(path: Path) -> str:
+    return str(json.loads(path.read_text().splitlines()[0])["id"])
+
+
+def test_two_sessions_in_one_folder_get_two_keys_and_a_continued_one_keeps_its_own(world: dict[str, Any]) -> None:
+    h, gw = world["h"], world["gw"]
+    _sessionwatch(h, "install", "pi")  # no --session: each Pi session its own key
+    for prompt in ("first", "second"):
+        run = h.prompt(prompt)
+        assert run.returncode == 0, run.stderr[-2000:]
+    files = h.session_files()
+    assert len(files) == 2, files
+    expected = sorted(f"agent:project:pi:{_session_id(f)}" for f in files)
+    assert _own_keys(gw) == expected, h.hook_log()
+    for key in expected:  # adopted: a person typing into it later is detected
+        link = gw.link(key)
+        assert link is not None and link["threadId"] == key.rsplit(":", 1)[1], h.hook_log()
+    again = h.prompt("third", "--session", str(files[0]))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert _own_keys(gw) == expected  # the continued session is the same key, no third one
+
+
+def test_a_change_during_a_tool_loop_reaches_the_same_turn(world: dict[str, Any]) -> None:
+    """Pi's ``context`` event runs before every model call: a change that lands while a tool runs reaches
+    the call after the tool, in the same turn, once, and is never stored in the session file."""
+    from tests.support.fake_model import Reply
+
+    h, gw, model = world["h"], world["gw"], world["model"]
+    _sessionwatch(h, "install", "pi", "--session", WORKER)
+    gw.put_session("agent:main:other")
+    assert gw.watch(WORKER, "agent:main:other")
+    (h.project / "notes.txt").write_text("the brief is due on Friday\n")
+    notice: list[str] = []
+
+    def change() -> None:  # a person writes into the watched session while Pi runs the tool
+        gw.inbound("agent:main:other", "use the 2024 brief", channel="slack")
+        notice.append(gw.peek_system_events(WORKER)[-1]["text"])
+
+    model.script(Reply.call("read", {"path": "notes.txt"}, before=change), Reply.say("done reading"))
+    run = h.prompt("read notes.txt")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert len(model.requests) == 2 and model.tool_results(model.requests[1]), model.requests[-1:]
+    assert notice and model.seen(notice[0]) == [1], h.hook_log()  # the call after the tool, only
+    (session_file,) = h.session_files()
+    assert notice[0] not in session_file.read_text()  # never stored
+    again = h.prompt("and now?", "--session", str(session_file))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert model.seen(notice[0]) == [1]  # once
+    assert gw.peek_system_events(WORKER) == []  # acknowledged by the next run
+
+
+def test_a_pi_killed_while_working_is_lost_and_its_parent_told_once(world: dict[str, Any]) -> None:
+    """A worker spawned by the manager runs in Pi; Pi is killed (kill -9) in the middle of a turn. The
+    extension's reports carry Pi's own pid; with nothing heard for the configured time and that process
+    gone, the gateway's timer makes the worker lost and the manager is told once."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.hosts.lost_timer import LOST_AFTER_MS, HangingTurn, lost_timer
+
+    h, gw, model, store = world["h"], world["gw"], world["model"], world["store"]
+    worker = "agent:main:subagent:worker"
+    assert "error" not in gw.call_tool("sessions_spawn", {"sessionKey": worker}, caller=MANAGER)
+    _sessionwatch(h, "install", "pi", "--session", worker)
+    h.extra_env["SESSIONWATCH_LOST_AFTER_MS"] = str(LOST_AFTER_MS)
+    with lost_timer(store, h.env()), HangingTurn(model) as turn:
+        proc = subprocess.Popen(
+            [str(h.binary), *h.tui_args(), "-p", "long job"],
+            cwd=h.project,
+            env=h.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert turn.started.wait(120), "the turn never reached the model"
+
+            def lifecycle() -> Any:
+                return gw.store.get_lifecycle(worker, "main")
+
+            wait_until(lambda: lifecycle() is not None and lifecycle().state == "working", timeout=30)
+            assert lifecycle().pid == proc.pid  # the host process, not the hook's
+            time.sleep(LOST_AFTER_MS * 3 / 1000)  # quiet for longer than the limit, but its process runs
+            assert lifecycle().state == "working"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            wait_until(lambda: lifecycle().state == "lost", timeout=60, what="the worker lost")
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+    kinds = [e["kind"] for e in gw.changes_since(worker, 0).to_json()["events"]]
+    assert kinds.count("session_lost") == 1 and kinds[-1] == "session_lost", kinds
+    notices = gw.peek_system_events(MANAGER)
+    assert len(notices) == 1 and worker in notices[0]["line"], notices
+    listed = gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=MANAGER)["sessions"]
+    assert [s["sessionKey"] for s in listed] == [worker]
+
+
+def test_install_with_dir_and_agent_names_each_session_after_that_agent(world: dict[str, Any], tmp_path: Path) -> None:
+    """``install pi --dir FOLDER --agent NAME`` from anywhere: the extension lands in FOLDER's ``.pi``, and
+    each Pi session run there is ``agent:NAME:pi:<session id>``."""
+    h, gw = world["h"], world["gw"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**clean_env(), **h.env()}
+    env.pop("SESSIONWATCH_STORE")
+    out = subprocess.run(
+        [*SESSIONWATCH, "--json", "install", "pi", "--dir", str(h.project), "--agent", "crew"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    (change,) = json.loads(out.stdout)["changes"]
+    assert Path(change["path"]) == h.project / ".pi" / "extensions" / "sessionwatch.ts"
+    assert not (elsewhere / ".pi").exists()
+    run = h.prompt("hello")
+    assert run.returncode == 0, run.stderr[-2000:]
+    (session_file,) = h.session_files()
+    key = f"agent:crew:pi:{_session_id(session_file)}"
+    assert gw.get_session(key, "crew") is not None, h.hook_log()
+    assert _own_keys(gw, "agent:project:pi:") == []
+
+
+def test_with_sessionwatch_missing_from_path_pi_answers_as_usual(world: dict[str, Any]) -> None:
+    """The extension runs ``sessionwatch`` from PATH: when it is not there, every run fails to start, and
+    Pi still answers; what is pending for the session stays queued."""
+    import os
+    import shutil
+
+    h, gw, model = world["h"], world["gw"], world["model"]
+    _sessionwatch(h, "install", "pi", "--session", WORKER)
+    gw.put_session("agent:main:other")
+    assert gw.watch(WORKER, "agent:main:other")
+    gw.inbound("agent:main:other", "ship it on Friday", channel="slack")
+    h.extra_env["PATH"] = os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "sessionwatch").exists()
+    )
+    assert shutil.which("sessionwatch", path=h.env()["PATH"]) is None and shutil.which("node", path=h.env()["PATH"])
+    run = h.prompt("what is new?")
+    assert run.returncode == 0 and "noted" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    assert model.seen("what is new?") == [0]
+    assert len(gw.peek_system_events(WORKER)) == 1  # nothing consumed
+
+
+def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_notice(world: dict[str, Any]) -> None:
+    """In the TUI, the extension watches the session's notices (``sessionwatch mcp``, its notices resource):
+    a notice that comes while the session is idle starts a turn with one short message, and that turn's
+    model call gets the notice. One push per notice; the push acknowledges nothing (the next prompt's run
+    does), and a notice the session was given already is never pushed again."""
+    h, gw, model = world["h"], world["gw"], world["model"]
+    _sessionwatch(h, "install", "pi")  # each Pi session its own key: the watcher derives it the same way
+    others = ("agent:main:other", "agent:main:another")
+    for other in others:
+        gw.put_session(other)
+
+    def change(other: str) -> str:  # a person writes into a session the Pi session watches
+        gw.inbound(other, "use the 2024 brief", channel="slack")
+        return str(next(e["text"] for e in gw.peek_system_events(key) if other in e["text"]))
+
+    def idle() -> bool:
+        return (gw.lifecycle_of(key, "project") or {}).get("state") == "idle"
+
+    def pushes() -> list[int]:
+        """The requests that brought a push message first (it stays in the conversation, as Pi stores it)."""
+        counts = [sum(t.startswith("sessionwatch: ") for t in model.texts(r)) for r in model.requests]
+        return [i for i, n in enumerate(counts) if n > (counts[i - 1] if i else 0)]
+
+    with Tui(h, *h.tui_args()) as tui:
+        wait_until(lambda: tui.screen.strip(), timeout=60, what="the TUI up")
+        tui.type("hello")
+        wait_until(lambda: model.seen("hello"), timeout=60, what="the prompt at the model")
+        (session_file,) = wait_until(h.session_files, timeout=30, what="the session file")
+        key = f"agent:project:pi:{_session_id(session_file)}"
+        wait_until(idle, timeout=30, what="the first turn over")
+        for other in others:
+            assert gw.watch(key, other)
+        first = change(others[0])
+        wait_until(lambda: model.seen(first), timeout=60, what=f"the pushed turn; screen: {tui.screen[-400:]!r}")
+        assert model.seen(first) == pushes()[:1], (model.seen(first), pushes())  # the push's turn got the notice
+        wait_until(lambda: idle() and len(model.requests) == pushes()[0] + 1, timeout=30)
+        assert [e["text"] for e in gw.peek_system_events(key)] == [first]  # a push acknowledges nothing
+        second = change(others[1])
+        wait_until(lambda: model.seen(second), timeout=60, what="the second push's turn")
+        wait_until(idle, timeout=30, what="the second pushed turn over")
+        tui.type("anything else?")
+        wait_until(lambda: model.seen("anything else?"), timeout=60, what="the person's next prompt")
+        wait_until(lambda: idle() and not gw.peek_system_events(key), timeout=30, what="acknowledged")
+    assert len(model.seen(first)) == 1 and len(model.seen(second)) == 1, (model.seen(first), model.seen(second))
+    assert len(pushes()) == 2, pushes()  # one push per notice, none for a notice already given
+    entries = [json.loads(line) for line in session_file.read_text().splitlines()]
+    assert sum(e.get("customType") == "sessionwatch" for e in entries) == 2  # stored as Pi stores a custom message
+    assert first not in session_file.read_text() and second not in session_file.read_text()  # never stored
+    assert _events(gw, key, "human_direct_message") == []  # the pushes are no person's

@@ -34,6 +34,13 @@ class Reply:
     tool: str | None = None
     input: dict[str, Any] = field(default_factory=dict)
     before: Callable[[], None] | None = None
+    error: tuple[int, str] | None = None  # (HTTP status, message): the provider refuses the request
+
+    @staticmethod
+    def fail(status: int, message: str, *, before: Callable[[], None] | None = None) -> Reply:
+        """The provider answers with an error instead (chat wire): ``Reply.fail(400, "prompt is too long")``
+        is what a host takes for a context overflow."""
+        return Reply(error=(status, message), before=before)
 
     @staticmethod
     def say(text: str, *, before: Callable[[], None] | None = None) -> Reply:
@@ -224,7 +231,12 @@ class FakeModel:
                     return
                 if path.endswith("/chat/completions") and body is not None:
                     model._record(path, body)
-                    self._sse_data(_chat_chunks(model._next(body)))
+                    reply = model._next(body)
+                    if reply.error is not None:
+                        status, message = reply.error
+                        self._json(status, {"error": {"message": message, "type": "invalid_request_error"}})
+                        return
+                    self._sse_data(_chat_chunks(reply))
                     return
                 if path.endswith("/responses") and body is not None:
                     model._record(path, body)

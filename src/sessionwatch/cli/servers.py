@@ -133,8 +133,9 @@ def mcp_cmd(
         session_key = mcp_session_key(agent_id)
         if session_key is None:
             raise click.UsageError(
-                "give --session KEY (only a server Claude Code starts finds its session by itself, from "
-                "CLAUDE_CODE_SESSION_ID)"
+                "give --session KEY (a server a host starts finds its session by itself: Claude Code's from "
+                "CLAUDE_CODE_SESSION_ID, the Pi extension's and the OpenCode plugin's watchers from "
+                "SESSIONWATCH_PI_SESSION_ID and SESSIONWATCH_OPENCODE_SESSION_ID)"
             )
         agent_id = None  # it is the key's agent
     from ..serving.options import limits_of, token_limits_of

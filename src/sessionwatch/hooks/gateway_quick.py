@@ -24,9 +24,7 @@ if TYPE_CHECKING:
 
     from .down import DownMark
 
-# twin: hosts.registry.ROOMS[*].gateway_route (the hosts the gateway's hook route answers); a table, not the
-# registry read at run time, nor urllib.parse below: each is a noticeable part of this run
-PATHS = frozenset({"claude-code", "codex", "opencode"})
+# (not urllib.parse below: importing it is a noticeable part of this run)
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
 
 
@@ -35,7 +33,8 @@ def answer(opts: dict[str, str], raw: bytes) -> bool:
     and marked, as the full run does); False: the full run decides."""
     host = opts.get("host") or ""
     gateway = opts.get("gateway") or os.environ.get("SESSIONWATCH_GATEWAY") or ""
-    if host not in PATHS or not gateway.startswith("http://") or opts.get("log_level") == "debug":
+    room = identity.ROOMS.get(host)  # the registry is loaded already (identity reads it)
+    if room is None or not room.gateway_route or not gateway.startswith("http://") or opts.get("log_level") == "debug":
         return False
     try:
         data = json.loads(raw or b"{}")

@@ -72,7 +72,9 @@ def zero_config_key(host: str, agent: str | None, data: dict[str, object], *, lo
 
 def mcp_session_key(agent: str | None) -> str | None:
     """The key an MCP server stands for when it was given none, started by a host that hands its servers
-    the session's id (its room's ``mcp_session_env``: Claude Code's ``CLAUDE_CODE_SESSION_ID``)."""
+    the session's id (its room's ``mcp_session_env``: Claude Code's ``CLAUDE_CODE_SESSION_ID``; the
+    watchers sessionwatch's Pi extension and OpenCode plugin start get ``SESSIONWATCH_PI_SESSION_ID`` or
+    ``SESSIONWATCH_OPENCODE_SESSION_ID``)."""
     for room in ROOMS.values():
         sid = host_id(os.environ.get(room.mcp_session_env)) if room.mcp_session_env else None
         if sid is not None:

@@ -42,4 +42,5 @@ ROOM = Room(
         "opencode_db",
         "OpenCode's database (default: $OPENCODE_DB, else opencode/opencode.db in $XDG_DATA_HOME or ~/.local/share)",
     ),
+    mcp_session_env="SESSIONWATCH_OPENCODE_SESSION_ID",  # the plugin's notices watcher (its push) gets it
 )

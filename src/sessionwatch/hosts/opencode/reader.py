@@ -14,7 +14,8 @@ sessionwatch's plugin installed, the plugin's record of who sent it decides (``s
 it, or for a prompt the plugin did not see (OpenCode's replay of a pending prompt after a compaction),
 the conservative rule: a text equal to one of the session's previous ``RECENT`` prompts, or to one of
 sessionwatch's own texts for the session, is not a person's. A user message without its text yet is
-waited for (the cursor stays before it) while it is younger than ``SETTLE_MS``.
+waited for (the cursor stays before it) while it is younger than ``SETTLE_MS``; one whose only text is
+synthetic (OpenCode's own) is decided at once, as no person's.
 
 Every read is read-only and short; a locked database or a schema without the expected tables is
 inconclusive (None), and only a database that answers without the session says it is gone.
@@ -152,16 +153,31 @@ class OpenCodeCatalog:
             conn.close()
 
     def baseline(self, session_id: str) -> dict[str, Any]:
-        """The marker of an adoption: past every event and message the session has now."""
+        """The marker of an adoption: past every event and message the session has now.
+
+        A session adopted as it starts (the plugin's ``SessionStart`` comes with the session's first
+        prompt, not before it, and may find that prompt stored already) also keeps where its messages
+        begin (``from``): the first scan starts there when the plugin's records say who sent the prompts,
+        so the prompt that started the session is judged like any other (a person's first prompt in the
+        TUI counts, as it does for the other hosts). Without the plugin's records it is history, as for
+        any adoption."""
         conn = self._open()
         try:
             seq = conn.execute("SELECT max(seq) FROM event WHERE aggregate_id = ?", (session_id,)).fetchone()[0]
             t = conn.execute("SELECT max(time_created) FROM message WHERE session_id = ?", (session_id,)).fetchone()[0]
+            session = _session(conn, session_id)
+            first = conn.execute(
+                "SELECT min(seq) FROM event WHERE aggregate_id = ? AND type LIKE 'message.%'", (session_id,)
+            ).fetchone()[0]
         except sqlite3.Error as exc:
             raise Unreadable(f"reading session {session_id} failed: {exc}") from None
         finally:
             conn.close()
-        return {"seq": int(seq) if seq is not None else -1, "seen": [], "t": int(t or 0)}
+        marker: dict[str, Any] = {"seq": int(seq) if seq is not None else -1, "seen": [], "t": int(t or 0)}
+        young = session is not None and int(time.time() * 1000) - session.created_at < SETTLE_MS
+        if young and first is not None:
+            marker["from"] = int(first) - 1
+        return marker
 
     # -- the scan ----------------------------------------------------------------------------------
     def scan(
@@ -197,6 +213,9 @@ class OpenCodeCatalog:
         seq = _int(marker.get("seq"), -1)
         seen = [s for s in marker.get("seen") or [] if isinstance(s, str)][-SEEN:]
         newest_t = _int(marker.get("t"), 0)
+        start = marker.get("from")
+        if isinstance(start, int) and -1 <= start < seq and sources.read(self.db_path, session_id) is not None:
+            seq, newest_t = start, 0  # adopted as it started: its first prompts too (see baseline)
         last = conn.execute("SELECT max(seq) FROM event WHERE aggregate_id = ?", (session_id,)).fetchone()[0]
         note = None
         if last is not None and last < seq:  # the events were renumbered (a restored database): read again
@@ -224,12 +243,13 @@ class OpenCodeCatalog:
             msg = messages.get(mid)
             if msg is None:
                 continue  # an assistant's message, or one deleted since
-            created, texts, compaction = msg
+            created, texts, compaction, written = msg
             if created < newest_t and mid not in seen:
                 seen.append(mid)  # history from before the cursor: rewritten, not new
                 continue
-            settled = bool(texts) or compaction
-            if settled and evidence is not None and mid not in evidence and not compaction:
+            # written: a text part is there (a synthetic one only is OpenCode's own, never a person's)
+            settled = written or compaction
+            if settled and evidence is not None and mid not in evidence and texts and not compaction:
                 settled = False  # the plugin writes its record a moment after OpenCode stores the prompt
             if not settled and now - created < SETTLE_MS:
                 end = min(end, first_seen[mid] - 1)  # read it again next tick, from here
@@ -270,10 +290,12 @@ def _session(conn: sqlite3.Connection, session_id: str) -> Session | None:
     return Session(row[0], row[1], row[2], row[3], int(row[4] or 0), int(row[5] or 0))
 
 
-def _user_messages(conn: sqlite3.Connection, session_id: str, ids: list[str]) -> dict[str, tuple[int, list[str], bool]]:
-    """id -> (created, texts of the parts a person could have written, has a compaction part), for the
-    user messages among ``ids``."""
-    out: dict[str, tuple[int, list[str], bool]] = {}
+def _user_messages(
+    conn: sqlite3.Connection, session_id: str, ids: list[str]
+) -> dict[str, tuple[int, list[str], bool, bool]]:
+    """id -> (created, texts of the parts a person could have written, has a compaction part, has any
+    text part with text: synthetic ones too), for the user messages among ``ids``."""
+    out: dict[str, tuple[int, list[str], bool, bool]] = {}
     for start in range(0, len(ids), 500):  # SQLite's variable limit
         chunk = ids[start : start + 500]
         marks = ",".join("?" * len(chunk))
@@ -283,7 +305,7 @@ def _user_messages(conn: sqlite3.Connection, session_id: str, ids: list[str]) ->
             (session_id, *chunk),
         ).fetchall()
         for mid, created in found:
-            out[mid] = (int(created or 0), [], False)
+            out[mid] = (int(created or 0), [], False, False)
         if not found:
             continue
         for mid, kind, synthetic, text in conn.execute(
@@ -294,11 +316,13 @@ def _user_messages(conn: sqlite3.Connection, session_id: str, ids: list[str]) ->
         ):
             if mid not in out:
                 continue
-            created, texts, compaction = out[mid]
+            created, texts, compaction, written = out[mid]
             if kind == "compaction":
-                out[mid] = (created, texts, True)
-            elif kind == "text" and not synthetic and isinstance(text, str) and text.strip():
-                texts.append(text)
+                out[mid] = (created, texts, True, written)
+            elif kind == "text" and isinstance(text, str) and text.strip():
+                if not synthetic:
+                    texts.append(text)
+                out[mid] = (created, texts, compaction, True)
     return out
 
 
@@ -310,4 +334,4 @@ def _recent(conn: sqlite3.Connection, session_id: str, before: int, mid: str) ->
         (session_id, before, mid, RECENT),
     ).fetchall()
     earlier = _user_messages(conn, session_id, [r[0] for r in rows])
-    return {normalize(" ".join(texts)) for _, texts, _ in earlier.values() if texts}
+    return {normalize(" ".join(texts)) for _, texts, _, _ in earlier.values() if texts}

@@ -3,7 +3,10 @@
 The plugin's ``chat.message`` hook runs for every prompt that enters a session, before OpenCode stores it,
 and appends one line per prompt to ``<folder of the database>/sessionwatch/prompts/<session id>.jsonl``:
 ``{"messageID", "source": "person" | "program" | "unknown", "why", "at"}``. Next to the database, so whoever can
-read the database (the monitor) finds the file without sharing any other setting with the host.
+read the database (the monitor) finds the file without sharing any other setting with the host. A user
+message that entered without ``chat.message`` (OpenCode's replay of the pending prompt after a compaction)
+gets an ``unknown`` line from the plugin's event hook a moment later; an ``unknown`` never overrides a
+``person`` or ``program`` line for the same message (another process may see a prompt only as an event).
 
 The reader takes only the last ``TAIL_BYTES`` of the file (a session's recent prompts), and a file that
 is missing or unreadable simply means "no plugin evidence": the conservative rule decides then.
@@ -51,5 +54,7 @@ def read(db_path: Path, session_id: str) -> dict[str, str] | None:
             continue
         mid, source = row.get("messageID"), row.get("source")
         if isinstance(mid, str) and source in (PERSON, PROGRAM, UNKNOWN):
+            if source == UNKNOWN and out.get(mid) in (PERSON, PROGRAM):
+                continue  # another OpenCode process saw the prompt only as an event: the sender's record stands
             out[mid] = source
     return out

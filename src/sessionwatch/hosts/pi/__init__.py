@@ -44,4 +44,5 @@ ROOM = Room(
     reader=_reader,
     place=Place("pi_root", "Pi's agent dir (default: $PI_CODING_AGENT_DIR or ~/.pi/agent)"),
     gateway_route=False,
+    mcp_session_env="SESSIONWATCH_PI_SESSION_ID",  # the extension's notices watcher (its push) gets it
 )
