@@ -115,7 +115,8 @@ def test_the_plugin_tells_who_sent_a_prompt_from_the_command_opencode_runs(tmp_p
         """
 import { readFileSync } from "node:fs";
 const [pluginPath, directory, ...argv] = process.argv.slice(2);
-process.argv = ["bun", "/$bunfs/root/src/index.js", ...argv];
+const BUNFS = "/$bunfs/" + "root";
+process.argv = ["bun", BUNFS + "/src/index.js", ...argv];  // bun's own virtual root, as OpenCode runs
 const { SessionwatchPlugin } = await import(pluginPath);
 const hooks = await SessionwatchPlugin({ directory });
 const message = { id: "msg_1", sessionID: "ses_1" };
