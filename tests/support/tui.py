@@ -76,6 +76,11 @@ class Tui:
             raw = bytes(self._raw)
         return _ESCAPES.sub(b"", raw).decode("utf-8", "replace")
 
+    def raw(self) -> bytes:
+        """Everything the host wrote, escape sequences included (some say what state a TUI is in)."""
+        with self._lock:
+            return bytes(self._raw)
+
     def mark(self) -> int:
         """A position in the screen text, for :meth:`wait_for` to look only at what came after it."""
         return len(self.screen)

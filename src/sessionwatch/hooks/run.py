@@ -615,11 +615,11 @@ def _withheld(backend: _Local | _Remote | InProcess, key: str, agent: str | None
 
 def _report(host: str, started: float) -> host_sessions.Report:
     """This run's lifecycle reporter: the host's process on this machine, the run's start as the time."""
-    from .host_process import hook_started_at, host_pid
+    from .host_process import hook_started_at, session_pid
 
     at = hook_started_at() or int((time.time() - (time.monotonic() - started)) * 1000)
     machine = os.environ.get("SESSIONWATCH_MACHINE") or os.uname().nodename  # twin: engine.lifecycle.this_machine
-    return host_sessions.Report(host, at, host_pid(), machine)
+    return host_sessions.Report(host, at, session_pid(host), machine)
 
 
 def _discard(stdout: IO[str]) -> None:

@@ -92,7 +92,7 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
 class Room:
     """One host's room, as the registry holds it (see the module's doc)."""
 
-    __slots__ = ("_installer", "_reader", "gateway_route", "hook", "label", "program", "scopes")
+    __slots__ = ("_installer", "_process", "_reader", "gateway_route", "hook", "label", "program", "scopes")
 
     def __init__(
         self,
@@ -104,6 +104,7 @@ class Room:
         installer: Callable[[], Installer],
         reader: Callable[[], TranscriptFiles | SessionReader],
         gateway_route: bool = True,
+        process: Callable[[], Callable[[int], int]] | None = None,
     ) -> None:
         self.hook = hook
         self.label = label  # how people call the host: "Claude Code"
@@ -112,6 +113,7 @@ class Room:
         self.gateway_route = gateway_route  # through a gateway the hook's quick path posts to its hook route
         self._installer = installer
         self._reader = reader
+        self._process = process
 
     @property
     def name(self) -> str:
@@ -126,6 +128,12 @@ class Room:
 
     def reader(self) -> TranscriptFiles | SessionReader:
         return self._reader()
+
+    def session_process(self, host_pid: int) -> int:
+        """The process whose end means a session of this host is gone, from the pid of the process that
+        ran its hook (the host, past a shell): that pid itself unless the host runs its sessions
+        elsewhere (a Codex TUI's threads run in a daemon that all its TUIs share)."""
+        return host_pid if self._process is None else self._process()(host_pid)
 
     def __repr__(self) -> str:
         return f"Room({self.name!r})"
