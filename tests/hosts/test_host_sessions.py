@@ -203,11 +203,10 @@ def test_a_subagent_is_a_child_its_parent_watches_and_its_stop_tells_the_parent_
         assert gw.peek_system_events(parent) == []
 
 
-def test_claude_codes_mcp_server_stands_for_the_host_sessions_own_key(project: Project) -> None:
-    """Installed without --session, the server Claude Code starts takes the key from the session id
-    Claude Code hands it: the model's own status call is about its own session."""
-    if project.host != "claude-code":
-        pytest.skip("Codex tells its MCP servers nothing of the session: it registers none without --session")
+def test_the_mcp_server_stands_for_the_host_sessions_own_key(project: Project) -> None:
+    """Installed without --session, the server the host starts serves the host session's own key: Claude
+    Code hands it the session id; Codex names the thread in each tool call. The model's own status call
+    is about its own session."""
     project.model.script(Reply.call("mcp__sessionwatch__session_status", {}), Reply.say("fine"))
     project.run("who am I?")
     (own,) = project.own_keys()

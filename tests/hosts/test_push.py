@@ -174,10 +174,27 @@ def test_a_busy_session_gets_the_push_at_its_next_tool_boundary(live: Live) -> N
 
 
 class CodexTui:
-    """A person's Codex TUI on a trusted project, installed with ``--session MANAGER``, in a pty."""
+    """A person's Codex TUI on a trusted project, in a pty, installed with ``--session MANAGER`` or without
+    (then the session is the thread's own key, known once its first hook ran, and made to watch CHILD)."""
 
-    def __init__(self, model: FakeModel, h: HostHome, gw: Gateway, state: Path, tui: Any) -> None:
+    def __init__(self, model: FakeModel, h: HostHome, gw: Gateway, state: Path, tui: Any, session: str | None) -> None:
         self.model, self.h, self.gw, self.state, self.tui = model, h, gw, state, tui
+        self.session = session
+
+    @property
+    def key(self) -> str:
+        """The Codex session's key (its own: waited for until its first hook created it, then it watches CHILD)."""
+        if self.session is None:
+            from tests.support.waiting import wait_until
+
+            def own() -> str | None:
+                rows = self.gw.call_tool("sessions_list", {"limit": 50}, caller=CHILD)["sessions"]
+                keys = [r["sessionKey"] for r in rows if r["sessionKey"].startswith("agent:project:codex:")]
+                return keys[0] if len(keys) == 1 else None
+
+            self.session = wait_until(own, timeout=60, interval=0.1, what="the Codex session's own key")
+            assert self.gw.watch(self.session, CHILD)
+        return self.session
 
     def seen(self, needle: str) -> list[int]:
         escaped = json.dumps(needle)[1:-1]  # as it stands in a request's JSON
@@ -199,52 +216,59 @@ class CodexTui:
         return False
 
     def idle(self) -> bool:
-        return (self.gw.lifecycle_of(MANAGER, "main") or {}).get("state") == "idle"
+        key = self.key
+        return (self.gw.lifecycle_of(key, key.split(":")[1]) or {}).get("state") == "idle"
 
     def person_writes_into_child(self) -> str:
+        key = self.key
         self.gw.inbound(CHILD, "use the 2024 brief", channel="webchat")
-        return str(self.gw.peek_system_events(MANAGER)[-1]["line"])
+        return str(self.gw.peek_system_events(key)[-1]["line"])
 
 
 @contextmanager
-def codex_tui(tmp_path: Path, model: FakeModel) -> Iterator[CodexTui]:
-    from tests.support.tui import Tui
+def codex_tui(tmp_path: Path, model: FakeModel, session: str | None) -> Iterator[CodexTui]:
+    from tests.support.codex_tui import codex_tui as tui_in_pty, trust_project
 
     with host_home("codex", tmp_path, model.url) as h:
         state = h.root / "state"
         h.extra_env["XDG_STATE_HOME"] = str(state)
         store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
         (state / "sessionwatch").mkdir(parents=True)
-        config = h.home / ".codex" / "config.toml"
-        config.write_text(config.read_text() + f'\n[projects."{h.project}"]\ntrust_level = "trusted"\n')
+        trust_project(h)
         (h.project / "notes.txt").write_text("the brief is due on Friday\n")
         with Gateway.open(store, timers=False) as gw:
-            gw.put_session(MANAGER)
             gw.put_session(CHILD)
-            assert gw.watch(MANAGER, CHILD)
+            if session is not None:
+                gw.put_session(session)
+                assert gw.watch(session, CHILD)
             out = subprocess.run(
-                [*SESSIONWATCH, "install", "codex", "--dir", str(h.project), "--session", MANAGER],
+                [
+                    *SESSIONWATCH,
+                    "install",
+                    "codex",
+                    "--dir",
+                    str(h.project),
+                    *(["--session", session] if session else []),
+                ],
                 capture_output=True,
                 text=True,
                 env=h.env(),
                 timeout=180,
             )
             assert out.returncode == 0, out.stdout + out.stderr
-            tui = Tui(h)
-            try:
-                sock = h.home / ".codex" / "app-server-control" / "app-server-control.sock"
-                wait_for(sock.exists, 60, f"the TUI's daemon never listened: {tui.screen[-800:]!r}")
-                time.sleep(2)  # the TUI takes input once drawn
-                yield CodexTui(model, h, gw, state, tui)
-            finally:
-                tui.close()
-                subprocess.run(["pkill", "-f", str(h.home / ".codex")], check=False)  # the TUI's daemon outlives it
+            with tui_in_pty(h) as tui:
+                yield CodexTui(model, h, gw, state, tui, session)
 
 
-def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: Path) -> None:
+SESSIONS = pytest.mark.parametrize("session", [MANAGER, None], ids=["--session", "own-key"])
+
+
+@SESSIONS
+def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: Path, session: str | None) -> None:
     """A person's Codex TUI, idle after a turn: the session's MCP server starts a turn through the TUI's
-    app-server daemon; that turn's hooks deliver the notice, once, and the push comes once."""
-    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model) as c:
+    app-server daemon; that turn's hooks deliver the notice, once, and the push comes once. Installed
+    without --session, the server learns its session from what the session's hooks registered."""
+    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model, session) as c:
         c.tui.type("hello")
         wait_for(lambda: len(model.requests) >= 1, 60, f"the prompt never reached the model: {c.tui.screen[-800:]!r}")
         wait_for(c.idle, 60, "the turn never ended")
@@ -255,13 +279,15 @@ def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: P
         last = json.dumps(model.requests[-1])
         assert last.count(json.dumps(PUSHED)[1:-1]) == 1  # one push in the thread's history
         assert last.count(json.dumps(line)[1:-1]) == 1  # and the notice given once
+        assert f"you are {c.key}" in last  # the push names the session it was for
 
 
-def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: Path) -> None:
+@SESSIONS
+def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: Path, session: str | None) -> None:
     """The notice arrives while the model is answering the person's prompt: the MCP server steers the
     running turn (``turn/steer``), so the turn's next model request already carries the push, before
     the turn ends and without a turn of its own."""
-    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model) as c:
+    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model, session) as c:
         notice: list[str] = []
 
         def meanwhile() -> None:
@@ -283,7 +309,7 @@ def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: P
         turn = [i for i, r in enumerate(model.requests) if "Generate a concise" not in json.dumps(r)]
         assert pushed[0] == turn[1], (pushed, turn, c.why())
         # and no turn of its own: one working spell, from the person's prompt to the end
-        status = c.gw.call_tool("session_status", {"sessionKey": MANAGER, "changesSince": 0}, caller=CHILD)
+        status = c.gw.call_tool("session_status", {"sessionKey": c.key, "changesSince": 0}, caller=CHILD)
         spells = [e["kind"] for e in status["stateChanges"]["events"] if e["kind"] == "session_working"]
         assert spells == ["session_working"], status["stateChanges"]["events"]
         time.sleep(3)  # the pusher's later looks

@@ -119,7 +119,7 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
             _report(backend, who.key, state, report._replace(outcome="ok" if state == "ended" else None))
         hook = ROOMS[report.host].hook if report.host in ROOMS else None
         if hook is not None and hook.daemon_push and event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
-            _where_codex_runs(who.key, data, data.get("turn_id") if event != "SessionStart" else None)
+            _where_it_runs(who.key, data, event, report)
         if hook is not None and hook.tells_sender and event == "UserPromptSubmit":
             told_prompt(backend, who.key, data)
         return who.key
@@ -154,20 +154,22 @@ def turn_ended(backend: Writes, key: str, report: Report, data: dict[str, Any] |
     """A Stop the hook did not block: the turn is over."""
     _report(backend, key, "idle", report)
     if report.host in ROOMS and ROOMS[report.host].hook.daemon_push and data is not None:
-        _where_codex_runs(key, data, None)
+        _where_it_runs(key, data, "Stop", report)
 
 
-def _where_codex_runs(key: str, data: dict[str, Any], turn: object) -> None:
-    """A Codex TUI session's thread and running turn, for the push (codex_push.py)."""
-    thread = host_id(data.get("session_id"))
-    if thread is None:
+def _where_it_runs(key: str, data: dict[str, Any], event: str, report: Report) -> None:
+    """Where the session runs, for its MCP server's push (a Codex TUI's thread, daemon and running turn:
+    the room's push channel). Only a hook run on the host's machine knows (not a gateway answering an
+    HTTP hook: its report has no pid)."""
+    channel = ROOMS[report.host].push_channel() if report.pid is not None else None
+    if channel is None:
         return
-    from .codex_push import register
+    from .host_process import host_pid
 
     try:
-        register(key, thread, turn if isinstance(turn, str) else None)
+        channel.register(key, data, event, host_pid(), report.at)
     except OSError as exc:  # no push then; the notices still come with the next hook
-        log.warning("registering %s's Codex thread for the push failed: %s", key, exc)
+        log.warning("registering where %s runs, for the push, failed: %s", key, exc)
 
 
 def _report(backend: Writes, key: str, state: str, report: Report) -> None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .installer import Installer
+    from .push import Channel
     from .readers import SessionReader
     from .transcripts import TranscriptFiles
 
@@ -50,9 +51,9 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
     ``events``: the events answered (pending notices go to the model); ``observes``: the events only written
     down (lifecycle, subagents). ``tells_sender``: the host's side says who sent each prompt (Pi's
     extension): the hook writes it down, and a prompt needs no nudge of the monitor to be found.
-    ``daemon_push``: the hook writes down the session's thread and running turn, so its MCP server can push
-    through the host's daemon (Codex's TUI; ``hooks/codex_push.py``). The answer is the JSON both Claude
-    Code and Codex read from stdout on exit 0 (``{"hookSpecificOutput": {"hookEventName",
+    ``daemon_push``: the hook writes down where the session runs (its room's push channel, ``register``),
+    so its MCP server can push through the host's daemon (Codex's TUI; ``hosts/codex/push.py``). The
+    answer is the JSON both Claude Code and Codex read from stdout on exit 0 (``{"hookSpecificOutput": {"hookEventName",
     "additionalContext"}}``; on Stop ``{"decision": "block", "reason"}``: the turn goes on with the reason as
     the model's next input); a room's plugin or extension reads the same.
     """
@@ -92,7 +93,7 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
 class Room:
     """One host's room, as the registry holds it (see the module's doc)."""
 
-    __slots__ = ("_installer", "_process", "_reader", "gateway_route", "hook", "label", "program", "scopes")
+    __slots__ = ("_installer", "_process", "_push", "_reader", "gateway_route", "hook", "label", "program", "scopes")
 
     def __init__(
         self,
@@ -105,6 +106,7 @@ class Room:
         reader: Callable[[], TranscriptFiles | SessionReader],
         gateway_route: bool = True,
         process: Callable[[], Callable[[int], int]] | None = None,
+        push: Callable[[], Channel] | None = None,
     ) -> None:
         self.hook = hook
         self.label = label  # how people call the host: "Claude Code"
@@ -114,6 +116,7 @@ class Room:
         self._installer = installer
         self._reader = reader
         self._process = process
+        self._push = push
 
     @property
     def name(self) -> str:
@@ -134,6 +137,12 @@ class Room:
         ran its hook (the host, past a shell): that pid itself unless the host runs its sessions
         elsewhere (a Codex TUI's threads run in a daemon that all its TUIs share)."""
         return host_pid if self._process is None else self._process()(host_pid)
+
+    def push_channel(self) -> Channel | None:
+        """How a message reaches a running or idle session of this host from outside its hooks, and how
+        a server the host started learns its session (``hosts/push.py``); None: the host has no channel
+        (its notices wait for the next hook or tool call)."""
+        return None if self._push is None else self._push()
 
     def __repr__(self) -> str:
         return f"Room({self.name!r})"

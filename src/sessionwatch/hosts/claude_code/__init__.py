@@ -1,6 +1,6 @@
 """Claude Code's room: its transcripts (``transcripts.py``: where they are; ``rows.py`` and ``stream.py``: which
 rows are a person's prompt), and its hooks, MCP server, permission rule and server approval in its settings
-files (``install.py``). See docs/hooks-claude-code.md.
+files (``install.py``), and the push into a session's inbox socket (``push.py``). See docs/hooks-claude-code.md.
 """
 
 from __future__ import annotations
@@ -11,7 +11,14 @@ TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of 
 
 if TYPE_CHECKING:
     from ..installer import Installer
+    from ..push import Channel
     from ..transcripts import TranscriptFiles
+
+
+def _push() -> Channel:
+    from .push import CHANNEL
+
+    return CHANNEL
 
 
 def _installer() -> Installer:
@@ -33,4 +40,5 @@ ROOM = Room(
     scopes=("project", "local", "user"),
     installer=_installer,
     reader=_reader,
+    push=_push,
 )

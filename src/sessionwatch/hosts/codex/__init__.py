@@ -1,6 +1,7 @@
 """Codex CLI's room: its rollouts (``transcripts.py``: where they are; ``rows.py`` and ``stream.py``: which rows
-are a person's prompt), and its hooks, MCP server and hook trust in its config files (``install.py``; the trust
-through ``codex app-server``: ``trust.py``), and the process a TUI session lives in (``process.py``). See docs/hooks-codex.md.
+are a person's prompt), its hooks, MCP server and hook trust in its config files (``install.py``; the trust
+through ``codex app-server``: ``trust.py``), the process a TUI session lives in (``process.py``) and the push
+through a TUI's daemon (``push.py``, ``daemon.py``). See docs/hooks-codex.md.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..installer import Installer
+    from ..push import Channel
     from ..transcripts import TranscriptFiles
+
+
+def _push() -> Channel:
+    from .push import CHANNEL
+
+    return CHANNEL
 
 
 def _installer() -> Installer:
@@ -41,5 +49,6 @@ ROOM = Room(
     scopes=("project", "user"),
     installer=_installer,
     reader=_reader,
+    push=_push,
     process=_process,
 )

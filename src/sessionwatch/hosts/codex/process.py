@@ -56,7 +56,9 @@ def _cmdline(pid: int | str) -> list[str] | None:
 def is_daemon(pid: int) -> bool:
     """Is ``pid`` a Codex TUI's shared app-server daemon?"""
     argv = _cmdline(pid)
-    return bool(argv) and os.path.basename(argv[0]) == "codex" and "app-server" in argv and "--managed-daemon" in argv
+    if not argv:
+        return False
+    return os.path.basename(argv[0]) == "codex" and "app-server" in argv and "--managed-daemon" in argv
 
 
 def _codex_home(environ: dict[str, str]) -> str:
