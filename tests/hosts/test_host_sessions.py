@@ -221,9 +221,12 @@ def _kinds_of(project: Project, key: str) -> list[str]:
 
 def test_a_turn_is_working_a_permission_prompt_waiting_and_the_end_ended(project: Project) -> None:
     """A tool that needs the person's permission: the host asks (a headless run then refuses it), the
-    session shows waiting, then the turn ends (idle) and the run ends (ended), each a typed event."""
-    if project.host != "claude-code":
-        pytest.skip("codex exec never asks a person (its approval policy is never): no permission prompt")
+    session shows waiting, then the turn ends (idle) and the run ends (ended), each a typed event. Codex
+    asks only in its TUI (``codex exec`` never does): there the person approves, and the session works
+    again, then the turn ends."""
+    if project.host == "codex":
+        _a_codex_tui_waits_for_its_approval(project)
+        return
     project.model.script(Reply.call("Bash", {"command": "touch made-by-tool", "description": "make"}), Reply.say("ok"))
     project.run("make a file")
     (own,) = project.own_keys()
@@ -236,6 +239,77 @@ def test_a_turn_is_working_a_permission_prompt_waiting_and_the_end_ended(project
         out = gw.call_tool("sessions_list", {"lifecycle": ["ended"]}, caller="agent:project:observer")
         assert [s["sessionKey"] for s in out["sessions"]] == [own]
         assert out["sessions"][0]["lifecycle"]["state"] == "ended"
+
+
+def _a_codex_tui_waits_for_its_approval(project: Project) -> None:
+    """A Codex TUI asks before a command the sandbox does not allow (read-only, approval on request): the
+    model asks for an escalated ``exec_command``; while the TUI asks (it says ``blocked``) the session is
+    waiting and the command has not run; the person approves (``y``), the command runs, the session works
+    again, then its turn ends."""
+    import time
+
+    from tests.support.codex_tui import codex_tui, trust_project, tui_state
+
+    h, model = project.h, project.model
+    made = h.project / "made-by-tool"
+    trust_project(h, 'approval_policy = "on-request"\nsandbox_mode = "read-only"\n')
+
+    working_again = threading.Event()
+
+    def state() -> str | None:
+        keys = project.own_keys()
+        with project.gw() as gw:
+            return (gw.lifecycle_of(keys[0], "project") or {}).get("state") if len(keys) == 1 else None
+
+    def respond(request: dict[str, Any]) -> Reply:
+        body = json.dumps(request)
+        if "Generate a concise" in body:
+            return Reply.say("title")  # the TUI's title for the thread, beside the turn
+        if "function_call_output" in body:
+            # the turn goes on after the approved command (the model answers once the session shows
+            # working again: a turn that ended at once could end before that report is written, and
+            # its late report would then be ignored, as the rules say)
+            working_again.wait(60)
+            return Reply.say("made it")
+        # likewise the prompt's working is written (after its hook answered) before the request to ask
+        wait_until(lambda: state() == "working", timeout=60, interval=0.1, what="working")
+        return Reply.call(
+            "exec_command",
+            {"cmd": "touch made-by-tool", "sandbox_permissions": "require_escalated", "justification": "asked"},
+        )
+
+    model.respond = respond
+    with codex_tui(h) as tui:
+        tui.type("make a file")
+        wait_until(lambda: state() == "waiting", timeout=90, interval=0.2, what=f"waiting; {project.hook_log()}")
+        (own,) = project.own_keys()
+        with project.gw() as gw:
+            listed = gw.call_tool("sessions_list", {"lifecycle": "waiting"}, caller="agent:project:observer")
+        assert [s["sessionKey"] for s in listed["sessions"]] == [own]
+        wait_until(lambda: tui_state(tui) == "blocked", timeout=30, what="the TUI asking the person")
+        assert not made.exists()  # nothing ran
+        # the person approves: ``y`` (again, should the TUI not have taken it: it asks until it gets one)
+        pressed: list[float] = []
+
+        def approved() -> bool:
+            if made.exists():
+                return True
+            if not pressed or time.monotonic() - pressed[-1] > 3:
+                pressed.append(time.monotonic())
+                tui.type("y", enter=False)
+            return False
+
+        wait_until(approved, timeout=90, interval=0.2, what="the approved command run")
+        wait_until(lambda: state() == "working", timeout=90, interval=0.2, what=f"working; {project.hook_log()}")
+        working_again.set()
+        wait_until(lambda: state() == "idle", timeout=90, interval=0.2, what=f"idle; {project.hook_log()}")
+        assert made.exists()
+    states = [k for k in _kinds_of(project, own) if k.startswith("session_")]
+    turn = states[states.index("session_working") :]
+    assert turn == ["session_working", "session_waiting", "session_working", "session_idle"], (
+        states,
+        project.hook_log(),
+    )
 
 
 LOST_AFTER_MS = 2000  # the gateway's lost limit in these tests; its timer looks every quarter of it
