@@ -102,13 +102,14 @@ class World:
             "CLAUDE_CODE_MESSAGING_TOKEN": "inbox-token",
             **env,
         }
-        self.server = subprocess.Popen(
-            [*SESSIONWATCH, "--store", self.store, "mcp", "--session", WORKER],
-            stdin=subprocess.PIPE,  # kept open: the host's end of the wire
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.tmp / "mcp.log", "ab"),  # noqa: SIM115 - the server's, closed with it
-            env=full,
-        )
+        with open(self.tmp / "mcp.log", "ab") as log:  # the server keeps its own copy
+            self.server = subprocess.Popen(
+                [*SESSIONWATCH, "--store", self.store, "mcp", "--session", WORKER],
+                stdin=subprocess.PIPE,  # kept open: the host's end of the wire
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=full,
+            )
 
     def restart(self) -> None:
         assert self.server is not None
