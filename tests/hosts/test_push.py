@@ -32,20 +32,41 @@ PUSHED = "sessionwatch: a session you rely on has changed"
 
 
 class Live:
-    """A Claude Code session kept open on stream-json stdin."""
+    """A Claude Code session kept open on stream-json stdin, installed with ``--session MANAGER`` or
+    without (then it is its own key, known after its first turn, and made to watch CHILD), on a local
+    store or (``gateway``) through a gateway that keeps its hook answers in a state folder of its own."""
 
-    def __init__(self, h: HostHome, model: FakeModel) -> None:
-        self.h, self.model = h, model
+    def __init__(
+        self, h: HostHome, model: FakeModel, session: str | None = MANAGER, *, gateway: bool = False
+    ) -> None:
+        self.h, self.model, self.session = h, model, session
         state = h.root / "state"
         h.extra_env["XDG_STATE_HOME"] = str(state)
         self.store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
         (state / "sessionwatch").mkdir(parents=True)
         self.gw = Gateway.open(self.store, timers=False)
-        self.gw.put_session(MANAGER)
         self.gw.put_session(CHILD)
-        assert self.gw.watch(MANAGER, CHILD)
+        if session is not None:
+            self.gw.put_session(session)
+            assert self.gw.watch(session, CHILD)
+        self.server: subprocess.Popen[bytes] | None = None
+        where: list[str] = []
+        if gateway:
+            from tests.support.ports import listening_socket, spawn_serving, url_of
+            from tests.support.waiting import wait_http
+
+            sock = listening_socket()
+            self.url = url_of(sock)
+            # the gateway's own state folder: what its hook route hands out is not in the host's
+            self.gateway_state = h.root / "gateway-state"
+            env = {**h.env(), "XDG_STATE_HOME": str(self.gateway_state)}
+            serve = [*SESSIONWATCH, "serve", "--store", self.store, "--no-monitor"]
+            self.server = spawn_serving(serve, sock, stderr=subprocess.DEVNULL, env=env)
+            wait_http(f"{self.url}/v1/health", self.server, timeout=60)
+            where = ["--gateway", self.url]
+        pin = ["--session", session] if session else []
         out = subprocess.run(
-            [*SESSIONWATCH, "install", "claude-code", "--dir", str(h.project), "--session", MANAGER],
+            [*SESSIONWATCH, *where, "install", "claude-code", "--dir", str(h.project), *pin],
             capture_output=True,
             text=True,
             env=h.env(),
@@ -72,6 +93,21 @@ class Live:
         self.results: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
+    @property
+    def key(self) -> str:
+        """The session's key (its own: known once a hook created it; it then watches CHILD)."""
+        if self.session is None:
+            from tests.support.waiting import wait_until
+
+            def own() -> str | None:
+                rows = self.gw.call_tool("sessions_list", {"limit": 50}, caller=CHILD)["sessions"]
+                keys = [r["sessionKey"] for r in rows if r["sessionKey"].startswith("agent:project:claude:")]
+                return keys[0] if len(keys) == 1 else None
+
+            self.session = wait_until(own, timeout=60, interval=0.1, what="the session's own key")
+            assert self.gw.watch(self.session, CHILD)
+        return self.session
+
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
@@ -91,8 +127,9 @@ class Live:
         return self.results.get(timeout=timeout)
 
     def person_writes_into_child(self) -> str:
+        key = self.key
         self.gw.inbound(CHILD, "use the 2024 brief", channel="webchat")
-        return str(self.gw.peek_system_events(MANAGER)[-1]["line"])
+        return str(self.gw.peek_system_events(key)[-1]["line"])
 
     def count(self, needle: str) -> int:
         """In how many model requests ``needle`` first appeared (a request repeats its history)."""
@@ -117,13 +154,17 @@ class Live:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if self.server is not None:
+            from tests.support.procs import stop
+
+            stop(self.server)
         self.gw.close()
 
 
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
+@pytest.fixture(params=[MANAGER, None], ids=["--session", "own-key"])
+def live(request: Any, tmp_path: Path) -> Iterator[Live]:
     with FakeModel("anthropic", default="noted") as model, host_home("claude-code", tmp_path, model.url) as h:
-        session = Live(h, model)
+        session = Live(h, model, request.param)
         try:
             yield session
         finally:
@@ -151,6 +192,7 @@ def test_an_idle_session_is_pushed_once_starts_a_turn_and_gets_the_notice(live: 
     time.sleep(3)  # several of the pusher's looks later
     assert live.count(PUSHED) == 1  # one push per notice
     assert live.count(line) == 1  # and the notice itself once
+    assert f"you are {live.key}" in json.dumps(live.model.requests[-1])  # the push names the session
 
 
 def test_a_busy_session_gets_the_push_at_its_next_tool_boundary(live: Live) -> None:
@@ -171,6 +213,28 @@ def test_a_busy_session_gets_the_push_at_its_next_tool_boundary(live: Live) -> N
     first = next(i for i, r in enumerate(live.model.requests) if PUSHED in json.dumps(r))
     assert first < 3, "the push came after the turn, not at its next tool boundary"  # the turn's own requests
     assert live.count(notice[0]) == 1
+
+
+def test_through_a_gateway_an_idle_session_is_pushed_once(tmp_path: Path) -> None:
+    """Installed with ``--gateway``: the hooks are answered by the gateway (HTTP hooks; its own state
+    folder keeps their answers), the MCP server reads the queue through it; the push works the same:
+    once, the notice once, no turn beyond the one it starts. (That the push leaves alone what the
+    gateway's hooks handed out: tests/mcp/test_push_edges.py.)"""
+    with FakeModel("anthropic", default="noted") as model, host_home("claude-code", tmp_path, model.url) as h:
+        live = Live(h, model, gateway=True)
+        try:
+            live.say("hello")
+            live.turn_done()
+            line = live.person_writes_into_child()
+            wait_for(lambda: live.count(PUSHED) >= 1, 60, f"no push reached the model; hooks.log:\n{live.hook_log()}")
+            live.turn_done()
+            wait_for(lambda: live.count(line) >= 1, 30, f"the notice never reached the model:\n{live.hook_log()}")
+            time.sleep(3.5)  # several of the pusher's looks: nothing more
+            assert live.count(PUSHED) == 1 and live.count(line) == 1
+            assert live.results.empty()  # no turn beyond the pushed one
+            assert not list((h.root / "state").rglob("hooks/*.json"))  # the answers are the gateway's
+        finally:
+            live.close()
 
 
 class CodexTui:

@@ -94,7 +94,8 @@ class World:
         self.gw.report_lifecycle(WORKER, "working", pid=self.inbox.host.pid, host="claude")
         self.server: subprocess.Popen[bytes] | None = None
 
-    def start(self, **env: str) -> None:
+    def start(self, *where: str, **env: str) -> None:
+        """The session's MCP server, on the store (or ``where``: ``--gateway URL``)."""
         full = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("SESSIONWATCH_", "CLAUDE_CODE_"))},
             "XDG_STATE_HOME": str(self.tmp / "state"),
@@ -104,7 +105,7 @@ class World:
         }
         with open(self.tmp / "mcp.log", "ab") as log:  # the server keeps its own copy
             self.server = subprocess.Popen(
-                [*SESSIONWATCH, "--store", self.store, "mcp", "--session", WORKER],
+                [*SESSIONWATCH, *(where or ("--store", self.store)), "mcp", "--session", WORKER],
                 stdin=subprocess.PIPE,  # kept open: the host's end of the wire
                 stdout=subprocess.DEVNULL,
                 stderr=log,
@@ -210,3 +211,39 @@ def test_a_gone_inbox_of_another_process_loses_nothing(world: World) -> None:
     finally:
         stand_in.send_signal(signal.SIGKILL)
         stand_in.wait()
+
+
+def test_through_a_gateway_a_notice_its_hook_route_handed_out_is_not_pushed(world: World) -> None:
+    """The gateway answers the session's hooks (Claude Code's HTTP hooks) and keeps their answer state in
+    its own folder, not on the host's machine. A notice its hook route handed to the session is the
+    session's: the server, reading through that gateway, asks it and does not push it (which would start
+    a turn for what the session has); a notice nobody handed out is pushed, once."""
+    import httpx
+
+    from tests.support.ports import listening_socket, spawn_serving, url_of
+    from tests.support.waiting import wait_http
+
+    sock = listening_socket()
+    url = url_of(sock)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONWATCH_")}
+    env["XDG_STATE_HOME"] = str(world.tmp / "gateway-state")  # the gateway's own folder
+    gateway = spawn_serving(
+        [*SESSIONWATCH, "serve", "--store", world.store, "--no-monitor"], sock, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        wait_http(f"{url}/v1/health", gateway, timeout=60)
+        handed = world.notice_from(PEER)
+        hook = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": str(world.tmp), "prompt": "go"}
+        answer = httpx.post(f"{url}/v1/sessions/{WORKER}/hooks/claude-code", json=hook, timeout=30).json()
+        assert PEER in answer["hookSpecificOutput"]["additionalContext"]  # handed to the session, not acked yet
+        assert httpx.get(f"{url}/v1/sessions/{WORKER}/hooks/handed-out", timeout=30).json() == {"ids": [handed]}
+        world.start("--gateway", url)
+        time.sleep(LOOKS)  # several looks: nothing may be pushed for what the session has
+        assert world.inbox.lines == [], world.log()
+        world.notice_from(OTHER)  # nobody handed this one out: pushed once
+        wait_until(world.inbox.pushes, timeout=60, interval=0.1, what=f"a push; server log:\n{world.log()}")
+        time.sleep(LOOKS)
+        assert len(world.inbox.pushes()) == 1
+        assert {e["id"] for e in world.gw.peek_system_events(WORKER)} >= {handed}  # nothing acknowledged by a push
+    finally:
+        stop(gateway)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..hosts.push import Channel, Pusher, push_enabled
+from ..hosts.push import Channel, Pusher, push_enabled, push_interval
 from ..hosts.registry import ROOMS
 from .delivery import handed_out
 
@@ -41,7 +41,8 @@ def start_pusher(
     channel = channel or serving_channel()
     if channel is None:
         return None
-    return Pusher(channel, where, session, peek, handed_out_of(backend), gone_of(backend)).start()
+    pusher = Pusher(channel, where, session, peek, handed_out_of(backend), gone_of(backend), interval=push_interval())
+    return pusher.start()
 
 
 def handed_out_of(backend: Any) -> Callable[[str], set[int]]:

@@ -30,6 +30,7 @@ log = logging.getLogger("sessionwatch.push")
 
 POLL_S = 1.0
 PUSH_ENV = "SESSIONWATCH_PUSH"  # "0": no push at all (the notices come with the next hook or tool call)
+INTERVAL_ENV = "SESSIONWATCH_PUSH_INTERVAL"  # seconds between looks (default 1)
 HOST_ENV = "SESSIONWATCH_HOST_CLI"  # the host that started this MCP server, when it says nothing itself
 
 
@@ -219,11 +220,21 @@ class Pusher:
             log.warning("push: reporting %s's host gone failed: %s", key, exc)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        # the first look one interval after the start: the session's first hooks hand out what was
+        # pending when it started, and the look after them sees it as the session's already
+        while not self._stop.wait(self.interval):
             if not self.once():
                 return
-            self._stop.wait(self.interval)
 
 
 def push_enabled() -> bool:
     return os.environ.get(PUSH_ENV, "1") != "0"
+
+
+def push_interval() -> float:
+    """``$SESSIONWATCH_PUSH_INTERVAL`` seconds (0.1 to 60), else one second."""
+    try:
+        value = float(os.environ.get(INTERVAL_ENV) or POLL_S)
+    except ValueError:
+        return POLL_S
+    return min(60.0, max(0.1, value)) if value == value else POLL_S  # NaN: the default
