@@ -36,9 +36,7 @@ class Live:
     without (then it is its own key, known after its first turn, and made to watch CHILD), on a local
     store or (``gateway``) through a gateway that keeps its hook answers in a state folder of its own."""
 
-    def __init__(
-        self, h: HostHome, model: FakeModel, session: str | None = MANAGER, *, gateway: bool = False
-    ) -> None:
+    def __init__(self, h: HostHome, model: FakeModel, session: str | None = MANAGER, *, gateway: bool = False) -> None:
         self.h, self.model, self.session = h, model, session
         state = h.root / "state"
         h.extra_env["XDG_STATE_HOME"] = str(state)
