@@ -203,6 +203,61 @@ def test_a_subagent_is_a_child_its_parent_watches_and_its_stop_tells_the_parent_
         assert gw.peek_system_events(parent) == []
 
 
+def test_a_subagent_that_fails_ends_failed_and_its_parent_is_told_once(project: Project) -> None:
+    """The subagent's model request is refused: the host fires no SubagentStop for it, but tells the
+    parent (Claude Code: a task notification as its next prompt; Codex: the wait_agent result), and the
+    hook ends the child failed: run_failed, state ended (failed), the parent told once."""
+    sub_failed = threading.Event()
+    script_main = project.host == "claude-code"
+
+    def respond(request: dict[str, Any]) -> Reply:
+        body = json.dumps(request)
+        first = json.dumps((request.get("messages") or [{}])[0]) if script_main else body
+        if TASK in first and "delegate" not in first:  # the subagent's own request
+            sub_failed.set()
+            return Reply.fail(400, "the model refuses the subagent")
+        if "delegate" not in body:
+            return Reply.say("ok")  # the host's own side requests
+        done = project.model.tool_results(request)
+        if script_main:
+            if not done:
+                return Reply.call("Agent", {"description": "hi", "prompt": TASK, "subagent_type": "general-purpose"})
+            sub_failed.wait(120)
+            return Reply.say("main done")
+        if not done:
+            return Reply.call("multi_agent_v1__spawn_agent", {"message": TASK})
+        if len(done) == 1:
+            agent = json.loads(done[0])["agent_id"]
+            return Reply.call("multi_agent_v1__wait_agent", {"targets": [agent], "timeout_ms": 60000})
+        return Reply.say("main done")
+
+    project.model.respond = respond
+    project.run("delegate the greeting")
+    (parent,) = project.own_keys()
+    with project.gw() as gw:
+        children = [
+            s["sessionKey"]
+            for s in gw.call_tool("sessions_list", {"limit": 100}, caller=parent)["sessions"]
+            if s["sessionKey"].startswith("agent:project:subagent:")
+        ]
+        assert len(children) == 1, project.hook_log()
+        (child,) = children
+
+        def ended() -> dict[str, Any] | None:
+            state = gw.lifecycle_of(child, "project") or {}
+            return state if state.get("state") == "ended" else None
+
+        state = wait_until(ended, timeout=60, what=f"the child ended; {project.hook_log()}")
+        assert state["outcome"] == "failed", state
+        kinds = [e["kind"] for e in gw.events_after(0, 1000) if e["sessionKey"] == child]
+        assert "run_failed" in kinds and "run_completed" not in kinds, kinds
+    project.model.respond = None
+    project.resume(parent.rsplit(":", 1)[1], "and now?")
+    needle = f'Session "{child}" changed (other actor)'
+    told = [i for i in range(len(project.model.requests)) if needle in project.new_input(i)]
+    assert len(told) == 1, f"told {len(told)} times; hooks.log:\n{project.hook_log()}"
+
+
 def test_the_mcp_server_stands_for_the_host_sessions_own_key(project: Project) -> None:
     """Installed without --session, the server the host starts serves the host session's own key: Claude
     Code hands it the session id; Codex names the thread in each tool call. The model's own status call

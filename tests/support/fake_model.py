@@ -34,6 +34,7 @@ class Reply:
     tool: str | None = None
     input: dict[str, Any] = field(default_factory=dict)
     before: Callable[[], None] | None = None
+    status: int = 200  # anything else: the request fails with this HTTP status (``text`` the error's message)
 
     @staticmethod
     def say(text: str, *, before: Callable[[], None] | None = None) -> Reply:
@@ -42,6 +43,11 @@ class Reply:
     @staticmethod
     def call(tool: str, arguments: dict[str, Any] | None = None, *, before: Callable[[], None] | None = None) -> Reply:
         return Reply(tool=tool, input=dict(arguments or {}), before=before)
+
+    @staticmethod
+    def fail(status: int = 400, message: str = "the fake model refuses this request") -> Reply:
+        """The request fails: an HTTP error in the wire format's error shape (400 is not retried)."""
+        return Reply(text=message, status=status)
 
 
 class FakeModel:
@@ -220,15 +226,28 @@ class FakeModel:
                         self._sse(_anthropic_events(Reply.say("{}"), body))
                         return
                     model._record(path, body)
-                    self._sse(_anthropic_events(model._next(body), body))
+                    reply = model._next(body)
+                    if reply.status != 200:
+                        error = {"type": "invalid_request_error", "message": reply.text}
+                        self._json(reply.status, {"type": "error", "error": error})
+                        return
+                    self._sse(_anthropic_events(reply, body))
                     return
                 if path.endswith("/chat/completions") and body is not None:
                     model._record(path, body)
-                    self._sse_data(_chat_chunks(model._next(body)))
+                    reply = model._next(body)
+                    if reply.status != 200:
+                        self._json(reply.status, {"error": {"message": reply.text, "type": "invalid_request_error"}})
+                        return
+                    self._sse_data(_chat_chunks(reply))
                     return
                 if path.endswith("/responses") and body is not None:
                     model._record(path, body)
-                    self._sse(_openai_events(model._next(body)))
+                    reply = model._next(body)
+                    if reply.status != 200:
+                        self._json(reply.status, {"error": {"message": reply.text, "type": "invalid_request_error"}})
+                        return
+                    self._sse(_openai_events(reply))
                     return
                 model._record(path, None)
                 self._json(404, {"error": {"message": f"no route {path}"}})

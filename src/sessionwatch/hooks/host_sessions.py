@@ -7,7 +7,9 @@
   exists without its link, and each later event tries the adoption again.
 - **Subagents are children.** ``SubagentStart`` spawns ``agent:<agent>:subagent:<host agent id>`` from the
   session that started it (what ``sessions_spawn`` does: the parent watches it from its spawn, the run is
-  the host's agent id); ``SubagentStop`` ends that run, which tells the parent once. Every other event
+  the host's agent id); ``SubagentStop`` ends that run (ok), which tells the parent once. A subagent that
+  failed gets no ``SubagentStop``: its parent's events say it (Claude Code's task notification, Codex's
+  ``wait_agent`` result; ``HookAdapter.subagent_ends``), and the run ends failed. Every other event
   from inside a subagent (it carries the parent's session id plus ``agent_id``) belongs to the subagent:
   what the hook delivers there is the subagent's own, never the parent's.
 
@@ -39,6 +41,8 @@ STATES = {
     "SessionEnd": "ended",
 }
 WAITING_NOTICES = frozenset({"permission_prompt", "elicitation_dialog"})  # Claude Code's Notification types
+# a subagent's end (a lifecycle outcome) as its run's end (kinds.RUN_STATUSES: a run has no "failed")
+RUN_STATUS = {"ok": "ok", "failed": "error", "error": "error", "cancelled": "cancelled", "timeout": "timeout"}
 
 
 class Who(NamedTuple):
@@ -53,7 +57,7 @@ class Writes(Protocol):
 
     def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]: ...
     def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]: ...
-    def end_child(self, child: str, run_id: str) -> dict[str, Any]: ...
+    def end_child(self, child: str, run_id: str, outcome: str = "ok") -> dict[str, Any]: ...
     def lifecycle(self, key: str, state: str, report: Report) -> dict[str, Any]: ...
     def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]: ...
 
@@ -118,6 +122,16 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
         if state is not None:
             _report(backend, who.key, state, report._replace(outcome="ok" if state == "ended" else None))
         hook = ROOMS[report.host].hook if report.host in ROOMS else None
+        for sub, outcome in hook.subagent_ends(event, data) if hook is not None else ():
+            host_sub = host_id(sub)
+            if host_sub is not None:  # a subagent that ended without a SubagentStop (a failed one gets none)
+                _end_child(
+                    backend,
+                    subagent_key(agent_of_key(who.key) or who.agent or "main", host_sub),
+                    host_sub,
+                    outcome,
+                    report,
+                )
         if hook is not None and hook.daemon_push and event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
             _where_it_runs(who.key, data, event, report)
         if hook is not None and hook.tells_sender and event == "UserPromptSubmit":
@@ -129,11 +143,18 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
         _report(backend, child, "working", report)
     elif event == SUBAGENT_STOP:
         if data.get("agent_type") != "":  # Claude Code's compaction fires one with no subagent
-            _best_effort(f"ending {child}", lambda: backend.end_child(child, run))
-            _report(backend, child, "ended", report._replace(outcome="ok"))
+            # a stop says nothing of how it went: the hosts fire it only for a subagent that finished its
+            # work (a failed one's end comes from its parent's events: HookAdapter.subagent_ends)
+            _end_child(backend, child, run, "ok", report)
     elif event in ("PostToolUse", "PermissionRequest"):
         _report(backend, child, STATES[event], report)
     return child
+
+
+def _end_child(backend: Writes, child: str, run: str, outcome: str, report: Report) -> None:
+    """The subagent's run ends (the first end of a run counts) and its state is ended with ``outcome``."""
+    _best_effort(f"ending {child} ({outcome})", lambda: backend.end_child(child, run, outcome))
+    _report(backend, child, "ended", report._replace(outcome=outcome))
 
 
 def told_prompt(backend: Writes, key: str, data: dict[str, Any]) -> None:

@@ -170,6 +170,8 @@ def decide(opts: dict[str, str], raw: bytes) -> str:
             return FULL  # something may be live
         if event != "PostToolUse" or adopting:
             return WRITES  # a prompt, a start, the end of a turn; or a session still to adopt
+        if identity.ROOMS[host].hook.subagent_ends(event, data):
+            return WRITES  # a subagent ended without a SubagentStop (a failed one): its end to write
         state = conn.execute("SELECT state, seen_at FROM session_states WHERE session_key = ?", (key,)).fetchone()
         if state is not None and (state[0] != "working" or state[1] < _heartbeat_due()):
             # a tool ran after a wait or the end of a turn (it works again), or the last word is old

@@ -141,8 +141,8 @@ class _EngineWrites:
     def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]:
         return dict(self.gw.call_tool("sessions_spawn", {"sessionKey": child, "runId": run_id}, caller=parent))
 
-    def end_child(self, child: str, run_id: str) -> dict[str, Any]:
-        return dict(self.gw.end_run(child, run_id, "ok"))
+    def end_child(self, child: str, run_id: str, outcome: str = "ok") -> dict[str, Any]:
+        return dict(self.gw.end_run(child, run_id, host_sessions.RUN_STATUS.get(outcome, "error")))
 
     def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]:
         provenance = "external_user" if person else "internal_system"
@@ -279,8 +279,9 @@ class _Remote:
         args = {"sessionKey": child, "runId": run_id}
         return dict(self._call(lambda: self.client.call_tool("sessions_spawn", args, caller=parent)))
 
-    def end_child(self, child: str, run_id: str) -> dict[str, Any]:
-        return dict(self._call(lambda: self.client.end_run(child, run_id, "ok")))
+    def end_child(self, child: str, run_id: str, outcome: str = "ok") -> dict[str, Any]:
+        status = host_sessions.RUN_STATUS.get(outcome, "error")
+        return dict(self._call(lambda: self.client.end_run(child, run_id, status)))
 
     def lifecycle(self, key: str, state: str, report: host_sessions.Report) -> dict[str, Any]:
         return dict(

@@ -51,14 +51,16 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
     ``events``: the events answered (pending notices go to the model); ``observes``: the events only written
     down (lifecycle, subagents). ``tells_sender``: the host's side says who sent each prompt (Pi's
     extension): the hook writes it down, and a prompt needs no nudge of the monitor to be found.
-    ``daemon_push``: the hook writes down where the session runs (its room's push channel, ``register``),
-    so its MCP server can push through the host's daemon (Codex's TUI; ``hosts/codex/push.py``). The
-    answer is the JSON both Claude Code and Codex read from stdout on exit 0 (``{"hookSpecificOutput": {"hookEventName",
-    "additionalContext"}}``; on Stop ``{"decision": "block", "reason"}``: the turn goes on with the reason as
-    the model's next input); a room's plugin or extension reads the same.
+    ``end_events``/``subagent_ends``: a parent's events that say how a subagent ended (a failed one gets no
+    ``SubagentStop``). ``daemon_push``: the hook writes down where the session runs (its room's push
+    channel, ``register``), so its MCP server can push through the host's daemon (Codex's TUI;
+    ``hosts/codex/push.py``). The answer is the JSON both Claude Code and Codex read from stdout on exit 0
+    (``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``; on Stop ``{"decision": "block",
+    "reason"}``: the turn goes on with the reason as the model's next input); a room's plugin or extension
+    reads the same.
     """
 
-    __slots__ = ("catalog", "daemon_push", "events", "name", "observes", "tells_sender")
+    __slots__ = ("_ends", "catalog", "daemon_push", "end_events", "events", "name", "observes", "tells_sender")
 
     def __init__(
         self,
@@ -69,6 +71,8 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
         *,
         tells_sender: bool = False,
         daemon_push: bool = False,
+        end_events: tuple[str, ...] = (),
+        ends: Callable[[], Callable[[str, dict[str, object]], list[tuple[str, str]]]] | None = None,
     ) -> None:
         self.name = name  # as on the command line
         self.catalog = catalog  # the upstream catalog its sessions are listed in (and the keys' middle part)
@@ -76,6 +80,16 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
         self.observes = observes
         self.tells_sender = tells_sender
         self.daemon_push = daemon_push
+        self.end_events = end_events  # the parent's events that may say a subagent ended (``subagent_ends``)
+        self._ends = ends
+
+    def subagent_ends(self, event: str, data: dict[str, object]) -> list[tuple[str, str]]:
+        """``[(host agent id, outcome)]`` of the subagents this event of their parent says ended, beyond
+        ``SubagentStop`` (which a host fires only for a subagent that finished its work: one that failed
+        is told its parent otherwise). The room's parser loads only for its ``end_events``."""
+        if self._ends is None or event not in self.end_events:
+            return []
+        return self._ends()(event, data)
 
     def answer(self, event: str, text: str) -> str:
         """The stdout of a hook that gives ``text`` to the model ("" gives nothing)."""

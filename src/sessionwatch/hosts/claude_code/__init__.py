@@ -10,9 +10,17 @@ from ..base import ANSWERED, NOTIFICATION, OBSERVED, HookAdapter, Room
 TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..installer import Installer
     from ..push import Channel
     from ..transcripts import TranscriptFiles
+
+
+def _ends() -> Callable[[str, dict[str, object]], list[tuple[str, str]]]:
+    from .subagents import ends
+
+    return ends
 
 
 def _push() -> Channel:
@@ -34,7 +42,9 @@ def _reader() -> TranscriptFiles:
 
 
 ROOM = Room(
-    HookAdapter("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION)),
+    HookAdapter(
+        "claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION), end_events=("UserPromptSubmit",), ends=_ends
+    ),
     label="Claude Code",
     program="claude",
     scopes=("project", "local", "user"),

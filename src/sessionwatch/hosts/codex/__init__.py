@@ -18,6 +18,12 @@ if TYPE_CHECKING:
     from ..transcripts import TranscriptFiles
 
 
+def _ends() -> Callable[[str, dict[str, object]], list[tuple[str, str]]]:
+    from .subagents import ends
+
+    return ends
+
+
 def _push() -> Channel:
     from .push import CHANNEL
 
@@ -43,7 +49,7 @@ def _process() -> Callable[[int], int]:
 
 
 ROOM = Room(
-    HookAdapter("codex", "codex", ANSWERED, OBSERVED, daemon_push=True),
+    HookAdapter("codex", "codex", ANSWERED, OBSERVED, daemon_push=True, end_events=("PostToolUse",), ends=_ends),
     label="Codex",
     program="codex",
     scopes=("project", "user"),
