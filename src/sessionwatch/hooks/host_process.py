@@ -1,9 +1,8 @@
 """The process id of the host that ran a hook, so a session whose host died can be told ``lost``.
 
-Claude Code names its inbox socket after its own pid (``<tmp>/cc-socks/<pid>.sock``) and hands it to
-every hook. Otherwise the host is the hook's parent, or the parent of the shell it ran the hook in. A
-host that runs its sessions in a shared process says which process is the session's own
-(``Room.session_process``: a Codex TUI's, not the daemon that runs its hooks).
+The host is the hook's parent, or the parent of the shell it ran the hook in. Its room says which process
+is the session's own (``Room.session_process``): Claude Code's (its inbox socket names it), a Codex TUI's
+(not the daemon that runs its hooks).
 """
 
 from __future__ import annotations
@@ -49,11 +48,6 @@ def host_pid() -> int:
     remembered = os.environ.get(PID_ENV, "")
     if remembered.isdigit():
         return int(remembered)
-    sock = os.environ.get("CLAUDE_CODE_MESSAGING_SOCKET")
-    if sock:
-        stem = os.path.basename(sock).rpartition(".")[0]
-        if stem.isdigit():
-            return int(stem)
     parent = os.getppid()
     found = _stat(parent)
     if found is not None and found[0] in SHELLS and found[1] > 1:

@@ -1,6 +1,7 @@
 """Claude Code's room: its transcripts (``transcripts.py``: where they are; ``rows.py`` and ``stream.py``: which
 rows are a person's prompt), and its hooks, MCP server, permission rule and server approval in its settings
-files (``install.py``), and the push into a session's inbox socket (``push.py``). See docs/hooks-claude-code.md.
+files (``install.py``), the process a session lives in (``process.py``) and the push into a session's inbox
+socket (``push.py``). See docs/hooks-claude-code.md.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ def _ends() -> Callable[[str, dict[str, object]], list[tuple[str, str]]]:
     from .subagents import ends
 
     return ends
+
+
+def _process() -> Callable[[int], int]:
+    from .process import session_process
+
+    return session_process
 
 
 def _push() -> Channel:
@@ -51,4 +58,5 @@ ROOM = Room(
     installer=_installer,
     reader=_reader,
     push=_push,
+    process=_process,
 )
