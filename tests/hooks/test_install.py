@@ -358,8 +358,9 @@ def test_without_a_session_each_host_session_gets_its_own_key(tmp_path: Path) ->
     assert ours(settings, "UserPromptSubmit")[0].endswith("hook claude-code --agent my-project")
     assert ours(settings, "SubagentStart") and ours(settings, "SubagentStop")  # subagents become children
     assert settings["permissions"]["allow"] == ["mcp__sessionwatch"]
-    res = sw(tmp_path, "install", "codex", "--dir", str(project), "--no-trust")
-    assert res.returncode == 0, res.stderr
+    res = sw(tmp_path, "install", "codex", "--dir", str(project), "--no-trust", "--verify")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "MCP server: ok: 6 tools listed" in res.stdout, res.stdout  # it starts as Codex starts it, keyless
     server = tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["sessionwatch"]
     assert server["args"] == ["mcp", "--agent", "my-project"]
     assert server["env"] == {"SESSIONWATCH_HOST_CLI": "codex"}  # the server knows Codex started it
