@@ -179,7 +179,7 @@ def turn_ended(backend: Writes, key: str, report: Report, data: dict[str, Any] |
 
 
 def _where_it_runs(key: str, data: dict[str, Any], event: str, report: Report) -> None:
-    """Where the session runs, for its MCP server's push (a Codex TUI's thread, daemon and running turn:
+    """Where the session runs, for its MCP server's push (a Codex TUI's thread and daemon:
     the room's push channel). Only a hook run on the host's machine knows (not a gateway answering an
     HTTP hook: its report has no pid)."""
     channel = ROOMS[report.host].push_channel() if report.pid is not None else None
