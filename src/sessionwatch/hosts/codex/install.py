@@ -137,8 +137,9 @@ class CodexTarget(Target):
     def mcp_env(self, server: dict[str, Any]) -> dict[str, str]:
         """What Codex gives the server: a few variables, its ``env_vars`` and its ``env`` table."""
         names = [*CODEX_BASE_ENV, *[v for v in server.get("env_vars") or [] if isinstance(v, str)]]
-        fixed = server.get("env") if isinstance(server.get("env"), dict) else {}
-        return {**{k: os.environ[k] for k in names if k in os.environ}, **{str(k): str(v) for k, v in fixed.items()}}
+        fixed = server.get("env")
+        table = {str(k): str(v) for k, v in fixed.items()} if isinstance(fixed, dict) else {}
+        return {**{k: os.environ[k] for k in names if k in os.environ}, **table}
 
 
 def _codex_hooks(t: CodexTarget) -> tuple[Edit, Edit]:
