@@ -45,8 +45,24 @@ def daemon_pids(h: HostHome) -> list[int]:
     return out
 
 
+def _home_processes(h: HostHome) -> list[int]:
+    """Processes running a program installed under this test's ``CODEX_HOME`` (the daemon's releases)."""
+    home = str(h.home / ".codex")
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        with suppress(OSError):
+            if os.readlink(f"/proc/{pid}/exe").startswith(home + "/"):
+                found.append(int(pid))
+    return found
+
+
 def stop_daemon(h: HostHome) -> None:
-    for pid in daemon_pids(h):
+    """The daemon and its updater, by pid: the updater first (it would start the daemon again), then what
+    runs from this home's daemon releases (a daemon the updater replaced is not in the pid file)."""
+    for pid in reversed(daemon_pids(h)):
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in _home_processes(h) if os.path.isdir("/proc") else []:
         with suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 
