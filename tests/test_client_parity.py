@@ -62,6 +62,7 @@ CLIENT_ONLY = {
     "stream_wakes": "the SSE wake stream (in-process: subscribe_wakes)",
     "follow_log": "the SSE log stream with resume (in-process: events_after)",
     "answer_hook": "a host's hook answered by the gateway (in-process: hooks.run.answer_in_process)",
+    "hooks_handed_out": "what the gateway's hook route handed out (in-process: hooks.delivery.handed_out)",
 }
 
 

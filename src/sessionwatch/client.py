@@ -212,6 +212,7 @@ class GatewayClient(_ClientBase):
     end_run = ops.sync(ops.Operations.end_run)
     record_compaction = ops.sync(ops.Operations.record_compaction)
     report_lifecycle = ops.sync(ops.Operations.report_lifecycle)
+    report_host_gone = ops.sync(ops.Operations.report_host_gone)
     append_message = ops.sync(ops.Operations.append_message)
     enqueue_system_event = ops.sync(ops.Operations.enqueue_system_event)
     peek_system_events = ops.sync(ops.Operations.peek_system_events)
@@ -231,6 +232,7 @@ class GatewayClient(_ClientBase):
     upstream_tick = ops.sync(ops.Operations.upstream_tick)
     nudge = ops.sync(ops.Operations.nudge)
     answer_hook = ops.sync(ops.Operations.answer_hook)
+    hooks_handed_out = ops.sync(ops.Operations.hooks_handed_out)
     upstream_results = ops.sync(ops.Operations.upstream_results)
     pair_node = ops.sync(ops.Operations.pair_node)
 
@@ -351,6 +353,7 @@ class AsyncGatewayClient(_ClientBase):
     end_run = ops.asynchronous(ops.Operations.end_run)
     record_compaction = ops.asynchronous(ops.Operations.record_compaction)
     report_lifecycle = ops.asynchronous(ops.Operations.report_lifecycle)
+    report_host_gone = ops.asynchronous(ops.Operations.report_host_gone)
     append_message = ops.asynchronous(ops.Operations.append_message)
     enqueue_system_event = ops.asynchronous(ops.Operations.enqueue_system_event)
     peek_system_events = ops.asynchronous(ops.Operations.peek_system_events)
@@ -370,6 +373,7 @@ class AsyncGatewayClient(_ClientBase):
     upstream_tick = ops.asynchronous(ops.Operations.upstream_tick)
     nudge = ops.asynchronous(ops.Operations.nudge)
     answer_hook = ops.asynchronous(ops.Operations.answer_hook)
+    hooks_handed_out = ops.asynchronous(ops.Operations.hooks_handed_out)
     upstream_results = ops.asynchronous(ops.Operations.upstream_results)
     pair_node = ops.asynchronous(ops.Operations.pair_node)
 

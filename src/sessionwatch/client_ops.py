@@ -353,6 +353,18 @@ class Operations(Protocol):
 
     @operation(
         "POST",
+        S + "/lifecycle/gone",
+        body={"agentId": "agent_id", "pid": "pid", "machine": "machine"},
+        shape=_this_machine,
+    )
+    def report_host_gone(
+        self, key: object, *, agent_id: object = None, pid: object = None, machine: object = None
+    ) -> dict[str, Any]:
+        """``Gateway.report_host_gone`` over HTTP (a pid without a machine is one of this machine)."""
+        ...
+
+    @operation(
+        "POST",
         S + "/messages",
         body={"role": "role", "text": "text", "agentId": "agent_id", "imported": "imported"},
         shape=_imported_flag,
@@ -454,6 +466,11 @@ class Operations(Protocol):
         self, session_key: object, host: str, payload: Mapping[str, Any], *, agent_id: object = None
     ) -> dict[str, Any]:
         """The gateway's answer to a host's hook input for the session ({} when nothing is pending)."""
+        ...
+
+    @operation("GET", "/v1/sessions/{session_key}/hooks/handed-out", query=AGENT)
+    def hooks_handed_out(self, session_key: object, *, agent_id: object = None) -> dict[str, Any]:
+        """``{ids}``: the entries the gateway's hook route handed to the session's host, not yet acked."""
         ...
 
     @operation("GET", "/v1/upstream/results")

@@ -359,9 +359,8 @@ def test_a_foreign_server_of_the_same_name_and_broken_files_are_left_alone(tmp_p
 
 
 def test_without_a_session_each_host_session_gets_its_own_key(tmp_path: Path) -> None:
-    """No --session: the hooks and Claude Code's MCP server name the project's agent (its folder's name,
-    written now), and the key comes from each host session's id; Codex registers no server (it tells its
-    servers nothing of the session)."""
+    """No --session: the hooks and the MCP servers name the project's agent (its folder's name, written
+    now), and the key comes from each host session's id (Codex's server learns it from Codex's calls)."""
     project = tmp_path / "My Project"
     res = sw(tmp_path, "install", "claude-code", "--dir", str(project))
     assert res.returncode == 0, res.stderr
@@ -371,10 +370,12 @@ def test_without_a_session_each_host_session_gets_its_own_key(tmp_path: Path) ->
     assert ours(settings, "UserPromptSubmit")[0].endswith("hook claude-code --agent my-project")
     assert ours(settings, "SubagentStart") and ours(settings, "SubagentStop")  # subagents become children
     assert settings["permissions"]["allow"] == ["mcp__sessionwatch"]
-    res = sw(tmp_path, "install", "codex", "--dir", str(project), "--no-trust")
-    assert res.returncode == 0, res.stderr
-    assert "Codex does not tell its MCP servers which session" in res.stdout
-    assert not (project / ".codex" / "config.toml").exists()
+    res = sw(tmp_path, "install", "codex", "--dir", str(project), "--no-trust", "--verify")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "MCP server: ok: 6 tools listed" in res.stdout, res.stdout  # it starts as Codex starts it, keyless
+    server = tomllib.loads((project / ".codex" / "config.toml").read_text())["mcp_servers"]["sessionwatch"]
+    assert server["args"] == ["mcp", "--agent", "my-project"]
+    assert server["env"] == {"SESSIONWATCH_HOST_CLI": "codex"}  # the server knows Codex started it
 
 
 def _pending_notice(store: str) -> str:

@@ -203,11 +203,65 @@ def test_a_subagent_is_a_child_its_parent_watches_and_its_stop_tells_the_parent_
         assert gw.peek_system_events(parent) == []
 
 
-def test_claude_codes_mcp_server_stands_for_the_host_sessions_own_key(project: Project) -> None:
-    """Installed without --session, the server Claude Code starts takes the key from the session id
-    Claude Code hands it: the model's own status call is about its own session."""
-    if project.host != "claude-code":
-        pytest.skip("Codex tells its MCP servers nothing of the session: it registers none without --session")
+def test_a_subagent_that_fails_ends_failed_and_its_parent_is_told_once(project: Project) -> None:
+    """The subagent's model request is refused: the host fires no SubagentStop for it, but tells the
+    parent (Claude Code: a task notification as its next prompt; Codex: the wait_agent result), and the
+    hook ends the child failed: run_failed, state ended (failed), the parent told once."""
+    sub_failed = threading.Event()
+    script_main = project.host == "claude-code"
+
+    def respond(request: dict[str, Any]) -> Reply:
+        body = json.dumps(request)
+        first = json.dumps((request.get("messages") or [{}])[0]) if script_main else body
+        if TASK in first and "delegate" not in first:  # the subagent's own request
+            sub_failed.set()
+            return Reply.fail(400, "the model refuses the subagent")
+        if "delegate" not in body:
+            return Reply.say("ok")  # the host's own side requests
+        done = project.model.tool_results(request)
+        if script_main:
+            if not done:
+                return Reply.call("Agent", {"description": "hi", "prompt": TASK, "subagent_type": "general-purpose"})
+            sub_failed.wait(120)
+            return Reply.say("main done")
+        if not done:
+            return Reply.call("multi_agent_v1__spawn_agent", {"message": TASK})
+        if len(done) == 1:
+            agent = json.loads(done[0])["agent_id"]
+            return Reply.call("multi_agent_v1__wait_agent", {"targets": [agent], "timeout_ms": 60000})
+        return Reply.say("main done")
+
+    project.model.respond = respond
+    project.run("delegate the greeting")
+    (parent,) = project.own_keys()
+    with project.gw() as gw:
+        children = [
+            s["sessionKey"]
+            for s in gw.call_tool("sessions_list", {"limit": 100}, caller=parent)["sessions"]
+            if s["sessionKey"].startswith("agent:project:subagent:")
+        ]
+        assert len(children) == 1, project.hook_log()
+        (child,) = children
+
+        def ended() -> dict[str, Any] | None:
+            state = gw.lifecycle_of(child, "project") or {}
+            return state if state.get("state") == "ended" else None
+
+        state = wait_until(ended, timeout=60, what=f"the child ended; {project.hook_log()}")
+        assert state["outcome"] == "failed", state
+        kinds = [e["kind"] for e in gw.events_after(0, 1000) if e["sessionKey"] == child]
+        assert "run_failed" in kinds and "run_completed" not in kinds, kinds
+    project.model.respond = None
+    project.resume(parent.rsplit(":", 1)[1], "and now?")
+    needle = f'Session "{child}" changed (other actor)'
+    told = [i for i in range(len(project.model.requests)) if needle in project.new_input(i)]
+    assert len(told) == 1, f"told {len(told)} times; hooks.log:\n{project.hook_log()}"
+
+
+def test_the_mcp_server_stands_for_the_host_sessions_own_key(project: Project) -> None:
+    """Installed without --session, the server the host starts serves the host session's own key: Claude
+    Code hands it the session id; Codex names the thread in each tool call. The model's own status call
+    is about its own session."""
     project.model.script(Reply.call("mcp__sessionwatch__session_status", {}), Reply.say("fine"))
     project.run("who am I?")
     (own,) = project.own_keys()
@@ -222,9 +276,12 @@ def _kinds_of(project: Project, key: str) -> list[str]:
 
 def test_a_turn_is_working_a_permission_prompt_waiting_and_the_end_ended(project: Project) -> None:
     """A tool that needs the person's permission: the host asks (a headless run then refuses it), the
-    session shows waiting, then the turn ends (idle) and the run ends (ended), each a typed event."""
-    if project.host != "claude-code":
-        pytest.skip("codex exec never asks a person (its approval policy is never): no permission prompt")
+    session shows waiting, then the turn ends (idle) and the run ends (ended), each a typed event. Codex
+    asks only in its TUI (``codex exec`` never does): there the person approves, and the session works
+    again, then the turn ends."""
+    if project.host == "codex":
+        _a_codex_tui_waits_for_its_approval(project)
+        return
     project.model.script(Reply.call("Bash", {"command": "touch made-by-tool", "description": "make"}), Reply.say("ok"))
     project.run("make a file")
     (own,) = project.own_keys()
@@ -239,60 +296,253 @@ def test_a_turn_is_working_a_permission_prompt_waiting_and_the_end_ended(project
         assert out["sessions"][0]["lifecycle"]["state"] == "ended"
 
 
-@pytest.mark.parametrize("host", ["claude-code", "codex"])
-def test_a_host_killed_while_working_is_lost_and_its_parent_told_once(host: str, tmp_path: Path) -> None:
-    """A worker spawned by a manager is killed (kill -9) in the middle of a turn: with nothing heard for
-    the configured time and its process gone, it is lost, and the manager is told once."""
+def _a_codex_tui_waits_for_its_approval(project: Project) -> None:
+    """A Codex TUI asks before a command the sandbox does not allow (read-only, approval on request): the
+    model asks for an escalated ``exec_command``; while the TUI asks (it says ``blocked``) the session is
+    waiting and the command has not run; the person approves (``y``), the command runs, the session works
+    again, then its turn ends."""
+    import time
+
+    from tests.support.codex_tui import codex_tui, trust_project, tui_state
+
+    h, model = project.h, project.model
+    made = h.project / "made-by-tool"
+    trust_project(h, 'approval_policy = "on-request"\nsandbox_mode = "read-only"\n')
+
+    working_again = threading.Event()
+
+    def state() -> str | None:
+        keys = project.own_keys()
+        with project.gw() as gw:
+            return (gw.lifecycle_of(keys[0], "project") or {}).get("state") if len(keys) == 1 else None
+
+    def respond(request: dict[str, Any]) -> Reply:
+        body = json.dumps(request)
+        if "Generate a concise" in body:
+            return Reply.say("title")  # the TUI's title for the thread, beside the turn
+        if "function_call_output" in body:
+            # the turn goes on after the approved command (the model answers once the session shows
+            # working again: a turn that ended at once could end before that report is written, and
+            # its late report would then be ignored, as the rules say)
+            working_again.wait(60)
+            return Reply.say("made it")
+        # likewise the prompt's working is written (after its hook answered) before the request to ask
+        wait_until(lambda: state() == "working", timeout=60, interval=0.1, what="working")
+        return Reply.call(
+            "exec_command",
+            {"cmd": "touch made-by-tool", "sandbox_permissions": "require_escalated", "justification": "asked"},
+        )
+
+    model.respond = respond
+    with codex_tui(h) as tui:
+        tui.type("make a file")
+        wait_until(lambda: state() == "waiting", timeout=90, interval=0.2, what=f"waiting; {project.hook_log()}")
+        (own,) = project.own_keys()
+        with project.gw() as gw:
+            listed = gw.call_tool("sessions_list", {"lifecycle": "waiting"}, caller="agent:project:observer")
+        assert [s["sessionKey"] for s in listed["sessions"]] == [own]
+        wait_until(lambda: tui_state(tui) == "blocked", timeout=30, what="the TUI asking the person")
+        assert not made.exists()  # nothing ran
+        # the person approves: ``y`` (again, should the TUI not have taken it: it asks until it gets one)
+        pressed: list[float] = []
+
+        def approved() -> bool:
+            if made.exists():
+                return True
+            if not pressed or time.monotonic() - pressed[-1] > 3:
+                pressed.append(time.monotonic())
+                tui.type("y", enter=False)
+            return False
+
+        wait_until(approved, timeout=90, interval=0.2, what="the approved command run")
+        wait_until(lambda: state() == "working", timeout=90, interval=0.2, what=f"working; {project.hook_log()}")
+        working_again.set()
+        wait_until(lambda: state() == "idle", timeout=90, interval=0.2, what=f"idle; {project.hook_log()}")
+        assert made.exists()
+    states = [k for k in _kinds_of(project, own) if k.startswith("session_")]
+    turn = states[states.index("session_working") :]
+    assert turn == ["session_working", "session_waiting", "session_working", "session_idle"], (
+        states,
+        project.hook_log(),
+    )
+
+
+LOST_AFTER_MS = 2000  # the gateway's lost limit in these tests; its timer looks every quarter of it
+
+
+class Served:
+    """A ``sessionwatch serve`` on the project's store: the gateway whose own timer decides ``lost``."""
+
+    def __init__(self, h: HostHome, store: str) -> None:
+        from tests.support.ports import listening_socket, spawn_serving, url_of
+        from tests.support.waiting import wait_http
+
+        sock = listening_socket()
+        self.url = url_of(sock)
+        self.log = h.root / "serve.log"
+        with open(self.log, "wb") as out:
+            self.proc = spawn_serving(
+                [*SESSIONWATCH, "serve", "--store", store, "--no-monitor"], sock, stdout=out, stderr=out, env=h.env()
+            )
+        wait_http(f"{self.url}/v1/health", self.proc, timeout=60, log=self.log)
+
+    def stop(self) -> None:
+        from tests.support.procs import stop
+
+        stop(self.proc)
+
+
+class Hung:
+    """The fake model holds the turn's request until ``release`` (a turn busy in the model, no hook
+    running); side requests (Codex's title) are answered at once."""
+
+    def __init__(self, model: FakeModel) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        model.respond = self.respond
+
+    def respond(self, request: dict[str, Any]) -> Reply:
+        if "Generate a concise" in json.dumps(request):
+            return Reply.say("title")
+        self.started.set()
+        self.release.wait(600)
+        return Reply.say("done")
+
+
+def _own_key(gw: Gateway, catalog: str, state: str) -> str | None:
+    listed = gw.call_tool("sessions_list", {"lifecycle": state}, caller="agent:project:observer")["sessions"]
+    keys = [s["sessionKey"] for s in listed if s["sessionKey"].startswith(f"agent:project:{catalog}:")]
+    return keys[0] if len(keys) == 1 else None
+
+
+def _lost_events(gw: Gateway, key: str) -> list[dict[str, Any]]:
+    return [e for e in gw.events_after(0, 1000) if e["sessionKey"] == key and e["kind"] == "session_lost"]
+
+
+@pytest.mark.parametrize("host", ["claude-code", "codex", "codex-tui"])
+def test_a_host_killed_while_working_is_lost_and_its_watcher_told_once(host: str, tmp_path: Path) -> None:
+    """A host session with its own key (installed without --session), watched by a manager, is busy in
+    the model (no hook runs): silent past the gateway's lost limit while its process lives, it stays
+    working. Killed (kill -9 of its process group; for the Codex TUI, the TUI, whose daemon runs on),
+    the gateway's own timer makes it lost, once, and the manager is told once; top, /metrics and the
+    dashboard show it."""
     import os
     import signal
     import time
 
-    from sessionwatch.settings import Settings
+    from tests.support.codex_tui import codex_tui, trust_project
 
-    manager, worker = "agent:main:main", "agent:main:subagent:worker"
-    started = threading.Event()
-    with FakeModel(WIRE[host], default="noted") as model, host_home(host, tmp_path, model.url) as h:
+    program = host.removesuffix("-tui")
+    catalog = CATALOG[program]
+    manager = "agent:project:observer"
+    with FakeModel(WIRE[program], default="noted") as model, host_home(program, tmp_path, model.url) as h:
         state = h.root / "state"
         h.extra_env["XDG_STATE_HOME"] = str(state)
+        h.extra_env["SESSIONWATCH_LOST_AFTER_MS"] = str(LOST_AFTER_MS)
         store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
         (state / "sessionwatch").mkdir(parents=True)
-        with Gateway.open(store, timers=False, settings=Settings(lost_after_ms=1000)) as gw:
+        with Gateway.open(store, timers=False) as gw:
             gw.put_session(manager)
-            assert "error" not in gw.call_tool("sessions_spawn", {"sessionKey": worker}, caller=manager)
-            out = subprocess.run(
-                [*SESSIONWATCH, "install", host, "--dir", str(h.project), "--session", worker],
-                capture_output=True,
-                text=True,
-                env=h.env(),
-                timeout=180,
-            )
-            assert out.returncode == 0, out.stderr
-            model.script(Reply.say("thinking", before=lambda: (started.set(), time.sleep(600))))  # a turn that hangs
-            argv = ["-p", "long job"] if host == "claude-code" else ["exec", "--skip-git-repo-check", "long job"]
-            proc = subprocess.Popen(
-                [str(h.binary), *argv],
-                cwd=h.project,
-                env=h.env(),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            try:
-                assert started.wait(120), "the turn never reached the model"
-                wait_until(lambda: (gw.lifecycle_of(worker, "main") or {}).get("state") == "working", timeout=30)
-                assert gw.check_lost() == []  # heard from just now, and its process runs
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
-                time.sleep(1.5)  # longer than the configured silence
-                lost = gw.check_lost()
-                assert [e["kind"] for e in lost] == ["session_lost"], lost
-                assert gw.check_lost() == []  # once
-                notices = gw.peek_system_events(manager)
-                assert len(notices) == 1 and worker in notices[0]["line"], notices
-                kinds = [e["kind"] for e in gw.events_after(0, 1000) if e["sessionKey"] == worker]
-                assert kinds[-1] == "session_lost"
-                listed = gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=manager)["sessions"]
-                assert [s["sessionKey"] for s in listed] == [worker]
-            finally:
-                if proc.poll() is None:
+        out = subprocess.run(
+            [*SESSIONWATCH, "install", program, "--dir", str(h.project)],
+            capture_output=True,
+            text=True,
+            env=h.env(),
+            timeout=180,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        served = Served(h, store)
+        hung = Hung(model)
+        proc: subprocess.Popen[bytes] | None = None
+        tui_cm = None
+        try:
+            if host == "codex-tui":
+                trust_project(h)
+                tui_cm = codex_tui(h)
+                tui = tui_cm.__enter__()
+                tui.type("long job")
+            else:
+                argv = ["-p", "long job"] if program == "claude-code" else ["exec", "--skip-git-repo-check", "long job"]
+                proc = subprocess.Popen(
+                    [str(h.binary), *argv],
+                    cwd=h.project,
+                    env=h.env(),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            assert hung.started.wait(120), f"the turn never reached the model; hooks.log:\n{h.hook_log()}"
+            with Gateway.open(store, timers=False) as gw:  # reads only: the served gateway runs the timer
+                key = wait_until(lambda: _own_key(gw, catalog, "working"), timeout=60, what="the session working")
+                assert gw.watch(manager, key)
+                # Quiet for longer than the limit (several of the timer's looks), its process alive: not lost.
+                time.sleep(3 * LOST_AFTER_MS / 1000)
+                assert (gw.lifecycle_of(key, "project") or {}).get("state") == "working", h.hook_log()
+                assert _lost_events(gw, key) == []
+
+                if tui_cm is not None:
+                    tui.close()  # the TUI and its process group; the daemon runs on, the turn hung in it
+                else:
+                    assert proc is not None
                     os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(30)
+                wait_until(
+                    lambda: (gw.lifecycle_of(key, "project") or {}).get("state") == "lost",
+                    timeout=60,
+                    interval=0.2,
+                    what=f"{key} lost; hooks.log:\n{h.hook_log()}",
+                )
+                if host == "codex-tui":  # lost although the daemon that ran its hooks (and its turn) lives
+                    from sessionwatch.engine.lifecycle import process_alive
+                    from tests.support.codex_tui import daemon_pids
+
+                    assert any(process_alive(pid) for pid in daemon_pids(h)), "the daemon is gone"
+                time.sleep(2 * LOST_AFTER_MS / 1000)  # more of the timer's looks: nothing more is recorded
+                assert len(_lost_events(gw, key)) == 1
+                notices = gw.peek_system_events(manager)
+                assert len(notices) == 1 and key in notices[0]["line"], notices
+                listed = gw.call_tool("sessions_list", {"lifecycle": "lost"}, caller=manager)["sessions"]
+                assert [s["sessionKey"] for s in listed] == [key]
+            _shown_lost(h, store, served, key, dashboard=host == "claude-code")
+        finally:
+            hung.release.set()
+            if tui_cm is not None:
+                tui_cm.__exit__(None, None, None)
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            served.stop()
+
+
+def _shown_lost(h: HostHome, store: str, served: Served, key: str, *, dashboard: bool) -> None:
+    """``sessionwatch top``, the gateway's /metrics and (``dashboard``) the dashboard in Chromium show
+    the session lost."""
+    import httpx
+
+    out = subprocess.run(
+        [*SESSIONWATCH, "--store", store, "--json", "top", "--once"],
+        capture_output=True,
+        text=True,
+        env=h.env(),
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    frame = json.loads(out.stdout)
+    assert frame["lifecycle"].get("lost") == 1, frame["lifecycle"]
+    assert [(s["sessionKey"], s["state"]) for s in frame["sessions"] if s["state"] == "lost"] == [(key, "lost")]
+    metrics = httpx.get(f"{served.url}/metrics", timeout=30).text
+    assert 'sessionwatch_sessions_lifecycle{state="lost"} 1.0' in metrics, metrics[-2000:]
+    if not dashboard:
+        return
+    from tests.http import test_dashboard_browser as ui
+
+    if ui.CHROMIUM is None:
+        pytest.skip("no chromium on this machine: the dashboard's badge was not looked at (all else passed)")
+    with ui.sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=ui.CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(served.url + "/ui")
+            badge = page.wait_for_selector(f'li[data-session="{key}"] .badge.state-lost', timeout=30_000)
+            assert badge is not None and badge.inner_text().startswith("lost")
+        finally:
+            browser.close()

@@ -32,20 +32,39 @@ PUSHED = "sessionwatch: a session you rely on has changed"
 
 
 class Live:
-    """A Claude Code session kept open on stream-json stdin."""
+    """A Claude Code session kept open on stream-json stdin, installed with ``--session MANAGER`` or
+    without (then it is its own key, known after its first turn, and made to watch CHILD), on a local
+    store or (``gateway``) through a gateway that keeps its hook answers in a state folder of its own."""
 
-    def __init__(self, h: HostHome, model: FakeModel) -> None:
-        self.h, self.model = h, model
+    def __init__(self, h: HostHome, model: FakeModel, session: str | None = MANAGER, *, gateway: bool = False) -> None:
+        self.h, self.model, self.session = h, model, session
         state = h.root / "state"
         h.extra_env["XDG_STATE_HOME"] = str(state)
         self.store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
         (state / "sessionwatch").mkdir(parents=True)
         self.gw = Gateway.open(self.store, timers=False)
-        self.gw.put_session(MANAGER)
         self.gw.put_session(CHILD)
-        assert self.gw.watch(MANAGER, CHILD)
+        if session is not None:
+            self.gw.put_session(session)
+            assert self.gw.watch(session, CHILD)
+        self.server: subprocess.Popen[bytes] | None = None
+        where: list[str] = []
+        if gateway:
+            from tests.support.ports import listening_socket, spawn_serving, url_of
+            from tests.support.waiting import wait_http
+
+            sock = listening_socket()
+            self.url = url_of(sock)
+            # the gateway's own state folder: what its hook route hands out is not in the host's
+            self.gateway_state = h.root / "gateway-state"
+            env = {**h.env(), "XDG_STATE_HOME": str(self.gateway_state)}
+            serve = [*SESSIONWATCH, "serve", "--store", self.store, "--no-monitor"]
+            self.server = spawn_serving(serve, sock, stderr=subprocess.DEVNULL, env=env)
+            wait_http(f"{self.url}/v1/health", self.server, timeout=60)
+            where = ["--gateway", self.url]
+        pin = ["--session", session] if session else []
         out = subprocess.run(
-            [*SESSIONWATCH, "install", "claude-code", "--dir", str(h.project), "--session", MANAGER],
+            [*SESSIONWATCH, *where, "install", "claude-code", "--dir", str(h.project), *pin],
             capture_output=True,
             text=True,
             env=h.env(),
@@ -72,6 +91,21 @@ class Live:
         self.results: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
+    @property
+    def key(self) -> str:
+        """The session's key (its own: known once a hook created it; it then watches CHILD)."""
+        if self.session is None:
+            from tests.support.waiting import wait_until
+
+            def own() -> str | None:
+                rows = self.gw.call_tool("sessions_list", {"limit": 50}, caller=CHILD)["sessions"]
+                keys = [r["sessionKey"] for r in rows if r["sessionKey"].startswith("agent:project:claude:")]
+                return keys[0] if len(keys) == 1 else None
+
+            self.session = wait_until(own, timeout=60, interval=0.1, what="the session's own key")
+            assert self.gw.watch(self.session, CHILD)
+        return self.session
+
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
@@ -91,8 +125,9 @@ class Live:
         return self.results.get(timeout=timeout)
 
     def person_writes_into_child(self) -> str:
+        key = self.key
         self.gw.inbound(CHILD, "use the 2024 brief", channel="webchat")
-        return str(self.gw.peek_system_events(MANAGER)[-1]["line"])
+        return str(self.gw.peek_system_events(key)[-1]["line"])
 
     def count(self, needle: str) -> int:
         """In how many model requests ``needle`` first appeared (a request repeats its history)."""
@@ -117,13 +152,17 @@ class Live:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if self.server is not None:
+            from tests.support.procs import stop
+
+            stop(self.server)
         self.gw.close()
 
 
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[Live]:
+@pytest.fixture(params=[MANAGER, None], ids=["--session", "own-key"])
+def live(request: Any, tmp_path: Path) -> Iterator[Live]:
     with FakeModel("anthropic", default="noted") as model, host_home("claude-code", tmp_path, model.url) as h:
-        session = Live(h, model)
+        session = Live(h, model, request.param)
         try:
             yield session
         finally:
@@ -151,6 +190,7 @@ def test_an_idle_session_is_pushed_once_starts_a_turn_and_gets_the_notice(live: 
     time.sleep(3)  # several of the pusher's looks later
     assert live.count(PUSHED) == 1  # one push per notice
     assert live.count(line) == 1  # and the notice itself once
+    assert f"you are {live.key}" in json.dumps(live.model.requests[-1])  # the push names the session
 
 
 def test_a_busy_session_gets_the_push_at_its_next_tool_boundary(live: Live) -> None:
@@ -173,11 +213,50 @@ def test_a_busy_session_gets_the_push_at_its_next_tool_boundary(live: Live) -> N
     assert live.count(notice[0]) == 1
 
 
-class CodexTui:
-    """A person's Codex TUI on a trusted project, installed with ``--session MANAGER``, in a pty."""
+def test_through_a_gateway_an_idle_session_is_pushed_once(tmp_path: Path) -> None:
+    """Installed with ``--gateway``: the hooks are answered by the gateway (HTTP hooks; its own state
+    folder keeps their answers), the MCP server reads the queue through it; the push works the same:
+    once, the notice once, no turn beyond the one it starts. (That the push leaves alone what the
+    gateway's hooks handed out: tests/mcp/test_push_edges.py.)"""
+    with FakeModel("anthropic", default="noted") as model, host_home("claude-code", tmp_path, model.url) as h:
+        live = Live(h, model, gateway=True)
+        try:
+            live.say("hello")
+            live.turn_done()
+            line = live.person_writes_into_child()
+            wait_for(lambda: live.count(PUSHED) >= 1, 60, f"no push reached the model; hooks.log:\n{live.hook_log()}")
+            live.turn_done()
+            wait_for(lambda: live.count(line) >= 1, 30, f"the notice never reached the model:\n{live.hook_log()}")
+            time.sleep(3.5)  # several of the pusher's looks: nothing more
+            assert live.count(PUSHED) == 1 and live.count(line) == 1
+            assert live.results.empty()  # no turn beyond the pushed one
+            assert not list((h.root / "state").rglob("hooks/*.json"))  # the answers are the gateway's
+        finally:
+            live.close()
 
-    def __init__(self, model: FakeModel, h: HostHome, gw: Gateway, state: Path, tui: Any) -> None:
+
+class CodexTui:
+    """A person's Codex TUI on a trusted project, in a pty, installed with ``--session MANAGER`` or without
+    (then the session is the thread's own key, known once its first hook ran, and made to watch CHILD)."""
+
+    def __init__(self, model: FakeModel, h: HostHome, gw: Gateway, state: Path, tui: Any, session: str | None) -> None:
         self.model, self.h, self.gw, self.state, self.tui = model, h, gw, state, tui
+        self.session = session
+
+    @property
+    def key(self) -> str:
+        """The Codex session's key (its own: waited for until its first hook created it, then it watches CHILD)."""
+        if self.session is None:
+            from tests.support.waiting import wait_until
+
+            def own() -> str | None:
+                rows = self.gw.call_tool("sessions_list", {"limit": 50}, caller=CHILD)["sessions"]
+                keys = [r["sessionKey"] for r in rows if r["sessionKey"].startswith("agent:project:codex:")]
+                return keys[0] if len(keys) == 1 else None
+
+            self.session = wait_until(own, timeout=60, interval=0.1, what="the Codex session's own key")
+            assert self.gw.watch(self.session, CHILD)
+        return self.session
 
     def seen(self, needle: str) -> list[int]:
         escaped = json.dumps(needle)[1:-1]  # as it stands in a request's JSON
@@ -198,56 +277,66 @@ class CodexTui:
                 return True
         return False
 
-    def idle(self) -> bool:
-        return (self.gw.lifecycle_of(MANAGER, "main") or {}).get("state") == "idle"
+    def turn_over(self) -> bool:
+        """The TUI says its turn is done (what it shows in its terminal title; the hooks' reports of a short
+        turn are written after their answers and may come in any order)."""
+        from tests.support.codex_tui import tui_state
+
+        return tui_state(self.tui) == "done"
 
     def person_writes_into_child(self) -> str:
+        key = self.key
         self.gw.inbound(CHILD, "use the 2024 brief", channel="webchat")
-        return str(self.gw.peek_system_events(MANAGER)[-1]["line"])
+        return str(self.gw.peek_system_events(key)[-1]["line"])
 
 
 @contextmanager
-def codex_tui(tmp_path: Path, model: FakeModel) -> Iterator[CodexTui]:
-    from tests.support.tui import Tui
+def codex_tui(tmp_path: Path, model: FakeModel, session: str | None) -> Iterator[CodexTui]:
+    from tests.support.codex_tui import codex_tui as tui_in_pty, trust_project
 
     with host_home("codex", tmp_path, model.url) as h:
         state = h.root / "state"
         h.extra_env["XDG_STATE_HOME"] = str(state)
         store = f"sqlite:///{state / 'sessionwatch' / 'sessionwatch.db'}"
         (state / "sessionwatch").mkdir(parents=True)
-        config = h.home / ".codex" / "config.toml"
-        config.write_text(config.read_text() + f'\n[projects."{h.project}"]\ntrust_level = "trusted"\n')
+        trust_project(h)
         (h.project / "notes.txt").write_text("the brief is due on Friday\n")
         with Gateway.open(store, timers=False) as gw:
-            gw.put_session(MANAGER)
             gw.put_session(CHILD)
-            assert gw.watch(MANAGER, CHILD)
+            if session is not None:
+                gw.put_session(session)
+                assert gw.watch(session, CHILD)
             out = subprocess.run(
-                [*SESSIONWATCH, "install", "codex", "--dir", str(h.project), "--session", MANAGER],
+                [
+                    *SESSIONWATCH,
+                    "install",
+                    "codex",
+                    "--dir",
+                    str(h.project),
+                    *(["--session", session] if session else []),
+                ],
                 capture_output=True,
                 text=True,
                 env=h.env(),
                 timeout=180,
             )
             assert out.returncode == 0, out.stdout + out.stderr
-            tui = Tui(h)
-            try:
-                sock = h.home / ".codex" / "app-server-control" / "app-server-control.sock"
-                wait_for(sock.exists, 60, f"the TUI's daemon never listened: {tui.screen[-800:]!r}")
-                time.sleep(2)  # the TUI takes input once drawn
-                yield CodexTui(model, h, gw, state, tui)
-            finally:
-                tui.close()
-                subprocess.run(["pkill", "-f", str(h.home / ".codex")], check=False)  # the TUI's daemon outlives it
+            with tui_in_pty(h) as tui:
+                yield CodexTui(model, h, gw, state, tui, session)
 
 
-def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: Path) -> None:
+SESSIONS = pytest.mark.parametrize("session", [MANAGER, None], ids=["--session", "own-key"])
+
+
+@SESSIONS
+def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: Path, session: str | None) -> None:
     """A person's Codex TUI, idle after a turn: the session's MCP server starts a turn through the TUI's
-    app-server daemon; that turn's hooks deliver the notice, once, and the push comes once."""
-    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model) as c:
+    app-server daemon; that turn's hooks deliver the notice, once, and the push comes once. Installed
+    without --session, the server learns its session from what the session's hooks registered."""
+    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model, session) as c:
         c.tui.type("hello")
         wait_for(lambda: len(model.requests) >= 1, 60, f"the prompt never reached the model: {c.tui.screen[-800:]!r}")
-        wait_for(c.idle, 60, "the turn never ended")
+        wait_for(c.turn_over, 60, "the turn never ended")
         line = c.person_writes_into_child()
         wait_for(lambda: c.seen(PUSHED), 60, c.why)
         wait_for(lambda: c.seen(line), 60, "the pushed turn never got the notice")
@@ -255,13 +344,15 @@ def test_an_idle_codex_tui_session_is_pushed_once_through_its_daemon(tmp_path: P
         last = json.dumps(model.requests[-1])
         assert last.count(json.dumps(PUSHED)[1:-1]) == 1  # one push in the thread's history
         assert last.count(json.dumps(line)[1:-1]) == 1  # and the notice given once
+        assert f"you are {c.key}" in last  # the push names the session it was for
 
 
-def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: Path) -> None:
+@SESSIONS
+def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: Path, session: str | None) -> None:
     """The notice arrives while the model is answering the person's prompt: the MCP server steers the
     running turn (``turn/steer``), so the turn's next model request already carries the push, before
     the turn ends and without a turn of its own."""
-    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model) as c:
+    with FakeModel("openai", default="noted") as model, codex_tui(tmp_path, model, session) as c:
         notice: list[str] = []
 
         def meanwhile() -> None:
@@ -273,9 +364,8 @@ def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: P
 
         model.script(Reply.call("exec_command", {"cmd": "cat notes.txt"}, before=meanwhile), Reply.say("done"))
         c.tui.type("run the checks")
-        wait_for(lambda: len(model.requests) >= 2, 90, f"the turn never went on: {c.tui.screen[-800:]!r}")
-        wait_for(c.idle, 90, "the turn never ended")
-        assert notice
+        wait_for(lambda: bool(notice), 90, f"the turn never reached the model: {c.tui.screen[-800:]!r}")
+        wait_for(c.turn_over, 90, "the turn never ended")
         pushed = c.seen(PUSHED)
         assert pushed, c.why()
         # the steer joined the running turn: the turn's second request (after the tool's output) has it
@@ -283,7 +373,7 @@ def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: P
         turn = [i for i, r in enumerate(model.requests) if "Generate a concise" not in json.dumps(r)]
         assert pushed[0] == turn[1], (pushed, turn, c.why())
         # and no turn of its own: one working spell, from the person's prompt to the end
-        status = c.gw.call_tool("session_status", {"sessionKey": MANAGER, "changesSince": 0}, caller=CHILD)
+        status = c.gw.call_tool("session_status", {"sessionKey": c.key, "changesSince": 0}, caller=CHILD)
         spells = [e["kind"] for e in status["stateChanges"]["events"] if e["kind"] == "session_working"]
         assert spells == ["session_working"], status["stateChanges"]["events"]
         time.sleep(3)  # the pusher's later looks

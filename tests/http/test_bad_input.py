@@ -190,6 +190,8 @@ def _minimal_body(path: str) -> dict[str, Any]:
         return {"text": "t"}
     if path.endswith("/lifecycle"):
         return {"state": "idle"}
+    if path.endswith("/lifecycle/gone"):
+        return {"pid": 1}
     return {}
 
 

@@ -198,3 +198,39 @@ def _quiet_for(http: httpx.Client, key: str, ms: int) -> bool:
 
     lc = http.get(f"/v1/sessions/{key}").json()["lifecycle"]
     return time.time() * 1000 - lc["since"] >= ms
+
+
+def test_a_gone_host_process_is_lost_at_once_over_http_and_nothing_else_is(http: httpx.Client) -> None:
+    """``POST .../lifecycle/gone``: the reported process, gone, makes a working session lost now (the parent
+    told once); another pid, a live process, an idle session or a bad body change nothing."""
+    kid = _family(http, label="gone")
+    host = subprocess.Popen(["sleep", "600"])
+    try:
+        assert http.post(f"/v1/sessions/{kid}/lifecycle", json={"state": "working", "pid": host.pid}).status_code == 200
+        for body in ({}, {"pid": 0}, {"pid": "x"}, {"pid": host.pid, "extra": 1}):
+            res = http.post(f"/v1/sessions/{kid}/lifecycle/gone", json=body)
+            assert res.status_code == 400, (body, res.text)
+        alive = http.post(f"/v1/sessions/{kid}/lifecycle/gone", json={"pid": host.pid}).json()
+        assert alive["lost"] is False and alive["lifecycle"]["state"] == "working"  # it still runs here
+        other = http.post(f"/v1/sessions/{kid}/lifecycle/gone", json={"pid": host.pid + 1}).json()
+        assert other["lost"] is False
+        host.kill()
+        host.wait()
+        gone = http.post(f"/v1/sessions/{kid}/lifecycle/gone", json={"pid": host.pid}).json()
+        assert gone["lost"] is True and gone["lifecycle"]["state"] == "lost"
+        assert [e["kind"] for e in gone["events"]] == ["session_lost"]
+        again = http.post(f"/v1/sessions/{kid}/lifecycle/gone", json={"pid": host.pid}).json()
+        assert again["lost"] is False and again["events"] == []  # once
+        assert len([t for t in _notices(http, MAIN) if kid in t]) == 1
+        assert http.post("/v1/sessions/agent:lc:nobody/lifecycle/gone", json={"pid": 5}).status_code == 404
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+
+
+def test_idle_is_never_lost_by_a_gone_report(http: httpx.Client) -> None:
+    kid = _family(http, label="idle")
+    assert http.post(f"/v1/sessions/{kid}/lifecycle", json={"state": "idle", "pid": 999_999}).status_code == 200
+    out = http.post(f"/v1/sessions/{kid}/lifecycle/gone", json={"pid": 999_999}).json()
+    assert out["lost"] is False and out["lifecycle"]["state"] == "idle"

@@ -34,13 +34,7 @@ class Reply:
     tool: str | None = None
     input: dict[str, Any] = field(default_factory=dict)
     before: Callable[[], None] | None = None
-    error: tuple[int, str] | None = None  # (HTTP status, message): the provider refuses the request
-
-    @staticmethod
-    def fail(status: int, message: str, *, before: Callable[[], None] | None = None) -> Reply:
-        """The provider answers with an error instead (chat wire): ``Reply.fail(400, "prompt is too long")``
-        is what a host takes for a context overflow."""
-        return Reply(error=(status, message), before=before)
+    status: int = 200  # anything else: the request fails with this HTTP status (``text`` the error's message)
 
     @staticmethod
     def say(text: str, *, before: Callable[[], None] | None = None) -> Reply:
@@ -49,6 +43,17 @@ class Reply:
     @staticmethod
     def call(tool: str, arguments: dict[str, Any] | None = None, *, before: Callable[[], None] | None = None) -> Reply:
         return Reply(tool=tool, input=dict(arguments or {}), before=before)
+
+    @staticmethod
+    def fail(
+        status: int = 400,
+        message: str = "the fake model refuses this request",
+        *,
+        before: Callable[[], None] | None = None,
+    ) -> Reply:
+        """The request fails: an HTTP error in the wire format's error shape (400 is not retried;
+        ``Reply.fail(400, "prompt is too long")`` is what a host takes for a context overflow)."""
+        return Reply(text=message, status=status, before=before)
 
 
 class FakeModel:
@@ -227,20 +232,28 @@ class FakeModel:
                         self._sse(_anthropic_events(Reply.say("{}"), body))
                         return
                     model._record(path, body)
-                    self._sse(_anthropic_events(model._next(body), body))
+                    reply = model._next(body)
+                    if reply.status != 200:
+                        error = {"type": "invalid_request_error", "message": reply.text}
+                        self._json(reply.status, {"type": "error", "error": error})
+                        return
+                    self._sse(_anthropic_events(reply, body))
                     return
                 if path.endswith("/chat/completions") and body is not None:
                     model._record(path, body)
                     reply = model._next(body)
-                    if reply.error is not None:
-                        status, message = reply.error
-                        self._json(status, {"error": {"message": message, "type": "invalid_request_error"}})
+                    if reply.status != 200:
+                        self._json(reply.status, {"error": {"message": reply.text, "type": "invalid_request_error"}})
                         return
                     self._sse_data(_chat_chunks(reply))
                     return
                 if path.endswith("/responses") and body is not None:
                     model._record(path, body)
-                    self._sse(_openai_events(model._next(body)))
+                    reply = model._next(body)
+                    if reply.status != 200:
+                        self._json(reply.status, {"error": {"message": reply.text, "type": "invalid_request_error"}})
+                        return
+                    self._sse(_openai_events(reply))
                     return
                 model._record(path, None)
                 self._json(404, {"error": {"message": f"no route {path}"}})

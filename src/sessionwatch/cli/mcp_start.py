@@ -58,14 +58,13 @@ def parse(args: list[str]) -> dict[str, str] | None:
         i = nxt
     if opts.get("transport", "stdio") != "stdio":
         return None
-    if "session" not in opts:  # started by Claude Code without a key: its session id makes one
-        from ..hosts.identity import mcp_session_key
-
-        derived = mcp_session_key(opts.get("agent"))
-        if derived is None:
+    if "session" not in opts:  # started by a host without a key: the host names the session
+        where = own_session(opts.get("agent"))
+        if where is None:
             return None
-        opts["session"] = derived
-        opts.pop("agent", None)
+        if where:  # Claude Code: its session id makes the key
+            opts["session"] = where
+            opts.pop("agent", None)
     if opts.get("log_level", "warning") not in LEVELS:
         return None
     try:
@@ -73,12 +72,29 @@ def parse(args: list[str]) -> dict[str, str] | None:
             return None
         from ..keys import check_agent_id, parse_key
 
-        parse_key(opts["session"], "--session")
+        if "session" in opts:
+            parse_key(opts["session"], "--session")
         if "agent" in opts:
             check_agent_id(opts["agent"], "--agent")
     except Exception:  # noqa: BLE001 - anything doubtful: click says it properly
         return None
     return opts
+
+
+def own_session(agent: str | None) -> str | None:
+    """The session a host that started this server without a key names: its key, "" when the host names
+    it only later (in each call: a late binding), None when no host we know started it."""
+    from ..hooks.push import serving_channel
+    from ..hosts.identity import mcp_session_key
+
+    channel = serving_channel()
+    if channel is not None:
+        key = channel.own_session(agent)
+        if key is not None:
+            return key
+        if channel.binds_late:
+            return ""
+    return mcp_session_key(agent)  # a room's variable naming the session (the Pi and OpenCode watchers)
 
 
 def run_fast(args: list[str]) -> bool:
@@ -100,7 +116,7 @@ def run_fast(args: list[str]) -> bool:
             store=store,
             gateway=gateway,
             token=token,
-            session_key=opts["session"],
+            session_key=opts.get("session"),
             agent_id=opts.get("agent"),
             notice_poll=float(opts.get("notice_poll", "1")),
         )
@@ -121,30 +137,36 @@ def serve(
     store: str | None,
     gateway: str | None,
     token: str | None,
-    session_key: str,
+    session_key: str | None,
     agent_id: str | None,
     notice_poll: float,
 ) -> None:
     """Serve on stdio, answering the handshake while the SDK loads and the store opens (a failed start
-    raises, as the store or the session did). ``SESSIONWATCH_MCP_QUICKSTART=0``: wait for the SDK."""
+    raises, as the store or the session did). ``SESSIONWATCH_MCP_QUICKSTART=0``: wait for the SDK.
+    ``session_key`` None: the host that started the server names the session in its calls (a late
+    binding; ``agent_id`` is then the agent of that key)."""
     from ..mcpserver.quickstart import serve_stdio
 
     def build() -> Server:
+        from ..hooks.push import serving_channel, start_pusher
         from ..mcpserver.binding import SessionBinding
         from ..mcpserver.server import build_server
         from .backend import Backend
 
-        binding = SessionBinding(
-            Backend.open(store=store, gateway=gateway, token=token, timers=True), session_key, agent_id
-        )
+        backend = Backend.open(store=store, gateway=gateway, token=token, timers=True)
+        channel = serving_channel()
+        if session_key is None:
+            binding = SessionBinding(backend, None, late=channel, late_agent=agent_id)
+        else:
+            binding = SessionBinding(backend, session_key, agent_id)
         binding.ensure_session()
-        from ..hooks.push import start_pusher
-
-        # started by Claude Code: new notices also reach the session between prompts (its inbox socket)
+        # started by a host with a push channel: new notices also reach the session between prompts
         start_pusher(
             gateway or store or "default",
-            session_key,
-            lambda: binding.backend.peek_system_events(session_key, agent_id=agent_id),
+            binding.claimed,
+            lambda key: backend.peek_system_events(key, agent_id=binding.agent_id),
+            backend,
+            channel,
         )
         return build_server(binding, poll_interval=notice_poll)
 

@@ -128,16 +128,18 @@ def mcp_cmd(
     from ..serving.exposure import check_exposure, resolve_token
 
     if session_key is None:
-        from ..hosts.identity import mcp_session_key
+        from .mcp_start import own_session
 
-        session_key = mcp_session_key(agent_id)
-        if session_key is None:
+        found = own_session(agent_id)
+        if found is None or (not found and transport != "stdio"):
             raise click.UsageError(
-                "give --session KEY (a server a host starts finds its session by itself: Claude Code's from "
-                "CLAUDE_CODE_SESSION_ID, the Pi extension's and the OpenCode plugin's watchers from "
-                "SESSIONWATCH_PI_SESSION_ID and SESSIONWATCH_OPENCODE_SESSION_ID)"
+                "give --session KEY (a server a host starts finds its session by itself: Claude Code names it "
+                "in CLAUDE_CODE_SESSION_ID, Codex in each tool call, the Pi extension's and the OpenCode "
+                "plugin's watchers in SESSIONWATCH_PI_SESSION_ID and SESSIONWATCH_OPENCODE_SESSION_ID)"
             )
-        agent_id = None  # it is the key's agent
+        session_key = found or None  # "": the host names it in its calls (Codex), a stdio server bound late
+        if session_key is not None:
+            agent_id = None  # it is the key's agent
     from ..serving.options import limits_of, token_limits_of
     from ..serving.origin import RequestPolicy
 
@@ -170,6 +172,7 @@ def mcp_cmd(
             notice_poll=notice_poll,
         )
         return
+    assert session_key is not None  # a late binding is for stdio only (refused above)
     backend = state.backend(timers=True)
     binding = SessionBinding(backend, session_key, agent_id)
     binding.ensure_session()

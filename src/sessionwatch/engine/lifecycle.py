@@ -120,6 +120,40 @@ def report(
     }
 
 
+def host_gone(
+    gw: Producers, key: object, *, agent_id: object = None, pid: object = None, machine: object = None
+) -> dict[str, Any]:
+    """The address a session's host process bound is gone (its push found the inbox socket or the
+    daemon gone): that process has ended. A session working or waiting whose reported process is that
+    one is lost now, without waiting out the silence (the limit tells a quiet host from a dead one, and
+    this one is known dead); anything else (another process, a state that cannot be lost, a process that
+    still runs here: the address alone went away) changes nothing. Returns ``{sessionKey, agentId,
+    lifecycle, lost, events}``."""
+    row = gw.session(key, agent_id)
+    proc = validation.integer(pid, "pid", minimum=1, maximum=MAX_PID)
+    where = validation.optional_name(machine, "machine") or gw.machine
+    current = gw.store.get_lifecycle(row.session_key, row.agent_id)
+    events: list[EventRecord] = []
+    if (
+        current is not None
+        and current.state in kinds.LIVE_STATES
+        and current.pid == proc
+        and (current.machine or gw.machine) == where
+        and not (where == gw.machine and process_alive(proc))
+    ):
+        now = gw.clock()
+        if gw.store.mark_lost(row.session_key, row.agent_id, now, now) is not None:
+            events = _record(gw, row, kinds.SESSION_LOST, kinds.lifecycle_summary("lost"), now)
+            current = gw.store.get_lifecycle(row.session_key, row.agent_id)
+    return {
+        "sessionKey": row.session_key,
+        "agentId": row.agent_id,
+        "lifecycle": current.to_json() if current is not None else None,
+        "lost": bool(events),
+        "events": [e.to_json() for e in events],
+    }
+
+
 def _record(
     gw: Producers, row: SessionRow, kind: str, summary: str, at: int, payload: dict[str, Any] | None = None
 ) -> list[EventRecord]:

@@ -100,6 +100,14 @@ class Sessions(Producers, Reconciliation):
             self, key, state, agent_id=agent_id, pid=pid, host=host, machine=machine, outcome=outcome, at=at
         )
 
+    def report_host_gone(
+        self, key: object, *, agent_id: object = None, pid: object = None, machine: object = None
+    ) -> dict[str, Any]:
+        """The host process ``pid`` of the session is gone (the address it bound for pushes is): a session
+        working or waiting whose reported process that is becomes lost now. Returns ``{sessionKey,
+        agentId, lifecycle, lost, events}``; see docs/lifecycle.md."""
+        return lifecycle.host_gone(self, key, agent_id=agent_id, pid=pid, machine=machine)
+
     def lifecycle_of(self, session_key: str, agent_id: str) -> dict[str, Any] | None:
         """``{state, since}`` of a session, None when it never reported one."""
         row = self._host_read(lambda: self.store.get_lifecycle(session_key, agent_id), "reading the lifecycle")

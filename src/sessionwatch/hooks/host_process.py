@@ -1,7 +1,8 @@
 """The process id of the host that ran a hook, so a session whose host died can be told ``lost``.
 
-Claude Code names its inbox socket after its own pid (``<tmp>/cc-socks/<pid>.sock``) and hands it to
-every hook. Otherwise the host is the hook's parent, or the parent of the shell it ran the hook in.
+The host is the hook's parent, or the parent of the shell it ran the hook in. Its room says which process
+is the session's own (``Room.session_process``): Claude Code's (its inbox socket names it), a Codex TUI's
+(not the daemon that runs its hooks).
 """
 
 from __future__ import annotations
@@ -47,13 +48,22 @@ def host_pid() -> int:
     remembered = os.environ.get(PID_ENV, "")
     if remembered.isdigit():
         return int(remembered)
-    sock = os.environ.get("CLAUDE_CODE_MESSAGING_SOCKET")
-    if sock:
-        stem = os.path.basename(sock).rpartition(".")[0]
-        if stem.isdigit():
-            return int(stem)
     parent = os.getppid()
     found = _stat(parent)
     if found is not None and found[0] in SHELLS and found[1] > 1:
         return found[1]
     return parent
+
+
+def session_pid(host: str) -> int:
+    """The pid whose end means the session of this hook run is gone, for the ``lost`` check."""
+    pid = host_pid()
+    from ..hosts.registry import ROOMS
+
+    room = ROOMS.get(host)
+    if room is None:
+        return pid
+    try:
+        return room.session_process(pid)
+    except OSError:  # /proc changed under the look-up: the host's own pid never takes a live session for lost
+        return pid

@@ -7,7 +7,9 @@
   exists without its link, and each later event tries the adoption again.
 - **Subagents are children.** ``SubagentStart`` spawns ``agent:<agent>:subagent:<host agent id>`` from the
   session that started it (what ``sessions_spawn`` does: the parent watches it from its spawn, the run is
-  the host's agent id); ``SubagentStop`` ends that run, which tells the parent once. Every other event
+  the host's agent id); ``SubagentStop`` ends that run (ok), which tells the parent once. A subagent that
+  failed gets no ``SubagentStop``: its parent's events say it (Claude Code's task notification, Codex's
+  ``wait_agent`` result; ``HookAdapter.subagent_ends``), and the run ends failed. Every other event
   from inside a subagent (it carries the parent's session id plus ``agent_id``) belongs to the subagent:
   what the hook delivers there is the subagent's own, never the parent's.
 
@@ -39,6 +41,8 @@ STATES = {
     "SessionEnd": "ended",
 }
 WAITING_NOTICES = frozenset({"permission_prompt", "elicitation_dialog"})  # Claude Code's Notification types
+# a subagent's end (a lifecycle outcome) as its run's end (kinds.RUN_STATUSES: a run has no "failed")
+RUN_STATUS = {"ok": "ok", "failed": "error", "error": "error", "cancelled": "cancelled", "timeout": "timeout"}
 
 
 class Who(NamedTuple):
@@ -53,7 +57,7 @@ class Writes(Protocol):
 
     def adopt(self, key: str, catalog: str, thread_id: str) -> dict[str, Any]: ...
     def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]: ...
-    def end_child(self, child: str, run_id: str) -> dict[str, Any]: ...
+    def end_child(self, child: str, run_id: str, outcome: str = "ok") -> dict[str, Any]: ...
     def lifecycle(self, key: str, state: str, report: Report) -> dict[str, Any]: ...
     def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]: ...
 
@@ -118,8 +122,18 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
         if state is not None:
             _report(backend, who.key, state, report._replace(outcome="ok" if state == "ended" else None))
         hook = ROOMS[report.host].hook if report.host in ROOMS else None
+        for sub, outcome in hook.subagent_ends(event, data) if hook is not None else ():
+            host_sub = host_id(sub)
+            if host_sub is not None:  # a subagent that ended without a SubagentStop (a failed one gets none)
+                _end_child(
+                    backend,
+                    subagent_key(agent_of_key(who.key) or who.agent or "main", host_sub),
+                    host_sub,
+                    outcome,
+                    report,
+                )
         if hook is not None and hook.daemon_push and event in ("SessionStart", "UserPromptSubmit", "PostToolUse"):
-            _where_codex_runs(who.key, data, data.get("turn_id") if event != "SessionStart" else None)
+            _where_it_runs(who.key, data, event, report)
         if hook is not None and hook.tells_sender and event == "UserPromptSubmit":
             told_prompt(backend, who.key, data)
         return who.key
@@ -129,11 +143,18 @@ def apply(backend: Writes, catalog: str, event: str, data: dict[str, Any], who: 
         _report(backend, child, "working", report)
     elif event == SUBAGENT_STOP:
         if data.get("agent_type") != "":  # Claude Code's compaction fires one with no subagent
-            _best_effort(f"ending {child}", lambda: backend.end_child(child, run))
-            _report(backend, child, "ended", report._replace(outcome="ok"))
+            # a stop says nothing of how it went: the hosts fire it only for a subagent that finished its
+            # work (a failed one's end comes from its parent's events: HookAdapter.subagent_ends)
+            _end_child(backend, child, run, "ok", report)
     elif event in ("PostToolUse", "PermissionRequest"):
         _report(backend, child, STATES[event], report)
     return child
+
+
+def _end_child(backend: Writes, child: str, run: str, outcome: str, report: Report) -> None:
+    """The subagent's run ends (the first end of a run counts) and its state is ended with ``outcome``."""
+    _best_effort(f"ending {child} ({outcome})", lambda: backend.end_child(child, run, outcome))
+    _report(backend, child, "ended", report._replace(outcome=outcome))
 
 
 def told_prompt(backend: Writes, key: str, data: dict[str, Any]) -> None:
@@ -154,20 +175,22 @@ def turn_ended(backend: Writes, key: str, report: Report, data: dict[str, Any] |
     """A Stop the hook did not block: the turn is over."""
     _report(backend, key, "idle", report)
     if report.host in ROOMS and ROOMS[report.host].hook.daemon_push and data is not None:
-        _where_codex_runs(key, data, None)
+        _where_it_runs(key, data, "Stop", report)
 
 
-def _where_codex_runs(key: str, data: dict[str, Any], turn: object) -> None:
-    """A Codex TUI session's thread and running turn, for the push (codex_push.py)."""
-    thread = host_id(data.get("session_id"))
-    if thread is None:
+def _where_it_runs(key: str, data: dict[str, Any], event: str, report: Report) -> None:
+    """Where the session runs, for its MCP server's push (a Codex TUI's thread and daemon:
+    the room's push channel). Only a hook run on the host's machine knows (not a gateway answering an
+    HTTP hook: its report has no pid)."""
+    channel = ROOMS[report.host].push_channel() if report.pid is not None else None
+    if channel is None:
         return
-    from .codex_push import register
+    from .host_process import host_pid
 
     try:
-        register(key, thread, turn if isinstance(turn, str) else None)
+        channel.register(key, data, event, host_pid(), report.at)
     except OSError as exc:  # no push then; the notices still come with the next hook
-        log.warning("registering %s's Codex thread for the push failed: %s", key, exc)
+        log.warning("registering where %s runs, for the push, failed: %s", key, exc)
 
 
 def _report(backend: Writes, key: str, state: str, report: Report) -> None:

@@ -182,6 +182,8 @@ def plan(opts: dict[str, str], raw: bytes) -> Plan:
         if sub is not None:  # from inside a subagent: its own notices (host_sessions.child_key)
             key = identity.subagent_key(identity.agent_of_key(key) or agent or "main", sub)
         writes = event != "PostToolUse" or adopting
+        if not writes and adapter.subagent_ends(event, data):
+            writes = True  # a subagent ended without a SubagentStop (a failed one): its end to write
         if not writes:
             state = conn.execute("SELECT state, seen_at FROM session_states WHERE session_key = ?", (key,)).fetchone()
             # a tool ran after a wait or the end of a turn (it works again), or the last word is old

@@ -134,8 +134,8 @@ class _EngineWrites:
     def spawn_child(self, parent: str, child: str, run_id: str) -> dict[str, Any]:
         return dict(self.gw.call_tool("sessions_spawn", {"sessionKey": child, "runId": run_id}, caller=parent))
 
-    def end_child(self, child: str, run_id: str) -> dict[str, Any]:
-        return dict(self.gw.end_run(child, run_id, "ok"))
+    def end_child(self, child: str, run_id: str, outcome: str = "ok") -> dict[str, Any]:
+        return dict(self.gw.end_run(child, run_id, host_sessions.RUN_STATUS.get(outcome, "error")))
 
     def prompt(self, key: str, text: str, person: bool) -> dict[str, Any]:
         provenance = "external_user" if person else "internal_system"
@@ -274,8 +274,9 @@ class _Remote:
         args = {"sessionKey": child, "runId": run_id}
         return dict(self._call(lambda: self.client.call_tool("sessions_spawn", args, caller=parent)))
 
-    def end_child(self, child: str, run_id: str) -> dict[str, Any]:
-        return dict(self._call(lambda: self.client.end_run(child, run_id, "ok")))
+    def end_child(self, child: str, run_id: str, outcome: str = "ok") -> dict[str, Any]:
+        status = host_sessions.RUN_STATUS.get(outcome, "error")
+        return dict(self._call(lambda: self.client.end_run(child, run_id, status)))
 
     def lifecycle(self, key: str, state: str, report: host_sessions.Report) -> dict[str, Any]:
         return dict(
@@ -633,11 +634,11 @@ def _withheld(backend: _Local | _Remote | InProcess, key: str, agent: str | None
 
 def _report(host: str, started: float) -> host_sessions.Report:
     """This run's lifecycle reporter: the host's process on this machine, the run's start as the time."""
-    from .host_process import hook_started_at, host_pid
+    from .host_process import hook_started_at, session_pid
 
     at = hook_started_at() or int((time.time() - (time.monotonic() - started)) * 1000)
     machine = os.environ.get("SESSIONWATCH_MACHINE") or os.uname().nodename  # twin: engine.lifecycle.this_machine
-    return host_sessions.Report(host, at, host_pid(), machine)
+    return host_sessions.Report(host, at, session_pid(host), machine)
 
 
 def _discard(stdout: IO[str]) -> None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .install_api import Installer
+    from .push import Channel
     from .readers import SessionReader
     from .transcripts import TranscriptFiles
 
@@ -50,14 +51,16 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
     ``events``: the events answered (pending notices go to the model); ``observes``: the events only written
     down (lifecycle, subagents). ``tells_sender``: the host's side says who sent each prompt (Pi's
     extension): the hook writes it down, and a prompt needs no nudge of the monitor to be found.
-    ``daemon_push``: the hook writes down the session's thread and running turn, so its MCP server can push
-    through the host's daemon (Codex's TUI; ``hooks/codex_push.py``). The answer is the JSON both Claude
-    Code and Codex read from stdout on exit 0 (``{"hookSpecificOutput": {"hookEventName",
-    "additionalContext"}}``; on Stop ``{"decision": "block", "reason"}``: the turn goes on with the reason as
-    the model's next input); a room's plugin or extension reads the same.
+    ``end_events``/``subagent_ends``: a parent's events that say how a subagent ended (a failed one gets no
+    ``SubagentStop``). ``daemon_push``: the hook writes down where the session runs (its room's push
+    channel, ``register``), so its MCP server can push through the host's daemon (Codex's TUI;
+    ``hosts/codex/push.py``). The answer is the JSON both Claude Code and Codex read from stdout on exit 0
+    (``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``; on Stop ``{"decision": "block",
+    "reason"}``: the turn goes on with the reason as the model's next input); a room's plugin or extension
+    reads the same.
     """
 
-    __slots__ = ("catalog", "daemon_push", "events", "name", "observes", "tells_sender")
+    __slots__ = ("_ends", "catalog", "daemon_push", "end_events", "events", "name", "observes", "tells_sender")
 
     def __init__(
         self,
@@ -68,6 +71,8 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
         *,
         tells_sender: bool = False,
         daemon_push: bool = False,
+        end_events: tuple[str, ...] = (),
+        ends: Callable[[], Callable[[str, dict[str, object]], list[tuple[str, str]]]] | None = None,
     ) -> None:
         self.name = name  # as on the command line
         self.catalog = catalog  # the upstream catalog its sessions are listed in (and the keys' middle part)
@@ -75,6 +80,16 @@ class HookAdapter:  # a plain class: a dataclass's or NamedTuple's import is a n
         self.observes = observes
         self.tells_sender = tells_sender
         self.daemon_push = daemon_push
+        self.end_events = end_events  # the parent's events that may say a subagent ended (``subagent_ends``)
+        self._ends = ends
+
+    def subagent_ends(self, event: str, data: dict[str, object]) -> list[tuple[str, str]]:
+        """``[(host agent id, outcome)]`` of the subagents this event of their parent says ended, beyond
+        ``SubagentStop`` (which a host fires only for a subagent that finished its work: one that failed
+        is told its parent otherwise). The room's parser loads only for its ``end_events``."""
+        if self._ends is None or event not in self.end_events:
+            return []
+        return self._ends()(event, data)
 
     def answer(self, event: str, text: str) -> str:
         """The stdout of a hook that gives ``text`` to the model ("" gives nothing)."""
@@ -119,6 +134,8 @@ class Room:
 
     __slots__ = (
         "_installer",
+        "_process",
+        "_push",
         "_reader",
         "gateway_route",
         "hook",
@@ -141,6 +158,8 @@ class Room:
         gateway_route: bool = True,
         place: Place | None = None,
         mcp_session_env: str | None = None,
+        process: Callable[[], Callable[[int], int]] | None = None,
+        push: Callable[[], Channel] | None = None,
     ) -> None:
         self.hook = hook
         self.label = label  # how people call the host: "Claude Code"
@@ -151,6 +170,8 @@ class Room:
         self.mcp_session_env = mcp_session_env
         self._installer = installer
         self._reader = reader
+        self._process = process
+        self._push = push
 
     @property
     def name(self) -> str:
@@ -165,6 +186,18 @@ class Room:
 
     def reader(self) -> TranscriptFiles | SessionReader:
         return self._reader()
+
+    def session_process(self, host_pid: int) -> int:
+        """The process whose end means a session of this host is gone, from the pid of the process that
+        ran its hook (the host, past a shell): that pid itself unless the host runs its sessions
+        elsewhere (a Codex TUI's threads run in a daemon that all its TUIs share)."""
+        return host_pid if self._process is None else self._process()(host_pid)
+
+    def push_channel(self) -> Channel | None:
+        """How a message reaches a running or idle session of this host from outside its hooks, and how
+        a server the host started learns its session (``hosts/push.py``); None: the host has no channel
+        (its notices wait for the next hook or tool call)."""
+        return None if self._push is None else self._push()
 
     def __repr__(self) -> str:
         return f"Room({self.name!r})"

@@ -14,52 +14,29 @@ from __future__ import annotations
 
 import os
 
-from .agent_names import AGENT_CHARS, DEFAULT_AGENT, MAX_AGENT, agent_from_folder
+from .agent_names import DEFAULT_AGENT, MAX_AGENT, agent_from_folder
 from .registry import (
     CATALOGS as CATALOG,  # host name -> catalog id, from each room's card
     ROOMS,
 )
+from .session_keys import agent_of_key, host_id, key_of, session_agent, subagent_key
 
-__all__ = ["CATALOG", "DEFAULT_AGENT", "MAX_AGENT", "ROOMS", "agent_from_folder"]
-
-# A host's id goes into a key as it is; anything that is not a plain id (a key forbids whitespace and
-# controls, and ':' would change what the key means) is not taken. No regular expressions: importing
-# ``re`` is a noticeable part of the hook's quick run.
-_ID_CHARS = AGENT_CHARS | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-MAX_ID = 200
-
-
-def host_id(value: object) -> str | None:
-    """A host's session or agent id, when it can stand in a key as it is."""
-    ok = isinstance(value, str) and 0 < len(value) <= MAX_ID and all(ch in _ID_CHARS for ch in value)
-    return value if ok else None  # type: ignore[return-value]
-
-
-def session_agent(agent: str | None, data: dict[str, object], *, local: bool = True) -> str:
-    """The agent of a zero-config key: ``agent`` when given, else the host session's folder (Claude
-    Code's project folder first, then the input's ``cwd``, then this process's). ``local=False``: a
-    gateway answering a host's HTTP hook, whose own environment and folder are not the session's."""
-    if agent:
-        return agent
-    cwd = data.get("cwd")
-    here = cwd if isinstance(cwd, str) and cwd else ""
-    if local:
-        here = os.environ.get("CLAUDE_PROJECT_DIR") or here or os.getcwd()
-    return agent_from_folder(here)
+__all__ = [
+    "CATALOG",
+    "DEFAULT_AGENT",
+    "MAX_AGENT",
+    "ROOMS",
+    "agent_from_folder",
+    "agent_of_key",
+    "host_id",
+    "session_agent",
+    "subagent_key",
+]
 
 
 def host_key(agent: str, host: str, session_id: str) -> str:
     """The key of a host session (twin: upstream.adoption.default_session_key for a local thread)."""
-    return f"agent:{agent}:{CATALOG[host]}:{session_id}"
-
-
-def subagent_key(agent: str, host_agent_id: str) -> str:
-    return f"agent:{agent}:subagent:{host_agent_id}"
-
-
-def agent_of_key(key: str) -> str | None:
-    parts = key.split(":", 2)
-    return parts[1] if len(parts) == 3 and parts[0] == "agent" and parts[1] else None
+    return key_of(agent, CATALOG[host], session_id)
 
 
 def zero_config_key(host: str, agent: str | None, data: dict[str, object], *, local: bool = True) -> str | None:

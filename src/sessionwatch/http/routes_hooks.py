@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from ..errors import InvalidArgument, NotFound
+from ..hooks.delivery import handed_out
 from ..hooks.host_sessions import Who, adopted
 from ..hooks.hosts import HOSTS, USER_PROMPT_SUBMIT
 from ..hooks.run import NUDGE_RETRY_MS, InProcess, answer_in_process
@@ -68,6 +69,13 @@ def _answer_own(c: Call) -> Any:
     return _answer(c)
 
 
+def _handed_out(c: Call) -> Any:
+    """The entry ids this gateway's hook route handed to the session's host and has not yet seen
+    acknowledged (its answer state): a push from the host's machine leaves them alone."""
+    row = c.gw.session(c.path["key"], c.query.get("agentId"))
+    return {"ids": sorted(handed_out(row.session_key))}
+
+
 def _where(c: Call) -> str:
     store = c.gw.store
     return "gateway:" + str(getattr(store, "url", None) or getattr(store, "path", None) or "store")
@@ -81,6 +89,17 @@ def _nudge(gw: Any, key: str, agent: str) -> None:
 
 
 ROUTES: list[Endpoint] = [
+    Endpoint(
+        "GET",
+        "/v1/sessions/{key}/hooks/handed-out",
+        "hooks_handed_out",
+        "The queue entry ids this gateway's hook route handed to the session's host (in a hook's answer) "
+        "and has not yet seen acknowledged: the session has them, so a push from its machine skips them.",
+        _handed_out,
+        tag="hooks",
+        query={"agentId": schemas.AGENT_ID},
+        result=schemas.R_HANDED_OUT,
+    ),
     Endpoint(
         "POST",
         "/v1/sessions/{key}/hooks/{host}",

@@ -98,6 +98,11 @@ def _lifecycle(c: Call) -> Any:
     )
 
 
+def _host_gone(c: Call) -> Any:
+    b = c.body
+    return c.gw.report_host_gone(c.path["key"], agent_id=b.get("agentId"), pid=b.get("pid"), machine=b.get("machine"))
+
+
 def _peek(c: Call) -> Any:
     key, agent = c.path["key"], c.query.get("agentId")
     entries = c.gw.peek_system_events(key, agent_id=agent)
@@ -199,6 +204,17 @@ ROUTES: list[Endpoint] = [
         _lifecycle,
         body=schemas.LIFECYCLE,
         result=schemas.R_LIFECYCLE,
+    ),
+    Endpoint(
+        "POST",
+        f"{BASE}/lifecycle/gone",
+        "report_host_gone",
+        "The session's host process is gone (the address it bound for pushes is): a session working or "
+        "waiting whose reported process that is becomes lost now, telling its spawn parent and watchers "
+        "once. Anything else changes nothing.",
+        _host_gone,
+        body=schemas.HOST_GONE,
+        result=schemas.R_HOST_GONE,
     ),
     Endpoint(
         "POST",

@@ -132,6 +132,19 @@ ACK = body(
     },
     ["ids"],
 )
+HOST_GONE = body(
+    {
+        "agentId": OPT_AGENT,
+        "pid": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 2**31 - 1,
+            "description": "The host process whose address (its push inbox) is gone.",
+        },
+        "machine": {**OPT_NAME, "description": "Where pid ran (default: the gateway's machine)."},
+    },
+    ["pid"],
+)
 LIFECYCLE = body(
     {
         "state": {
@@ -255,6 +268,20 @@ R_LIFECYCLE = obj(
         "events": {"type": "array", "items": ref("Event")},
     },
     ["sessionKey", "agentId", "lifecycle", "changed", "stale", "events"],
+)
+R_HOST_GONE = obj(
+    {
+        "sessionKey": STR,
+        "agentId": STR,
+        "lifecycle": {"anyOf": [engine_schemas.LIFECYCLE, {"type": "null"}]},
+        "lost": {"type": "boolean", "description": "The session became lost now (its session_lost recorded)."},
+        "events": {"type": "array", "items": ref("Event")},
+    },
+    ["sessionKey", "agentId", "lifecycle", "lost", "events"],
+)
+R_HANDED_OUT = obj(
+    {"ids": {"type": "array", "items": INT, "description": "Queue entry ids a hook gave the host, not yet acked."}},
+    ["ids"],
 )
 R_DELETED = obj({"deleted": BOOL}, ["deleted"])
 # withheld: present when the queue is full and the cap held back the notices of that many more watched

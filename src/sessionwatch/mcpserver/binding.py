@@ -14,6 +14,11 @@ a call peeks (entries carry stable ids) and the ids are acknowledged only once i
 - a transport that reports nothing: at the bound session's next call.
 
 Each notice rides along at least once, and after a lost answer at most once more.
+
+A server a host started without telling it its session (Codex names the session only in each tool call)
+is bound late: ``late`` (the host room's push channel) names the session from a call's ``_meta``, the
+first call that does binds the server for good; until then the session its hooks registered for it (a
+claim, see ``hosts/codex/push.py``) stands in, and with neither a call is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +37,16 @@ from ..repeats import RepeatedFailures
 
 log = logging.getLogger("sessionwatch.mcp")
 failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
+
+
+class LateSession(Protocol):
+    """How a server learns its session late (a host room's push channel, ``hosts/push.Channel``)."""
+
+    def session_of_call(self, meta: Any, agent: str | None) -> str | None: ...
+
+    def unclaimed_session(self, agent: str | None) -> str | None: ...
+
+    def release(self, session_key: str) -> None: ...
 
 
 class ToolBackend(Protocol):
@@ -100,10 +115,23 @@ class SessionBinding:
     """Every call runs as ``session_key``; its pending notices ride along and are acknowledged once the
     result was delivered (see the module docstring). Thread-safe: calls run on worker threads."""
 
-    def __init__(self, backend: ToolBackend, session_key: str, agent_id: str | None = None) -> None:
+    def __init__(
+        self,
+        backend: ToolBackend,
+        session_key: str | None,
+        agent_id: str | None = None,
+        *,
+        late: LateSession | None = None,
+        late_agent: str | None = None,
+    ) -> None:
+        if session_key is None and late is None:
+            raise ValueError("a binding needs a session key, or a way to learn it late")
         self.backend = backend
-        self.session_key = session_key
+        self.session_key: str | None = session_key
         self.agent_id = agent_id
+        self.late = late
+        self.late_agent = late_agent  # the agent of a late session's key (--agent), else the server's folder
+        self._claimed: str | None = None  # the session the server's hooks registered for it (not final)
         # True once a transport reports written answers (written()); otherwise an answer counts as
         # delivered when the session's next call starts.
         self.reports_writes = False
@@ -122,12 +150,48 @@ class SessionBinding:
         self._settling: list[int] = []  # ids being acknowledged right now
 
     def ensure_session(self) -> dict[str, Any]:
-        """Create the bound session when missing; an existing one is left exactly as it is."""
+        """Create the bound session when missing; an existing one is left exactly as it is (a late
+        binding: nothing to do before it is bound)."""
+        if self.session_key is None:
+            return {}
         try:
             return self.backend.get_session(self.session_key, self.agent_id)
         except NotFound:
             log.info("creating bound session %s", self.session_key)
             return self.backend.put_session(self.session_key, agent_id=self.agent_id)
+
+    # -- a late binding --------------------------------------------------------------------------
+    def resolve(self, meta: Any = None) -> str | None:
+        """The session this call runs as: the bound one; else the one ``meta`` names (which binds the server
+        for good); else the one the server's hooks registered for it; else None."""
+        if self.session_key is not None or self.late is None:
+            return self.session_key
+        named = self.late.session_of_call(meta, self.late_agent) if meta else None
+        if named is None:
+            return self.claimed()
+        with self._lock:
+            if self.session_key is None:
+                self.session_key = named
+                log.info("bound to %s (named by the host's call)", named)
+            claimed, self._claimed = self._claimed, None
+        if claimed is not None and claimed != self.session_key:
+            self.late.release(claimed)
+        try:
+            self.ensure_session()
+        except Exception:  # noqa: BLE001 - the call itself says what is wrong with the store
+            failure_log.exception("creating bound session %s failed", self.session_key)
+        return self.session_key
+
+    def claimed(self) -> str | None:
+        """The bound session, else the one the server's hooks registered for it (claimed on first look)."""
+        if self.session_key is not None or self.late is None:
+            return self.session_key
+        if self._claimed is None:
+            found = self.late.unclaimed_session(self.late_agent)
+            with self._lock:
+                if self._claimed is None:
+                    self._claimed = found
+        return self.session_key or self._claimed
 
     # -- delivery bookkeeping --------------------------------------------------------------------
     def open_call(self) -> int:
@@ -195,7 +259,7 @@ class SessionBinding:
             if not ids:
                 return
             try:
-                self.backend.ack_system_events(self.session_key, ids, agent_id=self.agent_id)
+                self.backend.ack_system_events(self.session_key or self._claimed, ids, agent_id=self.agent_id)
             except Exception:  # noqa: BLE001 - the ids stay pending and are retried (logged)
                 failure_log.exception("acknowledging delivered notices of %s failed; will retry", self.session_key)
                 with self._lock:
@@ -210,8 +274,11 @@ class SessionBinding:
 
     def _attachment(self, ticket: int) -> tuple[list[dict[str, Any]], int]:
         """``pending`` and, when the queue was full, how many watched sessions' notices its cap held back."""
+        key = self.claimed()
+        if key is None:
+            return [], 0
         try:
-            queued = list(self.backend.peek_system_events(self.session_key, agent_id=self.agent_id))
+            queued = list(self.backend.peek_system_events(key, agent_id=self.agent_id))
         except Exception:  # noqa: BLE001 - a failed read leaves the notices queued; the next call delivers them
             failure_log.exception("reading the system events of %s failed", self.session_key)
             return [], 0
@@ -228,7 +295,7 @@ class SessionBinding:
         if count is None:
             return 0
         try:
-            return int(count(self.session_key, agent_id=self.agent_id, shown=queued))
+            return int(count(self.claimed(), agent_id=self.agent_id, shown=queued))
         except Exception:  # noqa: BLE001 - the line is a courtesy; the notices ride along without it
             failure_log.exception("counting the withheld notices of %s failed", self.session_key)
             return 0
@@ -240,16 +307,30 @@ class SessionBinding:
         ticket: int = 0,
         scope: frozenset[str] | None = None,
         session: str | None = None,
+        meta: Any = None,
     ) -> ToolOutcome:
         """``scope``: the agents a scoped bearer token covers (HTTP transport); None is unrestricted.
-        ``session``: the MCP session calling (HTTP transport), whose earlier answers this call confirms."""
+        ``session``: the MCP session calling (HTTP transport), whose earlier answers this call confirms.
+        ``meta``: the call's ``_meta`` (a host may name its session there: a late binding)."""
+        caller = self.resolve(meta)
+        if caller is None:
+            return ToolOutcome(
+                {
+                    "error": {
+                        "code": "unavailable",
+                        "message": "this server does not know its session yet: the host names it in a tool "
+                        "call's _meta (Codex: threadId) or in what its hooks registered, and neither has "
+                        "come; the session's first prompt or tool call brings it",
+                    }
+                },
+                [],
+                ticket,
+            )
         self.confirm(session)
         self.settle()  # what earlier answers delivered must not ride along again
         try:
             extra: dict[str, Any] = {} if scope is None else {"scope": scope}
-            payload = self.backend.call_tool(
-                name, dict(args or {}), caller=self.session_key, agent_id=self.agent_id, **extra
-            )
+            payload = self.backend.call_tool(name, dict(args or {}), caller=caller, agent_id=self.agent_id, **extra)
         except SessionwatchError as exc:  # a remote gateway raises what the engine would have returned
             payload = exc.to_json()
         except Exception as exc:  # noqa: BLE001 - any failure is the tool's error result (logged)

@@ -38,13 +38,14 @@ async def run_call(
     args: dict[str, Any],
     scope: frozenset[str] | None = None,
     exchange: Exchange | None = None,
+    meta: Any = None,
 ) -> ToolOutcome:
     ticket = binding.open_call()
     session = exchange.session if exchange is not None else None
     try:
         # The engine is synchronous (and sessions_send may wait for a reply): keep it off the event loop.
         # A cancel lands once the worker returns; then nothing it attached counts as delivered.
-        outcome = await anyio.to_thread.run_sync(binding.call, name, args, ticket, scope, session)
+        outcome = await anyio.to_thread.run_sync(binding.call, name, args, ticket, scope, session, meta)
         # A cancel that arrived while the worker ran is delivered only at a checkpoint: take it here, or
         # this answer would count as delivered although the SDK will never send it.
         await anyio.lowlevel.checkpoint_if_cancelled()

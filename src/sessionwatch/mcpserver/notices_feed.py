@@ -47,7 +47,6 @@ class NoticeFeed:
 
     def __init__(self, binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> None:
         self.binding = binding
-        self.uri = notices_uri(binding.session_key)
         self.poll_interval = poll_interval
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
@@ -61,6 +60,12 @@ class NoticeFeed:
         self.published = 0  # updates sent (tests and logs)
 
     # -- the resource ----------------------------------------------------------------------------
+    @property
+    def uri(self) -> str:
+        """The bound session's notices (a server bound late has none before its first call)."""
+        key = self.binding.session_key
+        return notices_uri(key) if key else "sessionwatch://sessions/unbound/notices"
+
     def resource(self) -> types.Resource:
         return types.Resource(
             uri=self.uri,
@@ -74,9 +79,13 @@ class NoticeFeed:
 
     def peek(self) -> list[dict[str, Any]]:
         """The pending entries; raises when the store or gateway cannot be read (never an empty success)."""
+        if self.binding.session_key is None:
+            return []
         return list(self.binding.backend.peek_system_events(self.binding.session_key, agent_id=self.binding.agent_id))
 
     def _check_uri(self, uri: str) -> None:
+        if self.binding.session_key is None:
+            raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}; this server does not know its session yet")
         if uri != self.uri:
             raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}; this server serves {self.uri!r}")
 
@@ -145,11 +154,11 @@ class NoticeFeed:
 
     # -- wake sources ----------------------------------------------------------------------------
     def _start_wakes(self) -> None:
-        if self._wakes_started:
+        key = self.binding.session_key
+        if self._wakes_started or key is None:
             return
         self._wakes_started = True
         backend = self.binding.backend
-        key = self.binding.session_key
         try:
             subscribe_wakes = getattr(backend, "subscribe_wakes", None)
             if subscribe_wakes is not None:  # a local Gateway: its store carries cross-process wakes on PostgreSQL

@@ -30,7 +30,8 @@ def tool_list() -> list[types.Tool]:
 
 
 def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> Server:
-    """A low-level MCP server whose every tool call runs as ``binding.session_key``.
+    """A low-level MCP server whose every tool call runs as ``binding.session_key`` (or, bound late, the
+    session the host names in the call).
 
     ``poll_interval`` (seconds, 0 = off) is how often subscribed notices are re-checked besides wakes.
     """
@@ -48,7 +49,9 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
         scope = principal.agent_filter() if principal is not None else None
         exchange = request.scope.get(EXCHANGE) if request is not None and hasattr(request, "scope") else None
         # Off the event loop; a cancelled call leaves its notices queued (mcpserver.delivery).
-        outcome = await run_call(binding, ctx.request_id, params.name, dict(params.arguments or {}), scope, exchange)
+        args = dict(params.arguments or {})
+        # the call's _meta may name the host session (Codex: threadId), for a server bound late
+        outcome = await run_call(binding, ctx.request_id, params.name, args, scope, exchange, params.meta)
         feed.kick()  # the call may have delivered notices: subscribers see the list change
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text())],
@@ -59,7 +62,7 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
     async def list_resources(
         ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[feed.resource()])
+        return types.ListResourcesResult(resources=[feed.resource()] if binding.session_key else [])
 
     async def read_resource(
         ctx: ServerRequestContext, params: types.ReadResourceRequestParams

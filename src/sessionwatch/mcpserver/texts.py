@@ -25,7 +25,18 @@ def notices_uri(session_key: str) -> str:
     return f"sessionwatch://sessions/{quote(session_key, safe=':@')}/notices"
 
 
-def instructions(session_key: str) -> str:
+# A server bound late (the host names the session only in each call): no key, no resource yet.
+LATE_INSTRUCTIONS = (
+    "sessionwatch tools, called as the host session that calls them (its own key, named by the host in "
+    "each call). When a result starts with 'System: ... changed (other actor)', another actor touched a "
+    "session you work with: call session_status with the sessionKey and changesSince from that line before "
+    "acting on it. A notice comes again only if its earlier answer never reached you."
+)
+
+
+def instructions(session_key: str | None) -> str:
+    if session_key is None:
+        return LATE_INSTRUCTIONS
     return INSTRUCTIONS.format(key=session_key, uri=notices_uri(session_key))
 
 

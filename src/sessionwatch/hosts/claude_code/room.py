@@ -7,6 +7,20 @@ from __future__ import annotations
 
 from ..base import ANSWERED, NOTIFICATION, OBSERVED, HookAdapter
 
-HOOK = HookAdapter("claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION))
+TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def _ends() -> Callable[[str, dict[str, object]], list[tuple[str, str]]]:
+    from .subagents import ends  # a failed subagent's end, read from the task notification its parent gets
+
+    return ends
+
+
+HOOK = HookAdapter(
+    "claude-code", "claude", ANSWERED, (*OBSERVED, NOTIFICATION), end_events=("UserPromptSubmit",), ends=_ends
+)
 PROGRAM = "claude"
 MCP_SESSION_ENV = "CLAUDE_CODE_SESSION_ID"  # where Claude Code hands the MCP servers it starts its session's id

@@ -44,7 +44,7 @@ from .room import HOOK, PROGRAM
 
 # what Codex passes its MCP server from the environment it runs in (it passes almost nothing by default):
 # these decide which store or gateway the server uses and how it authenticates (an unset one is simply
-# absent); CODEX_HOME: where the TUI's daemon listens, for the push (hooks/codex_push.py)
+# absent); CODEX_HOME: where the TUI's daemon listens, for the push (push.py)
 CODEX_ENV_VARS = ["SESSIONWATCH_TOKEN", "SESSIONWATCH_STORE", "SESSIONWATCH_GATEWAY", "XDG_STATE_HOME", "CODEX_HOME"]
 # What Codex hands an MCP server besides its env_vars (certificate variables too)
 CODEX_BASE_ENV = ("HOME", "PATH", "LANG", "SHELL", "TERM", "USER", "LOGNAME", "SSL_CERT_FILE", "SSL_CERT_DIR")
@@ -69,36 +69,27 @@ class CodexTarget(Target):
         return (codex_dir() if self.scope == "user" else self.dir / ".codex") / "config.toml"
 
     def server(self) -> dict[str, Any] | None:
-        """The MCP server entry, only with --session: Codex tells its servers nothing of the session."""
-        if not self.session:
-            return None
+        """The MCP server entry, with or without --session: without, the server learns each session from
+        Codex's calls (``_meta``) and what the session's hooks register (``push.py``)."""
         argv = self.server_argv()
         return {
             "command": argv[0],
             "args": argv[1:],
             "env_vars": list(CODEX_ENV_VARS),
-            "env": {"SESSIONWATCH_HOST_CLI": "codex"},  # the server pushes through the TUI's daemon
+            # the server knows Codex started it: it learns its session late and pushes through the TUI's daemon
+            "env": {"SESSIONWATCH_HOST_CLI": "codex"},
             "required": True,  # Codex waits for it (otherwise a slow start misses the first request)
         }
 
     def install(self, *, trust: bool = True) -> list[Change]:
-        changes = [install_file(self, self.hooks_path, JsonFormat, *_codex_hooks(self))]
-        if self.server() is not None:
-            changes.append(install_file(self, self.mcp_path, TomlFormat, *_codex_mcp(self)))
+        changes = [
+            install_file(self, self.hooks_path, JsonFormat, *_codex_hooks(self)),
+            install_file(self, self.mcp_path, TomlFormat, *_codex_mcp(self)),
+        ]
         if trust:
             changes.append(_trust(self))
         else:
             changes.append(Change(str(codex_user_config()), "skipped", note="--no-trust. " + trust_step(self)))
-        if self.server() is None:
-            changes.append(
-                Change(
-                    str(self.mcp_path),
-                    "skipped",
-                    note="no MCP server registered: Codex does not tell its MCP servers which session they serve, "
-                    "so the server needs one key: give --session KEY to register it"
-                    + (" (with --project)" if self.scope == "user" else ""),
-                )
-            )
         return changes
 
     def uninstall(self) -> list[Change]:
@@ -144,8 +135,11 @@ class CodexTarget(Target):
         return {**super().sample_payload(event), "model": "verify"}
 
     def mcp_env(self, server: dict[str, Any]) -> dict[str, str]:
+        """What Codex gives the server: a few variables, its ``env_vars`` and its ``env`` table."""
         names = [*CODEX_BASE_ENV, *[v for v in server.get("env_vars") or [] if isinstance(v, str)]]
-        return {k: os.environ[k] for k in names if k in os.environ}
+        fixed = server.get("env")
+        table = {str(k): str(v) for k, v in fixed.items()} if isinstance(fixed, dict) else {}
+        return {**{k: os.environ[k] for k in names if k in os.environ}, **table}
 
 
 def _codex_hooks(t: CodexTarget) -> tuple[Edit, Edit]:

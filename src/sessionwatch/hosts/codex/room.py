@@ -7,5 +7,17 @@ from __future__ import annotations
 
 from ..base import ANSWERED, OBSERVED, HookAdapter
 
-HOOK = HookAdapter("codex", "codex", ANSWERED, OBSERVED, daemon_push=True)
+TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def _ends() -> Callable[[str, dict[str, object]], list[tuple[str, str]]]:
+    from .subagents import ends  # a failed subagent's end, read from its parent's wait_agent result
+
+    return ends
+
+
+HOOK = HookAdapter("codex", "codex", ANSWERED, OBSERVED, daemon_push=True, end_events=("PostToolUse",), ends=_ends)
 PROGRAM = "codex"

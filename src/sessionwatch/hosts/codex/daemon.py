@@ -1,14 +1,9 @@
-"""Push into a Codex TUI session: a turn (or a steer of the running one) through its app-server daemon.
+"""A client of a Codex TUI's app-server daemon: JSON-RPC over a WebSocket on its unix control socket.
 
 The Codex TUI runs its threads in an app-server daemon that listens on
-``$CODEX_HOME/app-server-control/app-server-control.sock`` (JSON-RPC over a WebSocket on a unix socket)
-and accepts a second client. The session's hooks register where it runs (``register``: its thread,
-the daemon's socket, the running turn) in the state folder; the session's MCP server, which Codex runs
-as long as the session, pushes through it (``CodexInbox``, driven by ``claude_inbox.Pusher``): one
-``turn/steer`` of the running turn, or one ``turn/start`` of an idle thread, whose text tells the agent
-to reconcile. ``codex exec`` has no daemon, so it registers nothing, and its notices wait for the next
-hook. The same rules as Claude Code's push: at most once per notice, never acknowledging, a daemon that
-is gone (or does not hold the thread) ends the pushing.
+``$CODEX_HOME/app-server-control/app-server-control.sock`` and accepts a second client (what
+``codex app-server`` offers on stdio, there over a WebSocket). The few frames this needs are written here,
+so nothing heavy loads: text out (masked, as a client must), text in.
 """
 
 from __future__ import annotations
@@ -21,8 +16,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from .claude_inbox import Gone, NotYet
-from .delivery import state_dir
+from ..push import Gone
 
 TIMEOUT_S = 5.0
 
@@ -30,27 +24,6 @@ TIMEOUT_S = 5.0
 def control_socket() -> Path:
     home = os.environ.get("CODEX_HOME") or str(Path.home() / ".codex")
     return Path(home) / "app-server-control" / "app-server-control.sock"
-
-
-def _registration(session_key: str) -> Path:
-    try:
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - not CPython
-        from hashlib import blake2b
-    return state_dir() / "push" / f"codex-{blake2b(session_key.encode(), digest_size=12).hexdigest()}.json"
-
-
-def register(session_key: str, thread_id: str, turn_id: str | None) -> None:
-    """A hook of a Codex session: where it runs (only when a TUI daemon listens), and its running turn
-    (None once the turn ended)."""
-    sock = control_socket()
-    if not sock.exists():
-        return
-    path = _registration(session_key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"threadId": thread_id, "turnId": turn_id, "socket": str(sock)}), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _connect(sock: socket.socket, path: str) -> None:
@@ -67,7 +40,7 @@ def _connect(sock: socket.socket, path: str) -> None:
         os.close(folder)
 
 
-class _WebSocket:
+class WebSocket:
     """The few WebSocket frames the daemon's JSON-RPC needs: text out (masked, as a client must), text in."""
 
     def __init__(self, path: str) -> None:
@@ -144,37 +117,41 @@ class _WebSocket:
         self.sock.close()
 
 
-class CodexInbox:
-    """``send(text)`` for ``claude_inbox.Pusher``: the registered thread's daemon, a steer or a turn."""
+class Client:
+    """One connection to the daemon, introduced as a client: ``request`` after ``request``."""
 
-    path = "codex app-server"
-
-    def __init__(self, session_key: str) -> None:
-        self.session_key = session_key
-
-    def send(self, text: str) -> None:
+    def __init__(self, path: str) -> None:
+        self.ws = WebSocket(path)
+        self._next = 1
         try:
-            where = json.loads(_registration(self.session_key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise NotYet("no hook of the session registered its thread yet") from None
-        self.path = str(where["socket"])
-        ws = _WebSocket(self.path)
-        try:
-            ws.send(
-                {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "sessionwatch", "version": "1"}}}
-            )
-            ws.reply(1)
-            ws.send({"method": "initialized"})
-            words = [{"type": "text", "text": text}]
-            answer: dict[str, Any] = {"error": "no turn"}
-            if where.get("turnId"):  # busy: into the running turn, after its current tool output
-                steer = {"threadId": where["threadId"], "expectedTurnId": where["turnId"], "input": words}
-                ws.send({"id": 2, "method": "turn/steer", "params": steer})
-                answer = ws.reply(2)
-            if "error" in answer:  # idle (or the turn just ended): a turn of its own
-                ws.send({"id": 3, "method": "turn/start", "params": {"threadId": where["threadId"], "input": words}})
-                answer = ws.reply(3)
-            if "error" in answer:
-                raise Gone(f"the daemon does not take thread {where['threadId']}: {answer['error']}")
-        finally:
-            ws.close()
+            self.request("initialize", {"clientInfo": {"name": "sessionwatch", "version": "1"}})
+            self.ws.send({"method": "initialized"})
+        except BaseException:
+            self.ws.close()
+            raise
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The daemon's answer: ``{"result": …}`` or ``{"error": …}``."""
+        self._next += 1
+        self.ws.send({"id": self._next, "method": method, "params": params})
+        return self.ws.reply(self._next)
+
+    def close(self) -> None:
+        self.ws.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def running_turn(client: Client, thread_id: str) -> str | None:
+    """The thread's turn in progress, if any (the daemon's own view: no hook needs to have said it)."""
+    answer = client.request("thread/turns/list", {"threadId": thread_id})
+    result = answer.get("result")
+    turns = result.get("data") if isinstance(result, dict) else None
+    for turn in turns if isinstance(turns, list) else []:
+        if isinstance(turn, dict) and turn.get("status") == "inProgress" and isinstance(turn.get("id"), str):
+            return str(turn["id"])
+    return None
