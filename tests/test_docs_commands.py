@@ -245,6 +245,10 @@ def env_for(home: Path, port: str, hosts: tuple[str, ...] = ()) -> dict[str, str
             (tools / binary.name).symlink_to(binary)
     env.update(
         HOME=str(home),
+        # the README's install: pip as shown, minus compiling every installed module to bytecode (a third of
+        # its time) and its online version check; what it installs is the same
+        PIP_NO_COMPILE="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
         PATH=f"{BIN}{os.pathsep}{tools}{os.pathsep}{env.get('PATH', '')}",
         SESSIONWATCH_PORT=port,  # a server shown without --port listens on the default one: 7878 here
         T=TOKEN,
