@@ -2,7 +2,8 @@
 (the host is waiting for the handshake), and the same start-up from the click command otherwise.
 
 The fast path understands ``[--store URL | --gateway URL] [--token T] [--log-level L] [--json] mcp
---session KEY [--agent ID] [--notice-poll S] [--transport stdio]`` and their environment variables; any
+[--session KEY] [--agent ID] [--notice-poll S] [--transport stdio]`` and their environment variables (without
+``--session``: a host's session id in the environment, or a host whose calls name their session); any
 other command line (``--help``, ``--transport http``, a typo, a malformed key) goes to click, with its
 usual help and errors.
 """
@@ -58,14 +59,18 @@ def parse(args: list[str]) -> dict[str, str] | None:
         i = nxt
     if opts.get("transport", "stdio") != "stdio":
         return None
-    if "session" not in opts:  # started by Claude Code without a key: its session id makes one
-        from ..hosts.identity import mcp_session_key
+    if "session" not in opts:  # started by a host without a key: its session id makes one
+        from ..hosts.identity import calls_name_the_session, mcp_session_key
 
         derived = mcp_session_key(opts.get("agent"))
-        if derived is None:
-            return None
-        opts["session"] = derived
-        opts.pop("agent", None)
+        if derived is not None:
+            opts["session"] = derived
+            opts.pop("agent", None)
+        else:  # or each call names its session (OpenCode's plugin): routing.py
+            host = calls_name_the_session()
+            if host is None:
+                return None
+            opts["host"] = host
     if opts.get("log_level", "warning") not in LEVELS:
         return None
     try:
@@ -73,7 +78,8 @@ def parse(args: list[str]) -> dict[str, str] | None:
             return None
         from ..keys import check_agent_id, parse_key
 
-        parse_key(opts["session"], "--session")
+        if "session" in opts:
+            parse_key(opts["session"], "--session")
         if "agent" in opts:
             check_agent_id(opts["agent"], "--agent")
     except Exception:  # noqa: BLE001 - anything doubtful: click says it properly
@@ -100,8 +106,9 @@ def run_fast(args: list[str]) -> bool:
             store=store,
             gateway=gateway,
             token=token,
-            session_key=opts["session"],
+            session_key=opts.get("session"),
             agent_id=opts.get("agent"),
+            host=opts.get("host"),
             notice_poll=float(opts.get("notice_poll", "1")),
         )
     except SessionwatchError as exc:  # as the click command line says it (stdout is the protocol)
@@ -121,12 +128,15 @@ def serve(
     store: str | None,
     gateway: str | None,
     token: str | None,
-    session_key: str,
+    session_key: str | None,
     agent_id: str | None,
     notice_poll: float,
+    host: str | None = None,
 ) -> None:
     """Serve on stdio, answering the handshake while the SDK loads and the store opens (a failed start
-    raises, as the store or the session did). ``SESSIONWATCH_MCP_QUICKSTART=0``: wait for the SDK."""
+    raises, as the store or the session did). ``SESSIONWATCH_MCP_QUICKSTART=0``: wait for the SDK.
+    ``session_key`` None: started by ``host`` for all its sessions, each call naming its own (``agent_id``:
+    the agent of their keys)."""
     from ..mcpserver.quickstart import serve_stdio
 
     def build() -> Server:
@@ -134,9 +144,13 @@ def serve(
         from ..mcpserver.server import build_server
         from .backend import Backend
 
-        binding = SessionBinding(
-            Backend.open(store=store, gateway=gateway, token=token, timers=True), session_key, agent_id
-        )
+        backend = Backend.open(store=store, gateway=gateway, token=token, timers=True)
+        if session_key is None:
+            from ..mcpserver.routing import RoutedBinding
+
+            assert host is not None
+            return build_server(RoutedBinding(backend, host, agent_id), poll_interval=notice_poll)
+        binding = SessionBinding(backend, session_key, agent_id)
         binding.ensure_session()
         from ..hooks.push import start_pusher
 

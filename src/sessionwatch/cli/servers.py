@@ -56,7 +56,9 @@ def serve_cmd(state: State, **options: Any) -> None:
     "session_key",
     metavar="KEY",
     help="The caller session every tool call runs as (created when missing). Default, when Claude Code "
-    "starts the server: agent:AGENT:claude:<its session id> (AGENT: --agent, else the project folder's name).",
+    "starts the server: agent:AGENT:claude:<its session id> (AGENT: --agent, else the project folder's name); "
+    "when OpenCode starts it (SESSIONWATCH_HOST_CLI=opencode), each call's own session, which sessionwatch's "
+    "OpenCode plugin names.",
 )
 @click.option(
     "--agent",
@@ -127,17 +129,22 @@ def mcp_cmd(
     from ..mcpserver import SessionBinding, build_server, run_http
     from ..serving.exposure import check_exposure, resolve_token
 
+    routed_host: str | None = None  # the host whose calls name their session (no one key)
     if session_key is None:
-        from ..hosts.identity import mcp_session_key
+        from ..hosts.identity import calls_name_the_session, mcp_session_key
 
         session_key = mcp_session_key(agent_id)
-        if session_key is None:
+        if session_key is not None:
+            agent_id = None  # it is the key's agent
+        else:
+            routed_host = calls_name_the_session()
+        if session_key is None and (routed_host is None or transport != "stdio"):
             raise click.UsageError(
                 "give --session KEY (a server a host starts finds its session by itself: Claude Code's from "
                 "CLAUDE_CODE_SESSION_ID, the Pi extension's and the OpenCode plugin's watchers from "
-                "SESSIONWATCH_PI_SESSION_ID and SESSIONWATCH_OPENCODE_SESSION_ID)"
+                "SESSIONWATCH_PI_SESSION_ID and SESSIONWATCH_OPENCODE_SESSION_ID; the one OpenCode starts, "
+                "with SESSIONWATCH_HOST_CLI=opencode on stdio, from each call)"
             )
-        agent_id = None  # it is the key's agent
     from ..serving.options import limits_of, token_limits_of
     from ..serving.origin import RequestPolicy
 
@@ -168,8 +175,10 @@ def mcp_cmd(
             session_key=session_key,
             agent_id=agent_id,
             notice_poll=notice_poll,
+            host=routed_host,
         )
         return
+    assert session_key is not None  # a server whose calls name their session is for stdio only (above)
     backend = state.backend(timers=True)
     binding = SessionBinding(backend, session_key, agent_id)
     binding.ensure_session()

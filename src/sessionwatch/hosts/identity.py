@@ -80,3 +80,30 @@ def mcp_session_key(agent: str | None) -> str | None:
         if sid is not None:
             return host_key(session_agent(agent, {}), room.name, sid)
     return None
+
+
+# A host that starts one MCP server for all of its sessions (OpenCode) names the session in each tool call
+# instead: its plugin adds a hidden argument, CALL_ARG, shaped like a hook input ({"session_id", "agent_id"
+# for a subagent, "cwd"}). The server is told which host started it by HOST_ENV (install writes it into the
+# server's entry), and takes the argument out before the tool sees it.
+HOST_ENV = "SESSIONWATCH_HOST_CLI"
+CALL_ARG = "_sessionwatch"
+
+
+def calls_name_the_session() -> str | None:
+    """The host that started this MCP server without a session, naming it in each call (``HOST_ENV``), or
+    None: the server needs a key (``--session``, or the host's session id in its environment)."""
+    host = os.environ.get(HOST_ENV)
+    return host if host in ROOMS else None
+
+
+def call_session_key(host: str, agent: str | None, named: object) -> str | None:
+    """The key of the host session a tool call names in ``CALL_ARG`` (a subagent's own key when it comes
+    from inside one), or None when the call names none that can stand in a key."""
+    if not isinstance(named, dict):
+        return None
+    key = zero_config_key(host, agent, named)
+    if key is None:
+        return None
+    sub = host_id(named.get("agent_id"))
+    return key if sub is None else subagent_key(agent_of_key(key) or DEFAULT_AGENT, sub)

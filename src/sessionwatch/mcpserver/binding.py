@@ -129,6 +129,11 @@ class SessionBinding:
             log.info("creating bound session %s", self.session_key)
             return self.backend.put_session(self.session_key, agent_id=self.agent_id)
 
+    def for_call(self, named: object = None) -> SessionBinding:
+        """The binding a call runs on: this one. A session a call names (``mcpserver.routing``) is not
+        this server's to take: it is bound."""
+        return self
+
     # -- delivery bookkeeping --------------------------------------------------------------------
     def open_call(self) -> int:
         return next(self._tickets)

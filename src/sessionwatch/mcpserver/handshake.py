@@ -44,7 +44,7 @@ def stamp_version(node: Any, version: str | None) -> None:
 class Handshake:
     """Answers for one connection: remembers the version ``initialize`` agreed on, for ``tools/list``."""
 
-    def __init__(self, session_key: str) -> None:
+    def __init__(self, session_key: str | None) -> None:
         self.session_key = session_key
         self.agreed: str | None = None  # the handshake-era version, once initialize was answered
 

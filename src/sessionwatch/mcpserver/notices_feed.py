@@ -33,6 +33,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from ..repeats import RepeatedFailures
 from .binding import SessionBinding
+from .routing import RoutedBinding
 from .texts import notices_uri
 
 log = logging.getLogger("sessionwatch.mcp")
@@ -45,9 +46,12 @@ MIME = "application/json"
 class NoticeFeed:
     """One per MCP server: the resource of its bound session and the subscriptions on it."""
 
-    def __init__(self, binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> None:
+    def __init__(
+        self, binding: SessionBinding | RoutedBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL
+    ) -> None:
         self.binding = binding
-        self.uri = notices_uri(binding.session_key)
+        # a server whose calls name their session (routing.py) has no one session: no resource
+        self.uri = notices_uri(binding.session_key) if binding.session_key else ""
         self.poll_interval = poll_interval
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
@@ -74,9 +78,13 @@ class NoticeFeed:
 
     def peek(self) -> list[dict[str, Any]]:
         """The pending entries; raises when the store or gateway cannot be read (never an empty success)."""
+        if not self.binding.session_key:
+            return []
         return list(self.binding.backend.peek_system_events(self.binding.session_key, agent_id=self.binding.agent_id))
 
     def _check_uri(self, uri: str) -> None:
+        if not self.uri:
+            raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}; each call to this server names its session")
         if uri != self.uri:
             raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}; this server serves {self.uri!r}")
 
@@ -145,7 +153,7 @@ class NoticeFeed:
 
     # -- wake sources ----------------------------------------------------------------------------
     def _start_wakes(self) -> None:
-        if self._wakes_started:
+        if self._wakes_started or not self.binding.session_key:
             return
         self._wakes_started = True
         backend = self.binding.backend

@@ -114,10 +114,11 @@ class _Sink:
         pass
 
 
-def serve_stdio(session_key: str, build: Callable[[], Server], *, quick: bool = True) -> None:
+def serve_stdio(session_key: str | None, build: Callable[[], Server], *, quick: bool = True) -> None:
     """Blocking: serve the server ``build()`` returns over this process's stdin/stdout, bound to
-    ``session_key``. ``build`` runs on a thread while the handshake is answered from the table
-    (``quick=False``: nothing is answered before the SDK is ready). Raises what ``build`` raised."""
+    ``session_key`` (None: each call names its session, ``routing.py``). ``build`` runs on a thread while
+    the handshake is answered from the table (``quick=False``: nothing is answered before the SDK is
+    ready). Raises what ``build`` raised."""
     wire_in, wire_out = _claim_stdio()
     wire = _Wire(wire_out)
     inbox: queue.Queue[_Item] = queue.Queue()

@@ -25,7 +25,18 @@ def notices_uri(session_key: str) -> str:
     return f"sessionwatch://sessions/{quote(session_key, safe=':@')}/notices"
 
 
-def instructions(session_key: str) -> str:
+# A server whose every call names its session (mcpserver/routing.py): no one key, no resource.
+ROUTED_INSTRUCTIONS = (
+    "sessionwatch tools, called as the session that calls them (each session its own key). When a result "
+    "or your context starts with 'System: ... changed (other actor)', another actor touched a session you "
+    "work with: call session_status with the sessionKey and changesSince from that line before acting on "
+    "it. A notice comes again only if its earlier answer never reached you."
+)
+
+
+def instructions(session_key: str | None) -> str:
+    if not session_key:
+        return ROUTED_INSTRUCTIONS
     return INSTRUCTIONS.format(key=session_key, uri=notices_uri(session_key))
 
 
