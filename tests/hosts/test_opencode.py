@@ -220,7 +220,7 @@ def reconcile_with(model: FakeModel, target: str) -> None:
     def respond(request: dict[str, Any]) -> Reply:
         if not model.tool_names(request):
             return Reply.say("A title")
-        if model.tool_results(request):
+        if (request.get("messages") or [{}])[-1].get("role") == "tool":  # this turn's call was answered
             return Reply.say("reconciled")
         return Reply.call("sessionwatch_session_status", {"sessionKey": target, "changesSince": 0})
 
@@ -426,8 +426,9 @@ def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
 
 def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_breaks_opencode(tmp_path: Path) -> None:
     """Installed with ``--gateway``: the plugin's hook runs post to the gateway (no store on this machine
-    is opened), the session is made and adopted there, a notice reaches the next call once; with the
-    gateway gone, OpenCode still answers and the notice waits."""
+    is opened), the session is made and adopted there, a notice reaches the next call once and the
+    model's reconcile call is answered through the gateway; with the gateway gone, OpenCode still answers
+    (the tool call an error result) and the notice waits."""
     from tests.support.ports import listening_socket, spawn_serving, url_of
     from tests.support.procs import stop
     from tests.support.waiting import wait_http
@@ -470,19 +471,25 @@ def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_bre
                 gw.put_session(OTHER)
                 assert gw.watch(key, OTHER)
                 gw.inbound(OTHER, "rotate the keys first", channel="slack")
+                (notice,) = [e["line"] for e in gw.peek_system_events(key)]
             before = len(model.requests)
+            reconcile_with(model, OTHER)  # the model reconciles: the MCP server answers through the gateway too
             res = h.prompt("carry on", "--session", sid)
             assert res.returncode == 0, res.stderr[-2000:]
-            told = [i for i, r in enumerate(model.requests[before:]) if any(OTHER in t for t in model.texts(r))]
-            assert told == [0], told
+            assert [i - before for i in model.seen(notice)] == [0], model.seen(notice)
+            assert len(delta_results(model)) == 1
+            with Gateway.open(store, timers=False) as gw:
+                assert gw.peek_system_events(key) == []  # reconciled
 
             with Gateway.open(store, timers=False) as gw:
                 gw.inbound(OTHER, "and the certificates", channel="slack")
             stop(server)  # the gateway is gone: OpenCode answers all the same, the notice waits
             begun = time.monotonic()
             res = h.prompt("anything else?", "--session", sid)
-            assert res.returncode == 0 and "noted" in res.stdout, res.stderr[-2000:]
+            assert res.returncode == 0 and "reconciled" in res.stdout, res.stderr[-2000:]
             assert time.monotonic() - begun < 60
+            failed = model.tool_results(model.requests[-1])[-1]  # the tool call: an error result the model reads
+            assert "unavailable" in failed, failed
             with Gateway.open(store, timers=False) as gw:
                 assert len(gw.peek_system_events(key)) == 1  # nothing lost
         finally:
