@@ -39,7 +39,7 @@ def test_install_lists_the_plugin_beside_the_persons_own_and_uninstall_takes_out
         "sessionwatch": {
             "type": "local",
             "command": ["sessionwatch", "mcp", "--agent", "acme"],
-            "environment": {"SESSIONWATCH_HOST_CLI": "opencode"},
+            "environment": {"SESSIONWATCH_SESSION_PER_CALL": "opencode"},
             "enabled": True,
             "timeout": 605000,
         },

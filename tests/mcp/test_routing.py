@@ -37,7 +37,7 @@ def serve(tmp_path: Path, url: str, *more: str, host: str | None = "opencode") -
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONWATCH_", "CLAUDE_CODE_"))}
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
     if host:
-        env["SESSIONWATCH_HOST_CLI"] = host
+        env["SESSIONWATCH_SESSION_PER_CALL"] = host
     client = LineClient([*SESSIONWATCH, "--store", url, "mcp", *more], cwd=tmp_path, env=env, timeout=60, jsonrpc=True)
     hello = client.call(
         "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
@@ -112,7 +112,10 @@ def test_a_bound_server_runs_as_its_key_whatever_a_call_names(tmp_path: Path, st
 def test_a_server_without_a_session_is_refused_beyond_a_hosts_stdio(tmp_path: Path, store: tuple[str, Gateway]) -> None:
     url, _ = store
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONWATCH_", "CLAUDE_CODE_"))}
-    for extra, args in (({}, []), ({"SESSIONWATCH_HOST_CLI": "opencode"}, ["--transport", "http", "--port", "0"])):
+    for extra, args in (
+        ({}, []),
+        ({"SESSIONWATCH_SESSION_PER_CALL": "opencode"}, ["--transport", "http", "--port", "0"]),
+    ):
         out = subprocess.run(
             [*SESSIONWATCH, "--store", url, "mcp", *args],
             env={**env, **extra},

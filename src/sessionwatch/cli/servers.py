@@ -57,7 +57,7 @@ def serve_cmd(state: State, **options: Any) -> None:
     metavar="KEY",
     help="The caller session every tool call runs as (created when missing). Default, when Claude Code "
     "starts the server: agent:AGENT:claude:<its session id> (AGENT: --agent, else the project folder's name); "
-    "when OpenCode starts it (SESSIONWATCH_HOST_CLI=opencode), each call's own session, which sessionwatch's "
+    "when OpenCode starts it (SESSIONWATCH_SESSION_PER_CALL=opencode), each call's own session, which sessionwatch's "
     "OpenCode plugin names.",
 )
 @click.option(
@@ -143,7 +143,7 @@ def mcp_cmd(
                 "give --session KEY (a server a host starts finds its session by itself: Claude Code's from "
                 "CLAUDE_CODE_SESSION_ID, the Pi extension's and the OpenCode plugin's watchers from "
                 "SESSIONWATCH_PI_SESSION_ID and SESSIONWATCH_OPENCODE_SESSION_ID; the one OpenCode starts, "
-                "with SESSIONWATCH_HOST_CLI=opencode on stdio, from each call)"
+                "with SESSIONWATCH_SESSION_PER_CALL=opencode on stdio, from each call)"
             )
     from ..serving.options import limits_of, token_limits_of
     from ..serving.origin import RequestPolicy

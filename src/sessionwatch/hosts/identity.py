@@ -84,16 +84,16 @@ def mcp_session_key(agent: str | None) -> str | None:
 
 # A host that starts one MCP server for all of its sessions (OpenCode) names the session in each tool call
 # instead: its plugin adds a hidden argument, CALL_ARG, shaped like a hook input ({"session_id", "agent_id"
-# for a subagent, "cwd"}). The server is told which host started it by HOST_ENV (install writes it into the
-# server's entry), and takes the argument out before the tool sees it.
-HOST_ENV = "SESSIONWATCH_HOST_CLI"
+# for a subagent, "cwd"}). PER_CALL_ENV, in the server's environment (install writes it into the server's
+# entry), says so and names the host; the server takes the argument out before the tool sees it.
+PER_CALL_ENV = "SESSIONWATCH_SESSION_PER_CALL"
 CALL_ARG = "_sessionwatch"
 
 
 def calls_name_the_session() -> str | None:
-    """The host that started this MCP server without a session, naming it in each call (``HOST_ENV``), or
-    None: the server needs a key (``--session``, or the host's session id in its environment)."""
-    host = os.environ.get(HOST_ENV)
+    """The host that started this MCP server without a session, naming it in each call (``PER_CALL_ENV``),
+    or None: the server needs a key (``--session``, or the host's session id in its environment)."""
+    host = os.environ.get(PER_CALL_ENV)
     return host if host in ROOMS else None
 
 

@@ -14,5 +14,5 @@ PROGRAM = "opencode"
 
 # The MCP server OpenCode starts serves all the sessions of its process, so each call names its own (the
 # plugin adds it); this variable in the server's entry tells ``sessionwatch mcp`` so. Twin of
-# ``hosts.identity.HOST_ENV`` (a room does not import the module above the registry).
-SERVER_ENV = {"SESSIONWATCH_HOST_CLI": "opencode"}
+# ``hosts.identity.PER_CALL_ENV`` (a room does not import the module above the registry).
+SERVER_ENV = {"SESSIONWATCH_SESSION_PER_CALL": "opencode"}
