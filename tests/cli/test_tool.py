@@ -72,6 +72,17 @@ def test_a_hosts_input_names_the_host_sessions_own_key(tmp_path: Path) -> None:
     run = tool(store, "session_status", "--host", "pi", "--session", MANAGER, stdin=json.dumps(payload))
     assert out_of(run)["sessionKey"] == MANAGER  # a bound install's key wins
 
+    import time
+
+    from sessionwatch.store.records import Link
+
+    now = int(time.time() * 1000)  # the thread adopted under another key: its hook stands for that key
+    with Gateway.open(store, timers=False) as gw:
+        gw.put_session(OTHER)
+        gw.store.upsert_link(Link(OTHER, "main", "pi", "gateway:local", "0b1c-77", "local", {}, {}, now, now), now)
+    run = tool(store, "session_status", "--host", "pi", stdin=json.dumps(payload))
+    assert out_of(run)["sessionKey"] == OTHER, run.stdout
+
 
 def test_errors_are_the_commands_and_change_nothing(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'sw.db'}"

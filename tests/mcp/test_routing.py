@@ -33,9 +33,12 @@ def store(tmp_path: Path) -> Iterator[tuple[str, Gateway]]:
         gw.close()
 
 
-def serve(tmp_path: Path, url: str, *more: str, host: str | None = "opencode") -> LineClient:
+def serve(
+    tmp_path: Path, url: str, *more: str, host: str | None = "opencode", env_extra: dict[str, str] | None = None
+) -> LineClient:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONWATCH_", "CLAUDE_CODE_"))}
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    env.update(env_extra or {})
     if host:
         env["SESSIONWATCH_SESSION_PER_CALL"] = host
     client = LineClient([*SESSIONWATCH, "--store", url, "mcp", *more], cwd=tmp_path, env=env, timeout=60, jsonrpc=True)
@@ -125,3 +128,36 @@ def test_a_server_without_a_session_is_refused_beyond_a_hosts_stdio(tmp_path: Pa
             stdin=subprocess.DEVNULL,
         )
         assert out.returncode == 2 and "give --session KEY" in out.stderr, out.stderr
+
+
+def test_a_session_adopted_under_another_key_calls_as_that_key_as_its_hook_does(
+    tmp_path: Path, store: tuple[str, Gateway]
+) -> None:
+    """``sessionwatch adopt opencode <id> --session KEY`` links the thread to KEY: the hook then stands for KEY,
+    and so does the tool call; ``$SESSIONWATCH_SESSION`` pins one key for every call, as for the hook."""
+    import time
+
+    from sessionwatch.store.records import Link
+
+    url, gw = store
+    worker = "agent:main:worker"
+    gw.put_session(worker)
+    now = int(time.time() * 1000)
+    gw.store.upsert_link(
+        Link(worker, "main", "opencode", "gateway:local", "ses_adopted", "local", {}, {}, now, now), now
+    )
+    client = serve(tmp_path, url)
+    try:
+        error, text = call(client, "session_status", {"_sessionwatch": {"session_id": "ses_adopted"}})
+        assert not error and f"Session {worker}" in text, text
+        sub = {"session_id": "ses_adopted", "agent_id": "ses_kid"}
+        error, text = call(client, "session_status", {"_sessionwatch": sub})
+        assert not error and "Session agent:main:subagent:ses_kid" in text, text
+    finally:
+        client.close()
+    client = serve(tmp_path, url, env_extra={"SESSIONWATCH_SESSION": "agent:main:pinned"})
+    try:
+        error, text = call(client, "session_status", {"_sessionwatch": {"session_id": "ses_other"}})
+        assert not error and "Session agent:main:pinned" in text, text
+    finally:
+        client.close()

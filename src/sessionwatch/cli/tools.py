@@ -59,6 +59,21 @@ def caller_of(host: str | None, session: str | None, agent: str | None, payload:
     raise InvalidArgument("give --session KEY: the session the tool runs as")
 
 
+def linked(backend: Any, host: str, payload: dict[str, Any]) -> str | None:
+    """The session the host thread's adoption link names, as the hook takes it (a local store only: a
+    gateway lists no links by thread, and there the host session's own key stands, as for the hook)."""
+    from ..hosts.registry import room
+
+    thread, path = payload.get("session_id"), payload.get("transcript_path")
+    if backend.remote or not (isinstance(thread, str) or isinstance(path, str)):
+        return None
+    links = backend.thread_links(
+        room(host).hook.catalog, thread if isinstance(thread, str) else None, path if isinstance(path, str) else None
+    )
+    key = links[0].get("sessionKey") if links else None
+    return key if isinstance(key, str) and key else None
+
+
 @command(cli, "tool")
 @click.argument("name", metavar="NAME")
 @click.argument("arguments", metavar="[ARGUMENTS]", required=False)
@@ -73,8 +88,8 @@ def caller_of(host: str | None, session: str | None, agent: str | None, payload:
 @click.option(
     "--host",
     type=click.Choice(list(NAMES)),
-    help="Read a host's input on stdin ({session_id, cwd, arguments}); without --session the tool runs as "
-    "that host session's own key.",
+    help="Read a host's input on stdin ({session_id, transcript_path, cwd, arguments}); without --session the "
+    "tool runs as the session the host's hook stands for (the thread's adoption link, else its own key).",
 )
 @pass_state
 def tool_cmd(
@@ -115,6 +130,8 @@ def tool_cmd(
     parse_key(caller, "--session")
     check_args(args, set(TOOLS[name].input_schema["properties"]), name)  # refused before anything is written
     backend = state.backend()
+    if host is not None and not (session_key or os.environ.get(SESSION_ENV)):
+        caller = linked(backend, host, payload) or caller
     owner = agent_id if session_key else None  # a zero-config key names its agent itself
     try:
         backend.get_session(caller, owner)

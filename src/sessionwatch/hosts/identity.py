@@ -97,13 +97,19 @@ def calls_name_the_session() -> str | None:
     return host if host in ROOMS else None
 
 
-def call_session_key(host: str, agent: str | None, named: object) -> str | None:
+def call_session_key(
+    host: str, agent: str | None, named: object, links: list[dict[str, object]] | None = None
+) -> str | None:
     """The key of the host session a tool call names in ``CALL_ARG`` (a subagent's own key when it comes
-    from inside one), or None when the call names none that can stand in a key."""
+    from inside one), as the hook names it from the same input: the session the thread's adoption link names
+    (``links``, newest first) when there is one, else the host session's own key. None when the call names
+    no session that can stand in a key."""
     if not isinstance(named, dict):
         return None
-    key = zero_config_key(host, agent, named)
-    if key is None:
+    own = zero_config_key(host, agent, named)
+    if own is None:
         return None
+    linked = links[0].get("sessionKey") if links else None
+    key = linked if isinstance(linked, str) and linked else own
     sub = host_id(named.get("agent_id"))
     return key if sub is None else subagent_key(agent_of_key(key) or DEFAULT_AGENT, sub)

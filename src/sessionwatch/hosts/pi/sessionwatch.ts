@@ -148,6 +148,7 @@ function registerTools(pi: any): void {
           const sm = ctx?.sessionManager;
           const input = {
             session_id: sm?.getSessionId?.() ?? null,
+            transcript_path: sm?.getSessionFile?.() ?? null,
             cwd: ctx?.cwd ?? process.cwd(),
             arguments: params ?? {},
           };
