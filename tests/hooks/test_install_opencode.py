@@ -202,3 +202,17 @@ def test_a_changed_config_keeps_the_persons_edits_and_rules_and_loses_only_ours(
     config.write_text(json.dumps(data))
     assert sw(tmp_path, "uninstall", "opencode", "--dir", str(project)).returncode == 0
     assert json.loads(config.read_text()) == {"permission": {"sessionwatch_*": "deny"}, "share": "disabled"}
+
+
+def test_the_plugin_names_the_session_in_the_calls_of_exactly_our_tools() -> None:
+    """The plugin adds the calling session only to our server's tools (OpenCode names them
+    ``sessionwatch_<tool>``): the six the engine has, no other server's."""
+    import re
+    from importlib import resources
+
+    from sessionwatch.engine.tools import TOOLS
+
+    text = resources.files("sessionwatch.hosts.opencode").joinpath("plugin.js").read_text(encoding="utf-8")
+    listed = re.search(r"const TOOLS = new Set\(\s*\[([^\]]*)\]", text)
+    assert listed is not None
+    assert re.findall(r'"(\w+)"', listed.group(1)) == list(TOOLS)

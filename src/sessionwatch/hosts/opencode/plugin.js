@@ -37,7 +37,12 @@ const MAX_ANSWER_BYTES = 1 << 20;
 const REQUEST_TIMEOUT_MS = 30000; // the watcher's MCP requests (its start loads the MCP SDK)
 const MAX_WATCHES = 8; // sessions watched for a push at once in one process (the most recently idle)
 const PUSH_PREFIX = "sessionwatch: ";
-const TOOL_PREFIX = "sessionwatch_"; // OpenCode names a server's tools <server>_<tool>
+// Our server's tools as OpenCode names them (<server>_<tool>); the engine's six (a test holds them so)
+const TOOLS = new Set(
+  ["sessions_spawn", "sessions_send", "session_status", "sessions_list", "sessions_history", "session_unwatch"].map(
+    (name) => `sessionwatch_${name}`,
+  ),
+);
 const CALL_ARG = "_sessionwatch"; // where a call names its session (the server's hosts.identity.CALL_ARG)
 // OpenCode's commands (1.18): `run` is a program's prompt; the others serve clients we cannot tell apart.
 // Anything else on the command line is the TUI's project folder, where a person types.
@@ -494,7 +499,7 @@ export const SessionwatchPlugin = async ({ directory, client }) => {
       try {
         const id = input?.sessionID;
         const args = output?.args;
-        if (!id || !String(input?.tool ?? "").startsWith(TOOL_PREFIX) || !args || typeof args !== "object") return;
+        if (!id || !TOOLS.has(String(input?.tool ?? "")) || !args || typeof args !== "object") return;
         args[CALL_ARG] = { ...who(id), cwd: directory }; // in place: OpenCode hands the server this object
       } catch {}
     },
