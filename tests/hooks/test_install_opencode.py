@@ -33,7 +33,21 @@ def test_install_lists_the_plugin_beside_the_persons_own_and_uninstall_takes_out
     assert res.returncode == 0, res.stdout + res.stderr
     config = json.loads((project / "opencode.json").read_text())
     assert config["plugin"] == ["opencode-wakatime", "./.sessionwatch/opencode-plugin.js"]
-    assert {k: v for k, v in config.items() if k != "plugin"} == {k: v for k, v in USER_CONFIG.items() if k != "plugin"}
+    # the tools: our MCP server beside the person's, started as this install's plugin runs the hook
+    assert config["mcp"] == {
+        **USER_CONFIG["mcp"],  # type: ignore[dict-item]
+        "sessionwatch": {
+            "type": "local",
+            "command": ["sessionwatch", "mcp", "--agent", "acme"],
+            "environment": {"SESSIONWATCH_SESSION_PER_CALL": "opencode"},
+            "enabled": True,
+            "timeout": 605000,
+        },
+    }
+    assert config["permission"] == {"sessionwatch_*": "allow"}  # OpenCode calls them without asking
+    assert {k: v for k, v in config.items() if k not in ("plugin", "mcp", "permission")} == {
+        k: v for k, v in USER_CONFIG.items() if k not in ("plugin", "mcp")
+    }
     plugin = (project / ".sessionwatch" / "opencode-plugin.js").read_text()
     assert settings_of(plugin) == {"command": ["sessionwatch"], "globalArgs": [], "hookArgs": ["--agent", "acme"]}
     assert str(tmp_path) not in plugin + (project / "opencode.json").read_text()  # committed: no machine path
@@ -47,11 +61,13 @@ def test_install_lists_the_plugin_beside_the_persons_own_and_uninstall_takes_out
     (scope,) = [s for s in report["hosts"][0]["scopes"] if s["scope"] == "project"]
     checks = {c["check"]: c for c in scope["checks"]}
     assert checks["plugin"]["ok"] and checks["config"]["ok"] and checks["command"]["ok"], checks
+    assert checks["mcp"]["ok"] and "6 tools listed" in checks["mcp"]["detail"], checks["mcp"]
+    assert checks["permitted"]["ok"], checks["permitted"]
     assert doctor.returncode == 0, doctor.stdout
 
     out = sw(tmp_path, "uninstall", "opencode", "--dir", str(project))
     assert out.returncode == 0, out.stderr
-    assert json.loads((project / "opencode.json").read_text()) == USER_CONFIG
+    assert (project / "opencode.json").read_text() == json.dumps(USER_CONFIG, indent=2)  # byte for byte
     assert not (project / ".sessionwatch").exists()
     assert sw(tmp_path, "doctor", "opencode", "--dir", str(project)).returncode == 1  # nothing installed
 
@@ -155,3 +171,49 @@ console.log(JSON.parse(line.trim().split("\\n").pop()).source);
         )
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == expected, (argv, out.stdout, out.stderr)
+
+
+def test_a_changed_config_keeps_the_persons_edits_and_rules_and_loses_only_ours(tmp_path: Path) -> None:
+    """A config OpenCode or the person changed after install is not given back whole: only our entries come
+    out. A one-word permission (``"ask"``) is read as ``{"*": "ask"}`` while ours is beside it, and is one word
+    again after. A rule the person wrote for our tools is theirs: install leaves it, doctor reports what it
+    does, uninstall keeps it."""
+    project = tmp_path / "p"
+    project.mkdir()
+    config = project / "opencode.json"
+    config.write_text(json.dumps({"permission": "ask"}) + "\n")
+    assert sw(tmp_path, "install", "opencode", "--dir", str(project)).returncode == 0
+    data = json.loads(config.read_text())
+    assert data["permission"] == {"*": "ask", "sessionwatch_*": "allow"}
+    data["model"] = "fake/other"  # the person's edit after install
+    config.write_text(json.dumps(data, indent=2) + "\n")
+    assert sw(tmp_path, "uninstall", "opencode", "--dir", str(project)).returncode == 0
+    assert json.loads(config.read_text()) == {"permission": "ask", "model": "fake/other"}
+
+    config.write_text(json.dumps({"permission": {"sessionwatch_*": "deny"}}))
+    assert sw(tmp_path, "install", "opencode", "--dir", str(project)).returncode == 0
+    assert json.loads(config.read_text())["permission"] == {"sessionwatch_*": "deny"}
+    doctor = sw(tmp_path, "doctor", "opencode", "--dir", str(project), "--json")
+    assert doctor.returncode == 1, doctor.stdout
+    (scope,) = [s for s in json.loads(doctor.stdout)["hosts"][0]["scopes"] if s["scope"] == "project"]
+    permitted = next(c for c in scope["checks"] if c["check"] == "permitted")
+    assert permitted["ok"] is False and "refuses every call" in permitted["detail"], permitted
+    data = json.loads(config.read_text())
+    data["share"] = "disabled"
+    config.write_text(json.dumps(data))
+    assert sw(tmp_path, "uninstall", "opencode", "--dir", str(project)).returncode == 0
+    assert json.loads(config.read_text()) == {"permission": {"sessionwatch_*": "deny"}, "share": "disabled"}
+
+
+def test_the_plugin_names_the_session_in_the_calls_of_exactly_our_tools() -> None:
+    """The plugin adds the calling session only to our server's tools (OpenCode names them
+    ``sessionwatch_<tool>``): the six the engine has, no other server's."""
+    import re
+    from importlib import resources
+
+    from sessionwatch.engine.tools import TOOLS
+
+    text = resources.files("sessionwatch.hosts.opencode").joinpath("plugin.js").read_text(encoding="utf-8")
+    listed = re.search(r"const TOOLS = new Set\(\s*\[([^\]]*)\]", text)
+    assert listed is not None
+    assert re.findall(r'"(\w+)"', listed.group(1)) == list(TOOLS)

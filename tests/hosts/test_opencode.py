@@ -26,12 +26,13 @@ from typing import Any
 import pytest
 
 from sessionwatch import Gateway
+from sessionwatch.engine.tools import TOOLS as TOOL_NAMES
 from sessionwatch.hosts.opencode import sources
 from sessionwatch.hosts.opencode.database import Unreadable
 from sessionwatch.hosts.opencode.reader import GONE, Found, OpenCodeCatalog
 from tests.hosts.opencode_home import OpenCodeHome
 from tests.support.commands import SESSIONWATCH
-from tests.support.fake_model import FakeModel
+from tests.support.fake_model import FakeModel, Reply
 from tests.support.tui import Tui
 from tests.support.waiting import wait_until
 
@@ -208,6 +209,111 @@ def test_without_the_plugin_a_repeated_prompt_is_no_person(tmp_path: Path) -> No
             w.gw.close()
 
 
+# -- the tools: installed means usable ----------------------------------------------------------------------
+TOOLS = {f"sessionwatch_{name}" for name in TOOL_NAMES}  # OpenCode names a server's tools <server>_<tool>
+
+
+def reconcile_with(model: FakeModel, target: str) -> None:
+    """The model answers each turn's first call with a session_status call (changesSince 0 on ``target``),
+    then with text; OpenCode's title call gets a title."""
+
+    def respond(request: dict[str, Any]) -> Reply:
+        if not model.tool_names(request):
+            return Reply.say("A title")
+        if (request.get("messages") or [{}])[-1].get("role") == "tool":  # this turn's call was answered
+            return Reply.say("reconciled")
+        return Reply.call("sessionwatch_session_status", {"sessionKey": target, "changesSince": 0})
+
+    model.respond = respond
+
+
+def delta_results(model: FakeModel) -> list[str]:
+    results = [r for req in model.requests for r in model.tool_results(req)]
+    return [r for r in results if "human_direct_message" in r and "stateChanges" in r]
+
+
+def first_turn(model: FakeModel, since: int = 0) -> int:
+    """The index of the first request of a turn after ``since`` (OpenCode's title call has no tools)."""
+    return next(i for i, r in enumerate(model.requests) if i >= since and model.tool_names(r))
+
+
+def test_each_session_calls_the_tools_as_itself_from_its_first_request_and_a_reconcile_returns_the_delta_once(
+    world: World,
+) -> None:
+    """Installed without --session: OpenCode starts one ``sessionwatch mcp`` for all its sessions, the
+    plugin names the calling session in each call. The tools are in the first request; the session's
+    scripted ``session_status`` with ``changesSince`` is permitted, runs as the session's own key, returns
+    the delta once and reconciles: the notice, given to the turn's first call, never comes again."""
+    w = world
+    w.run("set up the project")
+    (sid,) = w.h.sessions()
+    key = w.key(sid)
+    first = w.model.requests[first_turn(w.model)]
+    assert set(w.model.tool_names(first)) >= TOOLS, w.model.tool_names(first)
+    status = next(t["function"] for t in first["tools"] if t["function"]["name"] == "sessionwatch_session_status")
+    assert "changesSince" in json.dumps(status["parameters"])
+
+    w.gw.put_session(OTHER)
+    assert w.gw.watch(key, OTHER)
+    w.gw.inbound(OTHER, "rotate the keys first", channel="slack")
+    (notice,) = [e["line"] for e in w.gw.peek_system_events(key)]
+    reconcile_with(w.model, OTHER)
+    before = len(w.model.requests)
+    w.run("what changed?", "--session", sid)
+    turn = first_turn(w.model, before)
+    assert w.model.seen(notice) == [turn], (w.model.seen(notice), w.h.hook_log())  # once, in the turn's first call
+    (delta,) = delta_results(w.model)  # permitted, answered, and read by the model
+    assert delta.count('"stateChanges"') == 1 and notice not in delta, delta  # the delta once, no notice again
+    assert w.gw.peek_system_events(key) == []  # reconciled
+    assert _own_keys(w) == [key]  # the call ran as the session's own key: no other session was made
+    # the session the plugin adds to each call is the server's alone: no model call ever reads it
+    assert not any("_sessionwatch" in json.dumps(r) for r in w.model.requests)
+    stored = w.h.query("SELECT data FROM part WHERE json_extract(data, '$.tool') = 'sessionwatch_session_status'")
+    assert len(stored) == 1 and json.loads(stored[0][0])["state"]["status"] == "completed", stored
+
+
+def test_tools_are_permitted_under_a_config_that_asks_and_uninstall_gives_the_config_back_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    """A project whose opencode.json asks before every tool (``opencode run`` answers such a question with a
+    refusal): install with --session adds the server and the rule that lets the model call our tools, so
+    the reconcile call is answered; doctor reports the server starting and listing the tools, and the
+    tools permitted; uninstall gives the file back byte for byte."""
+    with FakeModel("chat", default="noted") as model:
+        w = World(tmp_path, model, plugin=False)
+        try:
+            config = w.h.project / "opencode.json"
+            cautious = {**json.loads(config.read_text()), "permission": {"*": "ask"}}
+            config.write_text(json.dumps(cautious, indent=4))  # a layout of the person's own
+            before = config.read_bytes()
+            w.sessionwatch("install", "opencode", "--dir", str(w.h.project), "--session", MANAGER)
+            written = json.loads(config.read_text())
+            assert written["permission"] == {"*": "ask", "sessionwatch_*": "allow"}  # after theirs: it wins
+            assert written["mcp"]["sessionwatch"]["command"] == ["sessionwatch", "mcp", "--session", MANAGER]
+
+            doctor = json.loads(w.sessionwatch("doctor", "opencode", "--dir", str(w.h.project), "--json"))
+            (scope,) = [s for s in doctor["hosts"][0]["scopes"] if s["scope"] == "project"]
+            checks = {c["check"]: c for c in scope["checks"]}
+            assert checks["mcp"]["ok"] and "6 tools listed" in checks["mcp"]["detail"], checks["mcp"]
+            assert checks["permitted"]["ok"], checks["permitted"]
+
+            w.gw.put_session(OTHER)
+            assert w.gw.watch(MANAGER, OTHER)
+            w.gw.inbound(OTHER, "rotate the keys first", channel="slack")
+            reconcile_with(model, OTHER)
+            w.run("what changed?")
+            results = [r for req in model.requests for r in model.tool_results(req)]
+            assert not any("rejected" in r for r in results), results
+            assert len(delta_results(model)) == 1, results
+            assert w.gw.peek_system_events(MANAGER) == []
+
+            w.sessionwatch("uninstall", "opencode", "--dir", str(w.h.project))
+            assert config.read_bytes() == before
+            assert not (w.h.project / ".sessionwatch").exists()
+        finally:
+            w.gw.close()
+
+
 # -- the reader on a real database -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def real_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
@@ -320,8 +426,9 @@ def test_the_reader_waits_out_a_locked_database_and_a_schema_it_does_not_know(
 
 def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_breaks_opencode(tmp_path: Path) -> None:
     """Installed with ``--gateway``: the plugin's hook runs post to the gateway (no store on this machine
-    is opened), the session is made and adopted there, a notice reaches the next call once; with the
-    gateway gone, OpenCode still answers and the notice waits."""
+    is opened), the session is made and adopted there, a notice reaches the next call once and the
+    model's reconcile call is answered through the gateway; with the gateway gone, OpenCode still answers
+    (the tool call an error result) and the notice waits."""
     from tests.support.ports import listening_socket, spawn_serving, url_of
     from tests.support.procs import stop
     from tests.support.waiting import wait_http
@@ -364,19 +471,25 @@ def test_through_a_gateway_the_plugin_delivers_once_and_a_gateway_gone_never_bre
                 gw.put_session(OTHER)
                 assert gw.watch(key, OTHER)
                 gw.inbound(OTHER, "rotate the keys first", channel="slack")
+                (notice,) = [e["line"] for e in gw.peek_system_events(key)]
             before = len(model.requests)
+            reconcile_with(model, OTHER)  # the model reconciles: the MCP server answers through the gateway too
             res = h.prompt("carry on", "--session", sid)
             assert res.returncode == 0, res.stderr[-2000:]
-            told = [i for i, r in enumerate(model.requests[before:]) if any(OTHER in t for t in model.texts(r))]
-            assert told == [0], told
+            assert [i - before for i in model.seen(notice)] == [0], model.seen(notice)
+            assert len(delta_results(model)) == 1
+            with Gateway.open(store, timers=False) as gw:
+                assert gw.peek_system_events(key) == []  # reconciled
 
             with Gateway.open(store, timers=False) as gw:
                 gw.inbound(OTHER, "and the certificates", channel="slack")
             stop(server)  # the gateway is gone: OpenCode answers all the same, the notice waits
             begun = time.monotonic()
             res = h.prompt("anything else?", "--session", sid)
-            assert res.returncode == 0 and "noted" in res.stdout, res.stderr[-2000:]
+            assert res.returncode == 0 and "reconciled" in res.stdout, res.stderr[-2000:]
             assert time.monotonic() - begun < 60
+            failed = model.tool_results(model.requests[-1])[-1]  # the tool call: an error result the model reads
+            assert "unavailable" in failed, failed
             with Gateway.open(store, timers=False) as gw:
                 assert len(gw.peek_system_events(key)) == 1  # nothing lost
         finally:
@@ -387,7 +500,6 @@ def test_a_subagent_session_is_a_child_its_parent_watches_and_its_end_tells_the_
     """OpenCode's task tool runs a subagent in a session of its own (``parent_id``): the plugin makes it
     ``agent:project:subagent:<its session id>``, spawned by the parent's key (which watches it from its
     spawn), and the subagent's end tells the parent once."""
-    from tests.support.fake_model import Reply
 
     TASK = "subtask-7731: list the files"  # a text no prompt of OpenCode's own holds
     w = world
@@ -419,8 +531,6 @@ def test_a_permission_asked_in_the_tui_shows_the_session_waiting_and_the_answer_
     """A tool call the config says to ask about: OpenCode asks the person in the TUI, and the plugin
     reports ``waiting``; the person allows it and the session is ``working`` again, then ``idle``."""
     import json as _json
-
-    from tests.support.fake_model import Reply
 
     w = world
     config = _json.loads((w.h.project / "opencode.json").read_text())
@@ -477,7 +587,6 @@ def test_two_sessions_in_one_folder_get_two_keys_and_a_resumed_one_keeps_its_own
 def test_a_change_during_a_tool_loop_reaches_the_same_turn(world: World) -> None:
     """The plugin's system transform runs before every model call of a turn: a change that lands while
     OpenCode runs a tool reaches the call after the tool, once, and is stored nowhere."""
-    from tests.support.fake_model import Reply
 
     w = world
     (w.h.project / "notes.txt").write_text("the brief is due on Friday\n")
@@ -510,7 +619,6 @@ def test_a_change_during_a_tool_loop_reaches_the_same_turn(world: World) -> None
 def test_a_subagent_session_never_takes_its_parents_notice(world: World) -> None:
     """The change lands while the task tool's subagent runs a tool of its own: the subagent's next call
     does not get the parent's notice (its calls carry its own session id), the parent's next call does."""
-    from tests.support.fake_model import Reply
 
     TASK = "subtask-4417: read the notes"
     w = world
@@ -658,7 +766,6 @@ def compacted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     """A database the real OpenCode wrote with the plugin installed: a prompt, then one the provider refuses
     as too long, so OpenCode compacts the session (a ``compaction`` message and its summary) and replays
     the refused prompt as a new user message, without ``chat.message``."""
-    from tests.support.fake_model import Reply
 
     root = tmp_path_factory.mktemp("opencode-compacted")
     with FakeModel("chat", default="noted") as model:

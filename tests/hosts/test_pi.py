@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from sessionwatch import Gateway
+from sessionwatch.engine.tools import TOOLS
 from tests.support.commands import SESSIONWATCH
-from tests.support.fake_model import FakeModel
+from tests.support.fake_model import FakeModel, Reply
 from tests.support.hosts import pi
 from tests.support.pi_host import PiHome, clean_env
 from tests.support.tui import Tui
@@ -224,21 +225,73 @@ def test_through_a_gateway_the_extension_delivers_once_and_a_gateway_gone_never_
                 gw.inbound(WORKER, "rotate the keys first", channel="slack")
                 notice = gw.peek_system_events(key)[0]["text"]
             before = len(model.requests)
+            reconcile = Reply.call("session_status", {"sessionKey": WORKER, "changesSince": 0})
+            model.script(reconcile, Reply.say("reconciled"))  # the tool runs through the gateway too
             again = h.prompt("carry on", "--session", str(session_file))
             assert again.returncode == 0, again.stderr[-2000:]
-            assert [i - before for i in model.seen(notice)] == [0]
+            assert [i - before for i in model.seen(notice)] == [0, 1]  # the run's system prompt, both calls
+            assert len(_delta_results(model)) == 1, h.hook_log()
+            with Gateway.open(store, timers=False) as gw:
+                assert gw.peek_system_events(key) == []  # reconciled
 
             with Gateway.open(store, timers=False) as gw:
                 gw.inbound(WORKER, "and the certificates", channel="slack")
-            stop(server)  # gone: Pi answers all the same, the notice waits
+            stop(server)  # gone: Pi answers all the same (a tool call is an error the model reads), the notice waits
+            model.script(Reply.call("sessions_list", {}))
             begun = time.monotonic()
             last = h.prompt("anything else?", "--session", str(session_file))
             assert last.returncode == 0 and "noted" in last.stdout, last.stderr[-2000:]
             assert time.monotonic() - begun < 60
+            failed = model.tool_results(model.requests[-1])[-1]  # this call's (the conversation holds the earlier)
+            assert "sessionwatch sessions_list failed (unavailable" in failed, failed
             with Gateway.open(store, timers=False) as gw:
                 assert len(gw.peek_system_events(key)) == 1  # nothing lost
         finally:
             stop(server)
+
+
+def _delta_results(model: FakeModel) -> list[str]:
+    """The tool results that carry a session's changes (a reconcile's answer)."""
+    results = [r for req in model.requests for r in model.tool_results(req)]
+    return [r for r in results if "human_direct_message" in r and "stateChanges" in r]
+
+
+def test_the_tools_are_in_the_first_request_and_a_reconcile_call_returns_the_delta_once(
+    world: dict[str, Any],
+) -> None:
+    """Pi has no MCP: the extension registers the six tools, so they are in the first model request; a
+    scripted ``session_status`` with ``changesSince`` runs as the session's own key (``sessionwatch tool
+    --host pi``), returns the delta once and reconciles: the notice the run got never comes again."""
+    h, gw, model = world["h"], world["gw"], world["model"]
+    _sessionwatch(h, "install", "pi")  # each Pi session its own key
+    first = h.prompt("set up the project")
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert set(model.tool_names(model.requests[0])) >= set(TOOLS), model.tool_names(model.requests[0])
+    status = next(t["function"] for t in model.requests[0]["tools"] if t["function"]["name"] == "session_status")
+    assert "changesSince" in json.dumps(status["parameters"])
+    (session_file,) = h.session_files()
+    key = f"agent:project:pi:{_session_id(session_file)}"
+
+    gw.put_session("agent:main:other")
+    assert gw.watch(key, "agent:main:other")
+    gw.inbound("agent:main:other", "ship it on Friday", channel="slack")
+    (notice,) = [e["line"] for e in gw.peek_system_events(key)]
+    model.script(
+        Reply.call("session_status", {"sessionKey": "agent:main:other", "changesSince": 0}), Reply.say("reconciled")
+    )
+    before = len(model.requests)
+    run = h.prompt("what changed?", "--session", str(session_file))
+    assert run.returncode == 0, run.stderr[-2000:]
+    # given to the run's first call, in the system prompt Pi keeps for each call of that run
+    assert model.seen(notice) == list(range(before, len(model.requests))), (model.seen(notice), h.hook_log())
+    (delta,) = _delta_results(model)
+    assert delta.count('"stateChanges"') == 1 and notice not in delta, delta
+    assert gw.peek_system_events(key) == []  # reconciled
+    assert _own_keys(gw) == [key]  # the call ran as the session's own key
+    later = len(model.requests)
+    run = h.prompt("and now?", "--session", str(session_file))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert model.seen(notice)[-1] < later  # never again
 
 
 def _own_keys(gw: Gateway, prefix: str = "agent:project:pi:") -> list[str]:
@@ -271,8 +324,6 @@ def test_two_sessions_in_one_folder_get_two_keys_and_a_continued_one_keeps_its_o
 def test_a_change_during_a_tool_loop_reaches_the_same_turn(world: dict[str, Any]) -> None:
     """Pi's ``context`` event runs before every model call: a change that lands while a tool runs reaches
     the call after the tool, in the same turn, once, and is never stored in the session file."""
-    from tests.support.fake_model import Reply
-
     h, gw, model = world["h"], world["gw"], world["model"]
     _sessionwatch(h, "install", "pi", "--session", WORKER)
     gw.put_session("agent:main:other")
@@ -390,9 +441,12 @@ def test_with_sessionwatch_missing_from_path_pi_answers_as_usual(world: dict[str
         d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "sessionwatch").exists()
     )
     assert shutil.which("sessionwatch", path=h.env()["PATH"]) is None and shutil.which("node", path=h.env()["PATH"])
+    model.script(Reply.call("sessions_list", {}))  # the model calls a sessionwatch tool: an error it reads
     run = h.prompt("what is new?")
     assert run.returncode == 0 and "noted" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
-    assert model.seen("what is new?") == [0]
+    assert model.seen("what is new?") == [0, 1]
+    (failed,) = model.tool_results(model.requests[1])
+    assert "sessionwatch is not installed where Pi runs" in failed, failed
     assert len(gw.peek_system_events(WORKER)) == 1  # nothing consumed
 
 

@@ -17,8 +17,8 @@ from .backend import Backend
 
 # The modules that register the group's commands, imported on first need (see Group.get_command); a
 # command listed in LAZY loads only its own module.
-COMMAND_MODULES = ("demo", "servers", "sessions", "settings_cmd", "tokens", "top", "upstream", "hooks")
-LAZY = {"hook": "hooks", "install": "hooks", "uninstall": "hooks", "doctor": "hooks"}
+COMMAND_MODULES = ("demo", "servers", "sessions", "settings_cmd", "tokens", "tools", "top", "upstream", "hooks")
+LAZY = {"hook": "hooks", "install": "hooks", "uninstall": "hooks", "doctor": "hooks", "tool": "tools"}
 
 
 def print_json(data: Any) -> None:

@@ -2,7 +2,8 @@
 (the host is waiting for the handshake), and the same start-up from the click command otherwise.
 
 The fast path understands ``[--store URL | --gateway URL] [--token T] [--log-level L] [--json] mcp
---session KEY [--agent ID] [--notice-poll S] [--transport stdio]`` and their environment variables; any
+[--session KEY] [--agent ID] [--notice-poll S] [--transport stdio]`` and their environment variables (without
+``--session``: a host's session id in the environment, or a host whose calls name their session); any
 other command line (``--help``, ``--transport http``, a typo, a malformed key) goes to click, with its
 usual help and errors.
 """
@@ -60,9 +61,14 @@ def parse(args: list[str]) -> dict[str, str] | None:
         return None
     if "session" not in opts:  # started by a host without a key: the host names the session
         where = own_session(opts.get("agent"))
-        if where is None:
-            return None
-        if where:  # Claude Code: its session id makes the key
+        if where is None:  # or each call names its session (OpenCode's plugin): routing.py
+            from ..hosts.identity import calls_name_the_session
+
+            host = calls_name_the_session()
+            if host is None:
+                return None
+            opts["host"] = host
+        elif where:  # Claude Code: its session id makes the key
             opts["session"] = where
             opts.pop("agent", None)
     if opts.get("log_level", "warning") not in LEVELS:
@@ -118,6 +124,7 @@ def run_fast(args: list[str]) -> bool:
             token=token,
             session_key=opts.get("session"),
             agent_id=opts.get("agent"),
+            host=opts.get("host"),
             notice_poll=float(opts.get("notice_poll", "1")),
         )
     except SessionwatchError as exc:  # as the click command line says it (stdout is the protocol)
@@ -140,11 +147,13 @@ def serve(
     session_key: str | None,
     agent_id: str | None,
     notice_poll: float,
+    host: str | None = None,
 ) -> None:
     """Serve on stdio, answering the handshake while the SDK loads and the store opens (a failed start
     raises, as the store or the session did). ``SESSIONWATCH_MCP_QUICKSTART=0``: wait for the SDK.
     ``session_key`` None: the host that started the server names the session in its calls (a late
-    binding; ``agent_id`` is then the agent of that key)."""
+    binding; ``agent_id`` is then the agent of that key); with ``host``, the host started it for all its
+    sessions, each call naming its own (``agent_id``: the agent of their keys)."""
     from ..mcpserver.quickstart import serve_stdio
 
     def build() -> Server:
@@ -154,6 +163,10 @@ def serve(
         from .backend import Backend
 
         backend = Backend.open(store=store, gateway=gateway, token=token, timers=True)
+        if host is not None:
+            from ..mcpserver.routing import RoutedBinding
+
+            return build_server(RoutedBinding(backend, host, agent_id), poll_interval=notice_poll)
         channel = serving_channel()
         if session_key is None:
             binding = SessionBinding(backend, None, late=channel, late_agent=agent_id)

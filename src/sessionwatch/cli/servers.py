@@ -56,7 +56,9 @@ def serve_cmd(state: State, **options: Any) -> None:
     "session_key",
     metavar="KEY",
     help="The caller session every tool call runs as (created when missing). Default, when Claude Code "
-    "starts the server: agent:AGENT:claude:<its session id> (AGENT: --agent, else the project folder's name).",
+    "starts the server: agent:AGENT:claude:<its session id> (AGENT: --agent, else the project folder's name); "
+    "when OpenCode starts it (SESSIONWATCH_SESSION_PER_CALL=opencode), each call's own session, which sessionwatch's "
+    "OpenCode plugin names.",
 )
 @click.option(
     "--agent",
@@ -127,15 +129,20 @@ def mcp_cmd(
     from ..mcpserver import SessionBinding, build_server, run_http
     from ..serving.exposure import check_exposure, resolve_token
 
+    routed_host: str | None = None  # the host whose calls name their session (no one key)
     if session_key is None:
+        from ..hosts.identity import calls_name_the_session
         from .mcp_start import own_session
 
         found = own_session(agent_id)
-        if found is None or (not found and transport != "stdio"):
+        if found is None:
+            routed_host = calls_name_the_session()
+        if (found is None and routed_host is None) or (not found and transport != "stdio"):
             raise click.UsageError(
                 "give --session KEY (a server a host starts finds its session by itself: Claude Code names it "
                 "in CLAUDE_CODE_SESSION_ID, Codex in each tool call, the Pi extension's and the OpenCode "
-                "plugin's watchers in SESSIONWATCH_PI_SESSION_ID and SESSIONWATCH_OPENCODE_SESSION_ID)"
+                "plugin's watchers in SESSIONWATCH_PI_SESSION_ID and SESSIONWATCH_OPENCODE_SESSION_ID, the "
+                "server OpenCode starts (SESSIONWATCH_SESSION_PER_CALL=opencode, on stdio) in each call)"
             )
         session_key = found or None  # "": the host names it in its calls (Codex), a stdio server bound late
         if session_key is not None:
@@ -170,9 +177,10 @@ def mcp_cmd(
             session_key=session_key,
             agent_id=agent_id,
             notice_poll=notice_poll,
+            host=routed_host,
         )
         return
-    assert session_key is not None  # a late binding is for stdio only (refused above)
+    assert session_key is not None  # a late binding, or calls naming their session, is for stdio only (above)
     backend = state.backend(timers=True)
     binding = SessionBinding(backend, session_key, agent_id)
     binding.ensure_session()

@@ -57,3 +57,36 @@ def mcp_session_key(agent: str | None) -> str | None:
         if sid is not None:
             return host_key(session_agent(agent, {}), room.name, sid)
     return None
+
+
+# A host that starts one MCP server for all of its sessions (OpenCode) names the session in each tool call
+# instead: its plugin adds a hidden argument, CALL_ARG, shaped like a hook input ({"session_id", "agent_id"
+# for a subagent, "cwd"}). PER_CALL_ENV, in the server's environment (install writes it into the server's
+# entry), says so and names the host; the server takes the argument out before the tool sees it.
+PER_CALL_ENV = "SESSIONWATCH_SESSION_PER_CALL"
+CALL_ARG = "_sessionwatch"
+
+
+def calls_name_the_session() -> str | None:
+    """The host that started this MCP server without a session, naming it in each call (``PER_CALL_ENV``),
+    or None: the server needs a key (``--session``, or the host's session id in its environment)."""
+    host = os.environ.get(PER_CALL_ENV)
+    return host if host in ROOMS else None
+
+
+def call_session_key(
+    host: str, agent: str | None, named: object, links: list[dict[str, object]] | None = None
+) -> str | None:
+    """The key of the host session a tool call names in ``CALL_ARG`` (a subagent's own key when it comes
+    from inside one), as the hook names it from the same input: the session the thread's adoption link names
+    (``links``, newest first) when there is one, else the host session's own key. None when the call names
+    no session that can stand in a key."""
+    if not isinstance(named, dict):
+        return None
+    own = zero_config_key(host, agent, named)
+    if own is None:
+        return None
+    linked = links[0].get("sessionKey") if links else None
+    key = linked if isinstance(linked, str) and linked else own
+    sub = host_id(named.get("agent_id"))
+    return key if sub is None else subagent_key(agent_of_key(key) or DEFAULT_AGENT, sub)

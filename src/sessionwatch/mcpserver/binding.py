@@ -193,6 +193,11 @@ class SessionBinding:
                     self._claimed = found
         return self.session_key or self._claimed
 
+    def for_call(self, named: object = None) -> SessionBinding:
+        """The binding a call runs on: this one. A session a call names (``mcpserver.routing``) is not
+        this server's to take: it is bound."""
+        return self
+
     # -- delivery bookkeeping --------------------------------------------------------------------
     def open_call(self) -> int:
         return next(self._tickets)

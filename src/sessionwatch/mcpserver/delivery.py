@@ -24,6 +24,7 @@ from mcp_types import JSONRPCResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .binding import Exchange, SessionBinding, ToolOutcome
+from .routing import RoutedBinding
 
 log = logging.getLogger("sessionwatch.mcp")
 
@@ -117,7 +118,7 @@ class ReportDeliveries:
 class _ReportingStream:
     """The server's write stream, reporting each answer to the binding once the transport took it."""
 
-    def __init__(self, inner: Any, binding: SessionBinding) -> None:
+    def __init__(self, inner: Any, binding: SessionBinding | RoutedBinding) -> None:
         self._inner = inner
         self._binding = binding
 
@@ -143,7 +144,7 @@ class _ReportingStream:
         return getattr(self._inner, name)
 
 
-def report_writes(server: Server, binding: SessionBinding) -> Server:
+def report_writes(server: Server, binding: SessionBinding | RoutedBinding) -> Server:
     """Make ``server.run`` (stdio, in-memory) report written answers to ``binding``."""
     plain_run = server.run
 

@@ -33,6 +33,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from ..repeats import RepeatedFailures
 from .binding import SessionBinding
+from .routing import RoutedBinding
 from .texts import notices_uri
 
 log = logging.getLogger("sessionwatch.mcp")
@@ -45,7 +46,9 @@ MIME = "application/json"
 class NoticeFeed:
     """One per MCP server: the resource of its bound session and the subscriptions on it."""
 
-    def __init__(self, binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> None:
+    def __init__(
+        self, binding: SessionBinding | RoutedBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL
+    ) -> None:
         self.binding = binding
         self.poll_interval = poll_interval
         self.bus = InMemorySubscriptionBus()

@@ -17,10 +17,12 @@ from mcp.server import Server, ServerRequestContext
 
 from .. import __version__
 from ..engine.tools import TOOLS
+from ..hosts.identity import CALL_ARG
 from ..http.auth import PRINCIPAL
 from .binding import SessionBinding
 from .delivery import EXCHANGE, report_writes, run_call
 from .notices_feed import DEFAULT_POLL_INTERVAL, NoticeFeed
+from .routing import RoutedBinding
 from .texts import instructions, tools_json
 
 
@@ -29,9 +31,9 @@ def tool_list() -> list[types.Tool]:
     return [types.Tool.model_validate(t) for t in tools_json()]
 
 
-def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> Server:
+def build_server(binding: SessionBinding | RoutedBinding, *, poll_interval: float = DEFAULT_POLL_INTERVAL) -> Server:
     """A low-level MCP server whose every tool call runs as ``binding.session_key`` (or, bound late, the
-    session the host names in the call).
+    session the host names in the call; a ``RoutedBinding``: the session each call names).
 
     ``poll_interval`` (seconds, 0 = off) is how often subscribed notices are re-checked besides wakes.
     """
@@ -48,10 +50,13 @@ def build_server(binding: SessionBinding, *, poll_interval: float = DEFAULT_POLL
         principal = request.scope.get(PRINCIPAL) if request is not None and hasattr(request, "scope") else None
         scope = principal.agent_filter() if principal is not None else None
         exchange = request.scope.get(EXCHANGE) if request is not None and hasattr(request, "scope") else None
-        # Off the event loop; a cancelled call leaves its notices queued (mcpserver.delivery).
         args = dict(params.arguments or {})
+        named = args.pop(CALL_ARG, None)  # a host's plugin names the calling session (OpenCode): routing.py
+        # Off the event loop; a cancelled call leaves its notices queued (mcpserver.delivery).
         # the call's _meta may name the host session (Codex: threadId), for a server bound late
-        outcome = await run_call(binding, ctx.request_id, params.name, args, scope, exchange, params.meta)
+        outcome = await run_call(
+            binding.for_call(named), ctx.request_id, params.name, args, scope, exchange, params.meta
+        )
         feed.kick()  # the call may have delivered notices: subscribers see the list change
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=outcome.text())],

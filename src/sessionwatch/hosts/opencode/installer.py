@@ -1,13 +1,17 @@
 """``install``/``uninstall``/``doctor opencode`` and ``--verify``: the room's files (the plugin and its config
-entry, ``install.py``) with the checks the other hosts get (``hosts/checks.py``).
+entries, ``install.py``) with the checks the other hosts get (``hosts/checks.py``).
 
 The plugin runs ``sessionwatch [--store|--gateway ...] hook opencode [--session KEY] [--agent ID]``; a check
 fires a sample ``UserPromptSubmit`` through exactly that command line (with a throwaway state folder, so
-it takes no notice meant for a session), and says whether the store or gateway answers.
+it takes no notice meant for a session), and says whether the store or gateway answers. The MCP server
+(the same command line with ``mcp``) is started as OpenCode starts it and must list its tools, and the
+config's permission rules must let OpenCode call them without asking.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import shutil
 from dataclasses import dataclass
@@ -18,7 +22,16 @@ from ...errors import InvalidArgument
 from ...keys import parse_key
 from ..agent_names import agent_from_folder
 from ..base import USER_PROMPT_SUBMIT
-from ..checks import Check, Diagnosis, HookRun, ScopeReport, host_version as program_version, run_hook
+from ..checks import (
+    Check,
+    Diagnosis,
+    HookRun,
+    McpProbe,
+    ScopeReport,
+    host_version as program_version,
+    probe_mcp,
+    run_hook,
+)
 from ..installer import Change, Installation, refuse_machine_paths, sample_payload, sessionwatch_argv
 from . import install as room
 from .room import PROGRAM
@@ -80,6 +93,40 @@ def verify(lay: room.Layout) -> HookRun | None:
     return _run(command, lay) if command is not None else None
 
 
+def probe_server(lay: room.Layout, server: dict[str, Any]) -> McpProbe:
+    """Start our MCP server as OpenCode starts it (in the project folder, with OpenCode's environment and
+    the entry's own) and list its tools."""
+    argv = [str(a) for a in server["command"]]
+    env = {**os.environ, **{str(k): str(v) for k, v in (server.get("environment") or {}).items()}}
+    return probe_mcp({"command": argv[0], "args": argv[1:]}, lay.dir, env)
+
+
+def _wildcard(value: str, pattern: str) -> bool:
+    """OpenCode's match of a permission name against a rule's (``*`` any run, ``?`` one character)."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.S) is not None
+
+
+def tool_permission(lay: room.Layout) -> tuple[str, str]:
+    """What OpenCode does when the model calls one of our tools, from the config files it reads (the
+    user's, then the project's; the last matching rule wins): (action, where it is said). ``allow`` when no
+    rule matches (OpenCode's default for a server's tools)."""
+    files = [room.config_home() / "opencode.json"]
+    if lay.scope == "project":
+        files.append(lay.dir / "opencode.json")
+    action, where = "allow", "no rule (OpenCode's default)"
+    tool = f"{room.SERVER_NAME}_session_status"
+    for path in files:
+        try:
+            data, _ = room._read_config(path)
+        except Exception:  # noqa: BLE001 - a broken file is the config check's to report
+            continue
+        for name, pattern, rule in room.permission_rules(data):
+            if _wildcard(tool, name) and _wildcard("*", pattern):
+                action, where = rule, f"{path}: permission {name!r}: {rule!r}"
+    return action, where
+
+
 def _run(command: str, lay: room.Layout) -> HookRun:
     return run_hook(command, lay.dir, sample_payload(USER_PROMPT_SUBMIT, lay.dir))
 
@@ -95,7 +142,8 @@ def diagnose(scope: str, directory: str | None, *, probe: bool = True) -> Diagno
     lay = room.layout(scope, directory)
     command, settings = hook_command(lay)
     listed = room.found_entry(lay)
-    report = ScopeReport(HOST, scope, None if scope == "user" else str(lay.dir), command is not None or listed)
+    installed = command is not None or listed or room.found_server(lay) is not None
+    report = ScopeReport(HOST, scope, None if scope == "user" else str(lay.dir), installed)
     if not report.installed:
         return Diagnosis(report)
     checks = report.checks
@@ -112,12 +160,45 @@ def diagnose(scope: str, directory: str | None, *, probe: bool = True) -> Diagno
         checks.append(Check("config", True, f"{lay.entry} in the 'plugin' list of {lay.config_path}"))
     else:
         checks.append(Check("config", False, f"{lay.config_path} does not list {lay.entry}", fix))
+    checks += _check_tools(lay, probe)
     if command is None:
         return Diagnosis(report)
     checks.append(_check_command(command, lay, probe))
     global_args = list(settings.get("globalArgs", [])) if settings else []
     session = _option(settings, "--session")
     return Diagnosis(report, (global_args, session, _option(settings, "--agent") if session else None))
+
+
+def _check_tools(lay: room.Layout, probe: bool) -> list[Check]:
+    """The MCP server that gives the model the tools: registered, starting and listing them as OpenCode
+    starts it, and the tools permitted without asking."""
+    fix = fix_command(lay)
+    server = room.found_server(lay)
+    if server is None:
+        detail = f"{lay.config_path} registers no sessionwatch MCP server: the model has no sessionwatch tools"
+        return [Check("mcp", False, detail, fix)]
+    out: list[Check] = []
+    if server.get("enabled") is False:
+        out.append(Check("mcp", False, f"the sessionwatch MCP server is disabled in {lay.config_path}", fix))
+    elif not probe:
+        out.append(Check("mcp", True, f"registered in {lay.config_path}"))
+    else:
+        p = probe_server(lay, server)
+        if p.ok:
+            out.append(Check("mcp", True, f"{server['command'][0]} mcp starts as OpenCode starts it: {p.detail}"))
+        else:
+            out.append(Check("mcp", False, f"the MCP server does not start: {p.detail}", fix + " --verify"))
+    action, where = tool_permission(lay)
+    if action == "allow":
+        out.append(Check("permitted", True, f"OpenCode calls the {room.PERMISSION} tools without asking ({where})"))
+    else:
+        said = "refuses every call" if action == "deny" else "asks before each call (opencode run refuses it)"
+        out.append(
+            Check(
+                "permitted", False, f"OpenCode {said}: {where}", f'set "permission": {{"{room.PERMISSION}": "allow"}}'
+            )
+        )
+    return out
 
 
 def _option(settings: dict[str, Any] | None, name: str) -> str | None:
@@ -146,18 +227,20 @@ def _check_command(command: str, lay: room.Layout, probe: bool) -> Check:
 
 @dataclass
 class PluginVerification:
-    """``install opencode --verify``: a sample UserPromptSubmit through the plugin's command line."""
+    """``install opencode --verify``: a sample UserPromptSubmit through the plugin's command line, and the
+    MCP server started as OpenCode starts it."""
 
     command: str | None
     run: HookRun
+    mcp: McpProbe | None = None
 
     @property
     def ok(self) -> bool:
-        return self.run.error is None
+        return self.run.error is None and (self.mcp is None or self.mcp.ok)
 
     def to_json(self) -> dict[str, Any]:
         run = self.run
-        return {
+        out: dict[str, Any] = {
             "ok": self.ok,
             "command": self.command,
             "hook": {
@@ -169,6 +252,10 @@ class PluginVerification:
                 "log": run.log,
             },
         }
+        if self.mcp is not None:
+            m = self.mcp
+            out["mcp"] = {"ok": m.ok, "detail": m.detail, "tools": m.tools, "ms": round(m.ms, 1)}
+        return out
 
     def lines(self) -> list[str]:
         run = self.run
@@ -181,6 +268,10 @@ class PluginVerification:
             out += [f"            {line}" for line in run.context.splitlines()]
         else:
             out.append("          the model would read nothing: no notice is pending for this session")
+        if self.mcp is not None:
+            m = self.mcp
+            tools = f" ({', '.join(m.tools)})" if m.tools else ""
+            out.append(f"verify    MCP server: {'ok' if m.ok else 'FAILED'}: {m.detail}{tools}")
         return out
 
 
@@ -204,7 +295,10 @@ class OpenCodeInstaller:
 
         def check() -> PluginVerification | None:
             run = verify(lay)
-            return None if run is None else PluginVerification(hook_command(lay)[0], run)
+            if run is None:
+                return None
+            server = room.found_server(lay)
+            return PluginVerification(hook_command(lay)[0], run, probe_server(lay, server) if server else None)
 
         return Installation(list(changes), check)
 

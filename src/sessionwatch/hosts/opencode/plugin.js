@@ -12,6 +12,11 @@
 // - Push: in a process that lives on (the TUI, `serve`, `web`), a notice that comes while a session is idle
 //   starts a turn there with one short synthetic prompt (once per notice); that turn's model call gets the
 //   notice. The session's notices are watched through `sessionwatch mcp` (its notices resource, a peek).
+// - Tools: OpenCode starts one `sessionwatch mcp` (the config's `mcp` entry) for all the sessions of its
+//   process and tells it nothing of the session calling, so before each call of a sessionwatch tool this
+//   plugin adds the session to the call's arguments (`_sessionwatch`, shaped like a hook's input); the
+//   server takes it out and runs the call as that session. The models never see it: it is taken out of
+//   the conversation each model call gets (OpenCode keeps it in the stored call).
 //
 // It needs no package (only what OpenCode's runtime provides) and never breaks OpenCode: every call has a
 // timeout, every error is swallowed, and a missing `sessionwatch` is not tried again for a minute.
@@ -32,6 +37,13 @@ const MAX_ANSWER_BYTES = 1 << 20;
 const REQUEST_TIMEOUT_MS = 30000; // the watcher's MCP requests (its start loads the MCP SDK)
 const MAX_WATCHES = 8; // sessions watched for a push at once in one process (the most recently idle)
 const PUSH_PREFIX = "sessionwatch: ";
+// Our server's tools as OpenCode names them (<server>_<tool>); the engine's six (a test holds them so)
+const TOOLS = new Set(
+  ["sessions_spawn", "sessions_send", "session_status", "sessions_list", "sessions_history", "session_unwatch"].map(
+    (name) => `sessionwatch_${name}`,
+  ),
+);
+const CALL_ARG = "_sessionwatch"; // where a call names its session (the server's hosts.identity.CALL_ARG)
 // OpenCode's commands (1.18): `run` is a program's prompt; the others serve clients we cannot tell apart.
 // Anything else on the command line is the TUI's project folder, where a person types.
 const COMMANDS = new Set([
@@ -479,6 +491,30 @@ export const SessionwatchPlugin = async ({ directory, client }) => {
         remember(recorded, msg.id);
         pendingPrompt.add(sessionID);
         recordPrompt(sessionID, msg.id, source, why);
+      } catch {}
+    },
+
+    // A sessionwatch tool call names the session that makes it (and the subagent, inside one).
+    "tool.execute.before": async (input, output) => {
+      try {
+        const id = input?.sessionID;
+        const args = output?.args;
+        if (!id || !TOOLS.has(String(input?.tool ?? "")) || !args || typeof args !== "object") return;
+        args[CALL_ARG] = { ...who(id), cwd: directory }; // in place: OpenCode hands the server this object
+      } catch {}
+    },
+
+    // ... and the model never reads that in its earlier calls (the copy each model call gets).
+    "experimental.chat.messages.transform": async (_input, output) => {
+      try {
+        for (const message of output?.messages ?? []) {
+          for (const part of message?.parts ?? []) {
+            const input = part?.type === "tool" ? part.state?.input : undefined;
+            if (!input || typeof input !== "object" || !(CALL_ARG in input)) continue;
+            const { [CALL_ARG]: _named, ...rest } = input;
+            part.state = { ...part.state, input: rest };
+          }
+        }
       } catch {}
     },
 

@@ -11,3 +11,8 @@ from ..base import OBSERVED, POST_TOOL_USE, SESSION_START, STOP, USER_PROMPT_SUB
 # into that call's system text), the rest only written down.
 HOOK = HookAdapter("opencode", "opencode", (USER_PROMPT_SUBMIT,), (SESSION_START, POST_TOOL_USE, STOP, *OBSERVED))
 PROGRAM = "opencode"
+
+# The MCP server OpenCode starts serves all the sessions of its process, so each call names its own (the
+# plugin adds it); this variable in the server's entry tells ``sessionwatch mcp`` so. Twin of
+# ``hosts.identity.PER_CALL_ENV`` (a room does not import the module above the registry).
+SERVER_ENV = {"SESSIONWATCH_SESSION_PER_CALL": "opencode"}

@@ -1,4 +1,4 @@
-"""The file ``sessionwatch install pi`` writes: the extension, with the hook command in it.
+"""The file ``sessionwatch install pi`` writes: the extension, with the hook command and the tools in it.
 
 Pi loads every ``*.ts`` in ``<project>/.pi/extensions/`` (``--project``, meant to be committed: the command
 is ``sessionwatch`` from PATH, no path of this machine) and in ``<agent dir>/extensions/`` (``--user``:
@@ -6,6 +6,10 @@ this installation's absolute command), without asking. The file is sessionwatch'
 whole (and changes nothing when it is already what it would write), uninstall deletes it, and then its
 ``extensions`` folder and (project) the ``.pi`` folder when they are left empty (an empty folder holds
 nothing anyone loses). A file of that name that is not ours is never touched.
+
+The tools (``tools.json``, package data: the engine's six, as the MCP server publishes them; a test keeps
+them so) go into the file too, so Pi lists them from its first model request without asking sessionwatch
+anything at start-up.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from .sessions import agent_dir
 
 FILE_NAME = "sessionwatch.ts"
 PLACEHOLDER = "__SESSIONWATCH_COMMAND__"
+TOOLS_PLACEHOLDER = "__SESSIONWATCH_TOOLS__"
 FIRST_LINE = "// sessionwatch for Pi:"
 _COMMAND_LINE = "const COMMAND: string[] = "
 
@@ -33,9 +38,16 @@ def template() -> str:
     return resources.files(__package__ or "sessionwatch.hosts.pi").joinpath(FILE_NAME).read_text(encoding="utf-8")
 
 
+def tools() -> list[dict[str, object]]:
+    """The tools the extension registers: name, label, description and parameters (a JSON Schema)."""
+    data = resources.files(__package__ or "sessionwatch.hosts.pi").joinpath("tools.json").read_text(encoding="utf-8")
+    return list(json.loads(data))
+
+
 def render(command: list[str]) -> str:
     """The extension running ``command`` (argv of ``sessionwatch ... hook pi ...``)."""
-    return template().replace(PLACEHOLDER, json.dumps(command, ensure_ascii=False), 1)
+    text = template().replace(PLACEHOLDER, json.dumps(command, ensure_ascii=False), 1)
+    return text.replace(TOOLS_PLACEHOLDER, json.dumps(tools(), ensure_ascii=False), 1)
 
 
 def is_ours(text: str) -> bool:

@@ -3,11 +3,13 @@
 // told to sessionwatch with who sent it (a person typing in the TUI, or a program), and the session's
 // lifecycle is reported (working, idle, ended). In a session with a UI (the TUI, RPC) a notice that comes
 // while the session is idle starts a turn: one short message per new notice (a push), and the turn's model
-// call gets the notice itself.
+// call gets the notice itself. The model gets sessionwatch's six tools (Pi has no MCP: they are registered
+// here), each call run as this session by `sessionwatch tool NAME --host pi`.
 //
 // Written by `sessionwatch install pi`, removed by `sessionwatch uninstall pi`; a new install overwrites it.
 // It runs the `sessionwatch hook pi` command below and never lets sessionwatch break Pi: a missing command,
-// a slow or failing run, or an answer it cannot read means "nothing to add".
+// a slow or failing run, or an answer it cannot read means "nothing to add"; for a tool call it is the
+// call's error, which the model reads.
 
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
@@ -15,10 +17,16 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 
 const COMMAND: string[] = __SESSIONWATCH_COMMAND__;
+type ToolSpec = { name: string; label: string; description: string; parameters: Record<string, unknown> };
+const TOOLS: ToolSpec[] = __SESSIONWATCH_TOOLS__;
 const TIMEOUT_MS = 5000; // one run at most; the store or gateway being down costs at most this
 const MAX_ANSWER = 1 << 20;
 const REQUEST_TIMEOUT_MS = 30000; // the watcher's MCP requests (its start loads the MCP SDK)
 const PUSH_TYPE = "sessionwatch";
+const TOOL_TIMEOUT_MS = 30000; // one tool run at most, beside the reply a sessions_send waits for
+const GUIDELINE =
+  "When a 'System: ... changed (other actor)' line says a session you rely on changed, call session_status " +
+  "with the sessionKey and changesSince from that line before acting on it.";
 
 type Answer = { hookSpecificOutput?: { additionalContext?: unknown } } | null;
 
@@ -62,6 +70,96 @@ function run(payload: Record<string, unknown>, cwd: string | undefined): Promise
       finish(null);
     }
   });
+}
+
+// -- the tools -------------------------------------------------------------------------------------------
+// `sessionwatch [its options] --json tool NAME --host pi [--session KEY] [--agent ID]`: the hook's command
+// line with `tool NAME` for `hook pi`, so the same store or gateway and the same session as the hook's.
+function toolArgv(name: string): string[] {
+  const at = COMMAND.indexOf("hook");
+  return [...COMMAND.slice(1, at), "--json", "tool", name, "--host", "pi", ...COMMAND.slice(at + 2)];
+}
+
+function runTool(name: string, input: Record<string, unknown>, cwd: string | undefined, signal?: AbortSignal): Promise<any> {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    let done = false;
+    let child: any;
+    const wait = Number((input.arguments as any)?.timeoutSeconds) || 0; // sessions_send waits for a reply
+    const finish = (error: Error | null, value?: any) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", stop);
+      if (error) reject(error);
+      else resolve(value);
+    };
+    const stop = () => {
+      try {
+        child?.kill("SIGKILL");
+      } catch {}
+      finish(new Error(`sessionwatch ${name} was cancelled`));
+    };
+    const timer = setTimeout(() => {
+      try {
+        child?.kill("SIGKILL");
+      } catch {}
+      finish(new Error(`sessionwatch did not answer ${name} in time`));
+    }, TOOL_TIMEOUT_MS + wait * 1000);
+    try {
+      child = spawn(COMMAND[0], toolArgv(name), { cwd: cwd || undefined, env: process.env, stdio: ["pipe", "pipe", "pipe"] });
+    } catch (err) {
+      return finish(new Error(`sessionwatch cannot start: ${String(err)}`));
+    }
+    if (signal?.aborted) return stop();
+    signal?.addEventListener("abort", stop);
+    child.on("error", (err: any) =>
+      finish(new Error(err?.code === "ENOENT" ? `${COMMAND[0]} is not installed where Pi runs` : `sessionwatch failed: ${String(err)}`)),
+    );
+    child.stderr?.on("data", () => {});
+    child.stdout?.on("data", (chunk: Buffer) => {
+      if (out.length < MAX_ANSWER) out += chunk.toString("utf8");
+    });
+    child.on("close", (code: number | null) => {
+      let body: any = null;
+      try {
+        body = JSON.parse(out);
+      } catch {}
+      const error = body?.error;
+      if (code === 0 && body && typeof body === "object" && !error) return finish(null, body);
+      const message = typeof error?.message === "string" ? `${error.code ?? "error"}: ${error.message}` : `exit ${code}`;
+      finish(new Error(`sessionwatch ${name} failed (${message})`));
+    });
+    child.stdin?.on("error", () => {});
+    child.stdin?.end(JSON.stringify(input));
+  });
+}
+
+function registerTools(pi: any): void {
+  for (const spec of TOOLS) {
+    try {
+      pi.registerTool({
+        name: spec.name,
+        label: spec.label,
+        description: spec.description,
+        parameters: spec.parameters, // a JSON Schema: Pi validates a call against it as it is
+        ...(spec.name === "session_status" ? { promptGuidelines: [GUIDELINE] } : {}),
+        async execute(_id: string, params: any, signal: AbortSignal | undefined, _update: unknown, ctx: any) {
+          const sm = ctx?.sessionManager;
+          const input = {
+            session_id: sm?.getSessionId?.() ?? null,
+            transcript_path: sm?.getSessionFile?.() ?? null,
+            cwd: ctx?.cwd ?? process.cwd(),
+            arguments: params ?? {},
+          };
+          const result = await runTool(spec.name, input, input.cwd, signal); // an error: the call's error
+          const text = typeof result.text === "string" && result.text ? result.text : JSON.stringify(result);
+          const { text: _text, ...details } = result;
+          return { content: [{ type: "text", text }], details };
+        },
+      });
+    } catch {}
+  }
 }
 
 // -- the push --------------------------------------------------------------------------------------------
@@ -196,6 +294,7 @@ function pushText(count: number): string {
 }
 
 export default function sessionwatch(pi: any) {
+  registerTools(pi);
   // One run at a time, in the order the events came: a later state never lands before an earlier one.
   let queue: Promise<unknown> = Promise.resolve();
   let lastInput: { source?: string; text?: string } = {};
