@@ -65,8 +65,6 @@ def test_a_failing_append_is_logged_and_never_fails_the_action(
     assert gw.record_compaction(CHILD, "op")["recorded"] is False
     made = gw.put_session("agent:a:made", created_by={"type": "human", "id": "x"})
     assert made["created"] is True
-    spawned = gw.call_tool("sessions_spawn", {"label": "other", "runId": "r2"}, caller=MAIN)
-    assert spawned["sessionKey"] == "agent:a:subagent:other" and spawned["stateVersion"] == 0
     assert gw.state_version(CHILD) == head and gw.cursors() == cursors
     assert gw.peek_system_events(MAIN) == []
     # a failed append is never retried or replayed
@@ -75,6 +73,25 @@ def test_a_failing_append_is_logged_and_never_fails_the_action(
     assert [e["kind"] for e in gw.events_after(head)] == ["human_direct_message"]
     assert gw.peek_system_events(MAIN)[0]["text"] == _notice(CHILD, head)
     assert gw.state_version(CHILD) == seq
+
+
+def test_a_spawn_whose_event_cannot_be_written_is_refused_and_a_retry_with_its_run_id_spawns_it(
+    gw: Gateway, sqlite_url: str
+) -> None:
+    # The spawn event and the spawner's cursor are the spawn itself: without them the answer is "retry".
+    cursors = gw.cursors()
+    _raw(sqlite_url, FAIL_EVENTS)
+    spawn = {"label": "other", "runId": "r2"}
+    refused = gw.call_tool("sessions_spawn", spawn, caller=MAIN)["error"]
+    assert refused["code"] == "unavailable" and "retry with the same runId" in refused["message"]
+    assert gw.cursors() == cursors  # the parent watches nothing it was not told about
+    _raw(sqlite_url, "DROP TRIGGER fail_events")
+    spawned = gw.call_tool("sessions_spawn", spawn, caller=MAIN)
+    other = "agent:a:subagent:other"
+    assert spawned["sessionKey"] == other and spawned["runId"] == "r2"
+    assert gw.cursors(watcher=MAIN, target=other) != []
+    assert "child_spawned" in [e["kind"] for e in gw.changes_since(other, 0).events]
+    assert gw.call_tool("sessions_spawn", spawn, caller=MAIN)["stateVersion"] == spawned["stateVersion"]
 
 
 def test_event_and_notice_commit_together_or_not_at_all(gw: Gateway, sqlite_url: str) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ... import kinds, validation
 from ...access import check_scope
-from ...errors import Conflict, InvalidArgument
+from ...errors import Conflict, InvalidArgument, StoreUnavailable
 from ...keys import check_agent_id, parse_key, shown
 from ...store.records import EventInput, MessageRow, SessionRow
 from ...types import (
@@ -86,8 +86,13 @@ def _spawn(gw: Engine, args: Mapping[str, Any], caller: Caller) -> SpawnResult:
                 watchers=(caller.key,),
             )
         )
+        if spawned is None:
+            # The spawn event and the spawner's cursor are what a spawn is, not a side recording: answering
+            # success without them would acknowledge a spawn its parent never watches. The run is not marked
+            # active yet, so a retry with the same runId records it again (its dedupe key makes that once).
+            raise StoreUnavailable(f"the spawn of {child.raw!r} could not be recorded; retry with the same runId")
         # this child's own earlier run (ended since) is a no-op, not a restart of that run (the key names the child)
-        repeat = spawned is not None and not spawned.inserted and spawned.event is not None
+        repeat = not spawned.inserted and spawned.event is not None
         if not repeat:
             gw.store.update_session(child.raw, agent, now, active_run_id=run_id)
             if task is not None:
