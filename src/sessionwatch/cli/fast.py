@@ -11,10 +11,16 @@ a hook invocation (another command, ``sessionwatch --help``) is click's, as befo
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 from ..hosts.registry import NAMES as HOSTS  # the rooms' names (light: their cards only)
+
+TYPE_CHECKING = False  # not typing's: importing typing is a noticeable part of a hook run
+if TYPE_CHECKING:
+    from ..hooks.order import Ticket
+    from ..hooks.quick import Input
 
 GLOBAL_VALUES = {"--store": "store", "--gateway": "gateway", "--token": "token", "--log-level": "log_level"}
 GLOBAL_FLAGS = {"--json": "json"}
@@ -23,6 +29,7 @@ HOOK_FLAGS = {"--no-nudge": "no_nudge", "--foreground-nudge": "foreground_nudge"
 HELP = ("--help", "-h")
 LEVELS = ("debug", "info", "warning", "error")
 MAX_NUDGE_WAIT_MS = 10_000
+ORDER_INPUT_BYTES = 1 << 16  # a larger hook input is not parsed again for its session id (hooks/order.py)
 
 
 class Invocation:  # a plain class: importing typing (NamedTuple) is a noticeable part of a hook run
@@ -163,10 +170,41 @@ def _run(inv: Invocation) -> None:
             opts = {**opts, "acknowledge": _ids(done.acknowledge)}
     if verdict == quick.QUIET:
         return  # the common run: nothing to deliver, settled before the engine loads (hooks/quick.py)
+    from ..hooks import order
+
+    # The session's writes in the order the host fired its events (hooks/order.py): the ticket is taken
+    # here, before a fork, and the writes below wait for the runs that took one before.
+    turn = _ticket(opts, given.raw)
+    wait_s = order.FOREGROUND_WAIT_S
     if verdict == quick.WRITES and hasattr(os, "fork") and _detached():
         opts = {**opts, "no_deliver": "1"}  # in the detached child: write, never print (nobody reads it)
+        wait_s = order.DETACHED_WAIT_S
     elif verdict == quick.WRITES and hasattr(os, "fork"):
         return  # the parent: the host has its (empty) answer now
+    if turn is not None:
+        turn.wait_turn(wait_s)
+    try:
+        _full_run(inv, opts, given)
+    finally:
+        if turn is not None:
+            turn.served()
+
+
+def _ticket(opts: dict[str, str], raw: bytes) -> Ticket | None:
+    """The run's place in its host session's order of writes, or None (no session id to order by; an
+    input too large to read twice for it: a tool's output, whose heartbeat may go out of turn)."""
+    from ..hooks import order
+
+    if len(raw) > ORDER_INPUT_BYTES:
+        return None
+    try:
+        data = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):
+        return None
+    return order.ticket(opts.get("host") or "", data.get("session_id") if isinstance(data, dict) else None)
+
+
+def _full_run(inv: Invocation, opts: dict[str, str], given: Input) -> None:
     from ..hooks.run import log, main, setup_logging
 
     level = opts.get("log_level", "warning")
