@@ -58,6 +58,7 @@ def test_install_lists_the_plugin_beside_the_persons_own_and_uninstall_takes_out
 
     doctor = sw(tmp_path, "doctor", "opencode", "--dir", str(project), "--json")
     report = json.loads(doctor.stdout)
+    assert "hosts" in report, doctor.stdout + doctor.stderr
     (scope,) = [s for s in report["hosts"][0]["scopes"] if s["scope"] == "project"]
     checks = {c["check"]: c for c in scope["checks"]}
     assert checks["plugin"]["ok"] and checks["config"]["ok"] and checks["command"]["ok"], checks

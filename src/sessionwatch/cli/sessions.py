@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 import click
@@ -13,6 +12,7 @@ from ..errors import InvalidArgument
 from ..keys import parse_key
 from ..kinds import END_OUTCOMES, LIFECYCLE_STATES, REPORTED_STATES
 from .app import State, cli, command, pass_state
+from .interrupt import StopOnInterrupt
 from .output import console, emit, event_line, kv_table, print_jsonl, table, ts
 
 KEY = click.argument("key", metavar="KEY")
@@ -315,19 +315,20 @@ def log_cmd(state: State, since: int, follow: bool, interval: float) -> None:
                 else:
                     c.print(event_line(e), markup=False)
             return
-        while True:
-            batch = be.events_after(after, 200)
-            for e in batch:
-                if state.json:
-                    print_jsonl(e)
-                else:
-                    c.print(event_line(e), markup=False)
-                after = max(after, int(e["sequence"]))
-            if len(batch) == 200:
-                continue
-            if not follow:
-                return
-            time.sleep(interval)
+        with StopOnInterrupt() as stop:
+            while not stop.stopped:
+                batch = be.events_after(after, 200)
+                for e in batch:
+                    if state.json:
+                        print_jsonl(e)
+                    else:
+                        c.print(event_line(e), markup=False)
+                    after = max(after, int(e["sequence"]))
+                if len(batch) == 200:
+                    continue
+                if not follow:
+                    return
+                stop.wait(interval)
     except KeyboardInterrupt:
         return
 

@@ -16,6 +16,7 @@ from ..http.runtime import redact_url
 from ..notices import target_from_context_key
 from .app import State, cli, command, pass_state
 from .backend import Backend
+from .interrupt import StopOnInterrupt
 from .output import console, print_json, table, ts
 
 PAGE = 1000  # the largest page the log read allows
@@ -187,9 +188,11 @@ def top_cmd(state: State, once: bool, interval: float, tail: int) -> None:
     from rich.live import Live
 
     try:
-        with Live(snap.render(be.where), console=console(), refresh_per_second=4, screen=False) as live:
-            while True:
-                time.sleep(interval)
+        with (
+            StopOnInterrupt() as stop,
+            Live(snap.render(be.where), console=console(), refresh_per_second=4, screen=False) as live,
+        ):
+            while not stop.wait(interval):
                 snap.refresh()
                 live.update(snap.render(be.where))
     except KeyboardInterrupt:
