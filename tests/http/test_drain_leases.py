@@ -7,6 +7,7 @@ body ended); an answer cut short delivered nothing."""
 
 from __future__ import annotations
 
+import json
 import random
 import socket
 import struct
@@ -76,6 +77,26 @@ def _drain(http: httpx.Client) -> list[int] | None:
     if res.status_code != 200:
         return None
     return [e["id"] for e in res.json()["entries"]]
+
+
+def _drain_noting_the_gap(http: httpx.Client, gap: set[int]) -> list[int] | None:
+    """As ``_drain``; an answer whose whole body came but not its end (the gateway killed after it
+    acknowledged the entries, before its final chunk: the one gap docs/http.md names) adds its ids to
+    ``gap``."""
+    body = b""
+    try:
+        with http.stream("POST", f"/v1/sessions/{WATCHER}/system-events/drain", json={}) as res:
+            if res.status_code != 200:
+                return None
+            for chunk in res.iter_raw():
+                body += chunk
+    except httpx.HTTPError:
+        try:
+            gap.update(e["id"] for e in json.loads(body)["entries"])
+        except (ValueError, KeyError, TypeError):
+            pass  # the body did not come whole: no delivery, and none claimed
+        return None
+    return [e["id"] for e in json.loads(body)["entries"]]
 
 
 def _drain_until(http: httpx.Client, wanted: set[int], timeout: float) -> list[int]:
@@ -182,7 +203,9 @@ def test_a_gateway_killed_mid_answer_loses_nothing(gateway_factory: Callable[...
 @pytest.mark.slow
 def test_repeated_kills_under_load_lose_no_entry(gateway_factory: Callable[..., Any], sqlite_url: str) -> None:
     """Entries keep coming and two clients keep draining while the gateway is killed -9 five times at
-    random moments: every entry whose enqueue was answered comes in a complete answer."""
+    random moments: every entry whose enqueue was answered comes in a complete answer, except one whose
+    whole body reached the client before a kill took the answer's end (the documented gap: the gateway
+    acknowledges, then ends the answer, so that no entry is ever in two complete answers)."""
     env = {"SESSIONWATCH_DRAIN_LEASE_MS": "1500"}
     gp = gateway_factory(sqlite_url, env=env).start()
     with httpx.Client(base_url=gp.url, timeout=10) as http:
@@ -208,10 +231,12 @@ def test_repeated_kills_under_load_lose_no_entry(gateway_factory: Callable[..., 
             n += 1
             time.sleep(0.2)  # slow enough that leased entries plus new ones stay below the 20-entry cap
 
+    gap: set[int] = set()
+
     def drainer() -> None:
         while not stop.is_set():
             with httpx.Client(base_url=current["url"], timeout=5) as http:
-                got = _drain(http)
+                got = _drain_noting_the_gap(http, gap)
             if got:
                 with lock:
                     delivered.update(got)
@@ -241,7 +266,8 @@ def test_repeated_kills_under_load_lose_no_entry(gateway_factory: Callable[..., 
         wanted = set(queued)
         got = _drain_until(http, wanted - set(delivered), timeout=20)
         delivered.update(got)
-    lost = set(queued) - set(delivered)
+    lost = set(queued) - set(delivered) - gap
+    print(f"queued {len(queued)}, delivered {len(set(delivered))}, in the gap {len(gap - set(delivered))}")
     assert len(queued) > 20 and not lost, f"{len(lost)} of {len(queued)} entries lost"
 
 

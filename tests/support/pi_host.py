@@ -74,7 +74,8 @@ class PiHome(HostHome):
         return ("--provider", "fake", "--model", "fake-model", *more)
 
     def session_files(self) -> list[Path]:
-        return sorted((self.agent / "sessions").rglob("*.jsonl"))
+        """The session files whose header line is written (a running TUI creates the file first)."""
+        return sorted(p for p in (self.agent / "sessions").rglob("*.jsonl") if b"\n" in _head(p))
 
 
 class PiRpc:
@@ -163,3 +164,11 @@ def clean_env() -> dict[str, str]:
     for name in ("SESSIONWATCH_SESSION", "SESSIONWATCH_STORE", "SESSIONWATCH_GATEWAY", "SESSIONWATCH_TOKEN"):
         env.pop(name, None)
     return env
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(65536)
+    except OSError:
+        return b""

@@ -150,27 +150,51 @@ def run_hook(command: str, cwd: Path, sample: dict[str, Any], env_extra: dict[st
     """Fire ``sample`` (what the host sends, see ``installer.sample_payload``) through ``command`` through a
     shell, in ``cwd``, as the host would (``env_extra``: what the host adds to its environment)."""
     payload = json.dumps(sample)
-    with tempfile.TemporaryDirectory(prefix="sessionwatch-verify-") as tmp:
-        env = {**os.environ, **(env_extra or {}), "SESSIONWATCH_STATE_DIR": tmp}
-        started = time.monotonic()
+    tmp = tempfile.mkdtemp(prefix="sessionwatch-verify-")
+    try:
+        return _run_hook(command, cwd, payload, tmp, env_extra)
+    finally:
+        _remove_when_written(tmp)
+
+
+def _remove_when_written(folder: str, within_s: float = 5.0) -> None:
+    """Remove the run's state folder; the hook's detached writer may still be writing its log and order
+    file there after the host's answer, so a folder that refills is tried again (then left, quietly)."""
+    deadline = time.monotonic() + within_s
+    while True:
         try:
-            out = subprocess.run(
-                ["/bin/sh", "-c", command],
-                input=payload,
-                capture_output=True,
-                text=True,
-                cwd=cwd,
-                env=env,
-                timeout=HOOK_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            ms = (time.monotonic() - started) * 1000
-            return HookRun(None, "", "", ms, None, f"no answer within the host's {HOOK_TIMEOUT_S} s", [])
-        ms = (time.monotonic() - started) * 1000
-        try:
-            log = (Path(tmp) / "hooks.log").read_text(encoding="utf-8").splitlines()
+            shutil.rmtree(folder)
+            return
+        except FileNotFoundError:
+            return
         except OSError:
-            log = []
+            if time.monotonic() >= deadline:
+                shutil.rmtree(folder, ignore_errors=True)
+                return
+            time.sleep(0.1)
+
+
+def _run_hook(command: str, cwd: Path, payload: str, tmp: str, env_extra: dict[str, str] | None) -> HookRun:
+    env = {**os.environ, **(env_extra or {}), "SESSIONWATCH_STATE_DIR": tmp}
+    started = time.monotonic()
+    try:
+        out = subprocess.run(
+            ["/bin/sh", "-c", command],
+            input=payload,
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=env,
+            timeout=HOOK_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        ms = (time.monotonic() - started) * 1000
+        return HookRun(None, "", "", ms, None, f"no answer within the host's {HOOK_TIMEOUT_S} s", [])
+    ms = (time.monotonic() - started) * 1000
+    try:
+        log = (Path(tmp) / "hooks.log").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        log = []
     context, error = None, None
     if out.returncode != 0:
         error = f"exit {out.returncode}: the host shows a hook error" + (
