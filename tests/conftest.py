@@ -18,6 +18,12 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.pop(_name, None)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per core. Many tests spend their time waiting on processes they started
+    (gateways, the real hosts, a fake model), so two per core keep the cores busy; more only add contention."""
+    return 2 * (os.cpu_count() or 1)
+
+
 def _backends() -> list[str]:
     backends = ["sqlite"]
     if os.environ.get("SESSIONWATCH_TEST_PG", "1") != "0":

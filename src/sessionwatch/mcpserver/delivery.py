@@ -5,9 +5,10 @@
 attached, so those notices stay queued. ``report_writes`` makes a server tell the binding when the
 transport took an answer (stdio and in-memory: ``Server.run``), and the answer's notices are
 acknowledged right then. On streamable HTTP, ``ReportDeliveries`` (an ASGI wrapper) follows each
-request: an answer counts as written once its last byte went out while the client was still connected,
-and it is acknowledged at the same MCP session's next tool call (``SessionBinding.exchange_done``). A
-connection reset before that leaves the notices queued for whichever session calls next.
+request: an answer counts as written once the body message carrying it went out while the client was
+still connected, and it is acknowledged at the same MCP session's next tool call
+(``SessionBinding.exchange_done``). A connection reset before that leaves the notices queued for
+whichever session calls next.
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ class ReportDeliveries:
     """Streamable HTTP: tell the binding which answers reached a connected client to their end.
 
     Each POST gets an ``Exchange`` in its scope (the tool handler hands it to ``run_call``); its answer
-    counts as written when the final body message goes out and the server has not seen the client go
-    away by then. A ``DELETE`` (the client ends its session) confirms that session's answers like a call.
+    counts as written when the body message carrying it goes out and the server has not seen the client
+    go away by then. A ``DELETE`` (the client ends its session) confirms that session's answers like a call.
     """
 
     def __init__(self, app: ASGIApp, binding: SessionBinding) -> None:
@@ -101,10 +102,13 @@ class ReportDeliveries:
 
         async def watching(message: Message) -> None:
             nonlocal carried
-            if message["type"] == "http.response.body" and exchange.ids:
+            if message["type"] == "http.response.body" and exchange.ids and not carried:
                 body = message.get("body", b"")
-                carried = carried or b'"result"' in body or b'"error"' in body
-                if carried and not message.get("more_body", False):
+                if b'"result"' in body or b'"error"' in body:
+                    # The message that carries the answer (a JSON body, or the SSE event holding it) goes out
+                    # to a client still connected: that is the delivery. Not the stream's end after it: an
+                    # SSE client may close its stream as soon as it has the answer, before that end is sent.
+                    carried = True
                     exchange.sent = not await _gone(receive)
             await send(message)
 
