@@ -64,7 +64,7 @@ EXPECT_RC = re.compile(r"^(?P<cmd>.*);\s*echo \$\?\s*#\s*(?P<rc>\d+)")
 
 # Blocks run elsewhere, by their first command line: why this test does not run them.
 ELSEWHERE = {
-    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest": (
+    "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/pytest -n auto": (
         "the suite itself: .ci/run runs it word for word (tests/test_project_files.py keeps them equal)"
     ),
     "python -m benchmarks": (
