@@ -60,7 +60,10 @@ async def run_call(
 
 async def _gone(receive: Receive) -> bool:
     """Has the client disconnected? Looks at what the server already knows, never waits."""
-    await anyio.lowlevel.checkpoint()  # let the event loop take in a pending reset first
+    # Let the event loop take in a close the kernel already has: reading the EOF, closing the transport
+    # and reporting the lost connection are three turns of the loop, each after this task's own turn.
+    for _ in range(3):
+        await anyio.lowlevel.checkpoint()
     with anyio.CancelScope() as scope:
         scope.cancel()
         message = await receive()
