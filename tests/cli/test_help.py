@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from sessionwatch.cli import cli
+from sessionwatch.cli.app import LAZY
 
 from .conftest import Runner
 
@@ -37,6 +42,31 @@ def test_the_documented_command_set_is_there() -> None:
         "pair",
         "node",
     }
+
+
+def test_each_command_loads_only_its_own_module() -> None:
+    registered = {
+        name: command.callback.__module__ if command.callback else "" for name, command in cli.commands.items()
+    }
+    groups = {name: type(command).__module__ for name, command in cli.commands.items() if command.callback is None}
+    assert not groups, groups  # a group registers through its callback's module too
+    assert {name: f"sessionwatch.cli.{module}" for name, module in LAZY.items()} == registered
+
+
+def test_a_session_command_starts_without_the_servers_kit(tmp_path: Path) -> None:
+    """What every shell call and hook-adjacent command pays at start: no uvicorn, no HTTP app."""
+    code = (
+        "import sys; sys.argv = ['sessionwatch', '--store', sys.argv[1], 'sessions', '--json']\n"
+        "from sessionwatch.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "kit = ('uvicorn', 'starlette', 'sessionwatch.serving', 'sessionwatch.http')\n"
+        "loaded = [m for m in kit if m in sys.modules]\n"
+        "print('LOADED', loaded, file=sys.stderr)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, f"sqlite:///{tmp_path / 'state.db'}"], capture_output=True, text=True, timeout=60
+    )
+    assert "LOADED []" in out.stderr, out.stderr[-2000:]
 
 
 def test_top_level_help_lists_exit_codes(sw: Runner) -> None:

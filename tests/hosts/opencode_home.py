@@ -4,23 +4,37 @@ server speaking OpenAI chat completions.
 OpenCode reads ``<project>/opencode.json`` (a provider ``fake`` through ``@ai-sdk/openai-compatible``, which
 it bundles), takes its folder from ``$PWD`` (not the process's working directory), and keeps every session
 in one SQLite database under ``$XDG_DATA_HOME/opencode``.
+
+On its first start in a home, OpenCode npm-installs its own plugin package (``@opencode-ai/plugin``, about
+4,000 files) into its config folder, and a project with a plugin waits for it: some 5 s and 4 s of CPU per
+scratch home, most of an OpenCode test's first run. A real machine does this once, so each scratch home
+gets a copy (hard links) of that folder, installed once per machine by OpenCode itself.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.support.hosts import HostHome, Run, opencode
+from tests.support.hosts import OPENCODE_VERSION, HostHome, Run, cache_dir, opencode
+
+# What OpenCode's first start installs into its config folder (its opencode.jsonc is left to each home).
+DEPENDENCIES = ("node_modules", "package.json", "package-lock.json", ".gitignore")
 
 
 class OpenCodeHome(HostHome):
     name = "opencode"
 
-    def __init__(self, root: Path, model_url: str, binary: Path | None = None) -> None:
+    def __init__(self, root: Path, model_url: str, binary: Path | None = None, *, seeded: bool = True) -> None:
         super().__init__(root, binary or opencode(), model_url)
+        if seeded:
+            _copy_dependencies(installed_dependencies(self.binary), self.home / ".config" / "opencode")
         config = {
             "$schema": "https://opencode.ai/config.json",
             "provider": {
@@ -66,3 +80,55 @@ class OpenCodeHome(HostHome):
     def sessions(self) -> list[str]:
         """Top-level session ids, oldest first."""
         return [r[0] for r in self.query("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created")]
+
+
+def installed_dependencies(binary: Path) -> Path:
+    """The config folder's dependencies as OpenCode's own first start installs them: once per machine and
+    version (a lock keeps parallel workers from installing twice), in the hosts' cache."""
+    done = cache_dir() / f"opencode-config-{OPENCODE_VERSION}"
+    if (done / "node_modules" / "@opencode-ai" / "plugin" / "package.json").exists():
+        return done
+    done.parent.mkdir(parents=True, exist_ok=True)
+    with open(done.parent / f".opencode-config-{OPENCODE_VERSION}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            _install_dependencies(binary, done)
+    return done
+
+
+def _install_dependencies(binary: Path, done: Path) -> None:
+    from tests.support.fake_model import FakeModel  # the one run that installs them needs a model
+
+    with tempfile.TemporaryDirectory(dir=done.parent) as scratch, FakeModel("chat", default="ok") as model:
+        home = OpenCodeHome(Path(scratch), model.url, binary, seeded=False)
+        # a project plugin makes the run wait for the install instead of leaving it half done at exit
+        (home.project / "noop.js").write_text("export const Noop = async () => ({});\n")
+        config = json.loads((home.project / "opencode.json").read_text())
+        (home.project / "opencode.json").write_text(json.dumps({**config, "plugin": ["./noop.js"]}))
+        res = home.prompt("hello")
+        installed = home.home / ".config" / "opencode"
+        if res.returncode != 0 or not (installed / "node_modules" / "@opencode-ai" / "plugin").is_dir():
+            raise RuntimeError(f"OpenCode's first start installed no dependencies: {res.stderr[-2000:]}")
+        staged = Path(scratch) / "staged"
+        staged.mkdir()
+        for name in DEPENDENCIES:
+            if (installed / name).exists():
+                os.rename(installed / name, staged / name)
+        os.rename(staged, done)  # whole or absent: a worker never copies a half-built folder
+
+
+def _copy_dependencies(source: Path, config: Path) -> None:
+    config.mkdir(parents=True, exist_ok=True)
+    for name in DEPENDENCIES:
+        src, dst = source / name, config / name
+        if src.is_dir():
+            shutil.copytree(src, dst, symlinks=True, copy_function=_link_or_copy)
+        elif src.exists():
+            shutil.copy2(src, dst)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system (a tmpfs /tmp): a copy
+        shutil.copy2(src, dst)

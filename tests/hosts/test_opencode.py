@@ -13,6 +13,7 @@ event table are inconclusive (no error, no miss), and the scan goes on once the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -922,6 +923,10 @@ def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_not
     def idle() -> bool:
         return (w.gw.lifecycle_of(key, "project") or {}).get("state") == "idle"
 
+    def turns_over() -> int:
+        kinds = [e["kind"] for e in w.events(key) if e["kind"] in ("session_working", "session_idle")]
+        return sum(a == "session_working" and b == "session_idle" for a, b in itertools.pairwise(kinds))
+
     def pushes() -> list[int]:
         """The turn requests that brought a push prompt first (it stays in the conversation)."""
         counts = [sum(t.startswith("sessionwatch: ") for t in w.model.texts(r)) for r in w.model.requests]
@@ -934,7 +939,8 @@ def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_not
         wait_until(lambda: w.model.seen("hello"), timeout=60, what="the first prompt at the model")
         (sid,) = w.h.sessions()
         key = w.key(sid)
-        wait_until(idle, timeout=60, what="the first turn over")
+        # a new session is idle before its first turn starts: wait for the turn's own end (working, then idle)
+        wait_until(lambda: turns_over() == 1 and idle(), timeout=60, what="the first turn over")
         for other in others:
             assert w.gw.watch(key, other)
         first = change(others[0])
@@ -944,7 +950,7 @@ def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_not
         assert [e["text"] for e in w.gw.peek_system_events(key)] == [first]  # a push acknowledges nothing
         second = change(others[1])
         wait_until(lambda: w.model.seen(second), timeout=90, what="the second push's turn")
-        wait_until(idle, timeout=60, what="the second pushed turn over")
+        wait_until(lambda: turns_over() == 3 and idle(), timeout=60, what="the second pushed turn over")
         tui.type("anything else?")
         wait_until(lambda: w.model.seen("anything else?"), timeout=60, what="the person's next prompt")
         wait_until(lambda: idle() and not w.gw.peek_system_events(key), timeout=60, what="acknowledged")

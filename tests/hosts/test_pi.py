@@ -10,6 +10,7 @@ Each test keeps its host runs few: the machine is shared.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 from collections.abc import Iterator
@@ -468,6 +469,11 @@ def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_not
     def idle() -> bool:
         return (gw.lifecycle_of(key, "project") or {}).get("state") == "idle"
 
+    def turns_over() -> int:  # a session can be idle before its first turn starts: count working, then idle
+        kinds = [e["kind"] for e in gw.changes_since(key, 0).to_json()["events"]]
+        kinds = [k for k in kinds if k in ("session_working", "session_idle")]
+        return sum(a == "session_working" and b == "session_idle" for a, b in itertools.pairwise(kinds))
+
     def pushes() -> list[int]:
         """The requests that brought a push message first (it stays in the conversation, as Pi stores it)."""
         counts = [sum(t.startswith("sessionwatch: ") for t in model.texts(r)) for r in model.requests]
@@ -479,7 +485,7 @@ def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_not
         wait_until(lambda: model.seen("hello"), timeout=60, what="the prompt at the model")
         (session_file,) = wait_until(h.session_files, timeout=30, what="the session file")
         key = f"agent:project:pi:{_session_id(session_file)}"
-        wait_until(idle, timeout=30, what="the first turn over")
+        wait_until(lambda: turns_over() == 1 and idle(), timeout=30, what="the first turn over")
         for other in others:
             assert gw.watch(key, other)
         first = change(others[0])
@@ -489,7 +495,7 @@ def test_an_idle_tui_session_is_pushed_once_per_notice_and_the_turn_gets_the_not
         assert [e["text"] for e in gw.peek_system_events(key)] == [first]  # a push acknowledges nothing
         second = change(others[1])
         wait_until(lambda: model.seen(second), timeout=60, what="the second push's turn")
-        wait_until(idle, timeout=30, what="the second pushed turn over")
+        wait_until(lambda: turns_over() == 3 and idle(), timeout=30, what="the second pushed turn over")
         tui.type("anything else?")
         wait_until(lambda: model.seen("anything else?"), timeout=60, what="the person's next prompt")
         wait_until(lambda: idle() and not gw.peek_system_events(key), timeout=30, what="acknowledged")

@@ -15,10 +15,24 @@ from .. import __version__, exitcodes
 from ..errors import SessionwatchError
 from .backend import Backend
 
-# The modules that register the group's commands, imported on first need (see Group.get_command); a
-# command listed in LAZY loads only its own module.
+# The modules that register the group's commands, imported on first need (see Group.get_command): a
+# command loads only its own module (a plain `sessionwatch sessions` never imports the servers' kit);
+# help and an unknown name load them all. tests/cli/test_help.py keeps LAZY equal to what registers.
 COMMAND_MODULES = ("demo", "servers", "sessions", "settings_cmd", "tokens", "tools", "top", "upstream", "hooks")
-LAZY = {"hook": "hooks", "install": "hooks", "uninstall": "hooks", "doctor": "hooks", "tool": "tools"}
+LAZY = {
+    **dict.fromkeys(("adopt", "link", "pair", "threads", "tick", "upstream-results"), "upstream"),
+    **dict.fromkeys(
+        ("cursors", "drain", "inbound", "lifecycle", "log", "prune", "put", "send", "sessions", "status"), "sessions"
+    ),
+    **dict.fromkeys(("unwatch", "watch"), "sessions"),
+    **dict.fromkeys(("doctor", "hook", "install", "uninstall"), "hooks"),
+    **dict.fromkeys(("mcp", "node", "serve"), "servers"),
+    "demo": "demo",
+    "settings": "settings_cmd",
+    "token": "tokens",
+    "tool": "tools",
+    "top": "top",
+}
 
 
 def print_json(data: Any) -> None:

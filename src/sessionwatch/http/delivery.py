@@ -31,7 +31,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
@@ -39,6 +38,7 @@ from starlette.types import Receive, Scope, Send
 from ..engine import Gateway
 from ..engine.leases import Delivery
 from ..repeats import RepeatedFailures
+from ..serving.peer import client_gone
 from .jsonio import json_response
 
 log = logging.getLogger("sessionwatch.http")
@@ -77,19 +77,6 @@ _phases = _Phases()
 wait_for_drains = _phases.wait_begun  # endpoints.py: every request starts with it
 
 
-async def _gone(receive: Receive) -> bool:
-    """Has the client disconnected? Looks at what the server already knows, never waits."""
-    # Let the event loop take in a close the kernel already has: reading the EOF, closing the transport
-    # and reporting the lost connection are three turns of the loop, each after this task's own turn.
-    for _ in range(3):
-        await anyio.lowlevel.checkpoint()
-    with anyio.CancelScope() as scope:
-        scope.cancel()
-        message = await receive()
-        return bool(message.get("type") == "http.disconnect")
-    return False
-
-
 async def _release(delivery: Delivery, key: object) -> None:
     """Free the entries of an answer that will not complete (shielded: a cancelled request still frees)."""
     with anyio.CancelScope(shield=True):
@@ -119,7 +106,7 @@ async def drain_response(request: Request, gw: Gateway, key: object, agent_id: o
         if not delivery.entries:
             return json_response({"entries": []})
         body = await anyio.to_thread.run_sync(lambda: with_withheld(gw, key, agent_id, {"entries": delivery.entries}))
-        if await _gone(request.receive):
+        if await client_gone(request.scope, request.receive):
             log.info("drain of %s: the client went away first; %d entries stay queued", key, len(delivery.entries))
             await _release(delivery, key)
             return json_response({"entries": []})  # nobody reads it
@@ -139,19 +126,19 @@ async def drain_response(request: Request, gw: Gateway, key: object, agent_id: o
                     await _release(delivery, key)
             raise
         async with _phases.phase():
-            await _complete(delivery, key, receive, send)
+            await _complete(delivery, key, scope, receive, send)
 
     return send_answer
 
 
-async def _complete(delivery: Delivery, key: object, receive: Receive, send: Send) -> None:
+async def _complete(delivery: Delivery, key: object, scope: Scope, receive: Receive, send: Send) -> None:
     """Acknowledge a drain's answer whose body went out to a client still there, then complete it; or
     free its entries. The acknowledgment comes before the answer's end: an answer whose entries could not
     be acknowledged (the database went away meanwhile) is cut short, never complete, so no complete
     answer holds an entry another complete answer gets again."""
     settled = False
     try:
-        if await _gone(receive):
+        if await client_gone(scope, receive):
             log.info(
                 "drain of %s: the connection dropped while answering; %d entries stay queued", key, len(delivery.ids)
             )

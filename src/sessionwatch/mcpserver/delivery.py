@@ -24,6 +24,7 @@ from mcp.server import Server
 from mcp_types import JSONRPCResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..serving.peer import client_gone
 from .binding import Exchange, SessionBinding, ToolOutcome
 from .routing import RoutedBinding
 
@@ -56,19 +57,6 @@ async def run_call(
         raise
     binding.answered(ticket, request_id, exchange)
     return outcome
-
-
-async def _gone(receive: Receive) -> bool:
-    """Has the client disconnected? Looks at what the server already knows, never waits."""
-    # Let the event loop take in a close the kernel already has: reading the EOF, closing the transport
-    # and reporting the lost connection are three turns of the loop, each after this task's own turn.
-    for _ in range(3):
-        await anyio.lowlevel.checkpoint()
-    with anyio.CancelScope() as scope:
-        scope.cancel()
-        message = await receive()
-        return bool(message.get("type") == "http.disconnect")
-    return False
 
 
 def _session_of(scope: Scope) -> str | None:
@@ -112,7 +100,7 @@ class ReportDeliveries:
                     # to a client still connected: that is the delivery. Not the stream's end after it: an
                     # SSE client may close its stream as soon as it has the answer, before that end is sent.
                     carried = True
-                    exchange.sent = not await _gone(receive)
+                    exchange.sent = not await client_gone(scope, receive)
             await send(message)
 
         try:

@@ -31,6 +31,7 @@ from typing import Any
 from starlette.types import Receive as ASGIReceiveCallable, Scope, Send as ASGISendCallable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from .peer import PEER_CLOSED, probe_for
 from .wire import dumps
 
 log = logging.getLogger("sessionwatch.http")
@@ -146,6 +147,10 @@ def protocol_class(limits: Limits, max_connections: int | None = None) -> type[H
         # -- request phases (httptools callbacks) ----------------------------------------------------
         def on_message_begin(self) -> None:
             super().on_message_begin()
+            # the socket's own word on the client's close (serving/peer.py), for the delivery checks
+            extensions: dict[str, Any] = dict(self.scope.get("extensions") or {})
+            extensions[PEER_CLOSED] = probe_for(self.transport)
+            self.scope["extensions"] = extensions
             if self._sw_timer is None:  # first byte of a later request on a kept-alive connection
                 self._sw_wait_for_headers()
 
