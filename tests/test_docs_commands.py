@@ -173,9 +173,15 @@ def script(block: Block, fill: Fill) -> str:
     out = [
         "set -u",
         'fail() { echo "DOCFAIL: $*" >&2; exit 1; }',
-        # ready PORT PID: the process is alive and accepts connections on PORT within 300 s (an install first)
+        # starting PORT: the server there answers its health with 503 (a gateway still in its restart sweep)
+        "starting() { exec 3<>/dev/tcp/127.0.0.1/$1 || return 1;"
+        " printf 'GET /v1/health HTTP/1.0\\r\\nHost: 127.0.0.1:%s\\r\\n\\r\\n' $1 >&3; local status;"
+        ' read -t 5 -r _ status _ <&3; exec 3>&-; [ "$status" = 503 ]; }',
+        # ready PORT PID: the process is alive, accepts connections on PORT and is past its start (as a
+        # person waits for the "ready" line) within 300 s (an install first)
         'ready() { for _ in $(seq 1 3000); do kill -0 $2 2>/dev/null || fail "exited before listening on $1";'
-        ' (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; fail "not listening on $1"; }',
+        " if (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && ! (starting $1) 2>/dev/null; then return 0; fi;"
+        ' sleep 0.1; done; fail "not listening on $1"; }',
         # background jobs of a script ignore SIGINT: servers are stopped with SIGTERM, as a service manager does
         "trap 'for p in $(jobs -p); do kill -TERM $p 2>/dev/null; done; sleep 1;"
         " for p in $(jobs -p); do kill -9 $p 2>/dev/null; done' EXIT",

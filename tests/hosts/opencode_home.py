@@ -33,8 +33,9 @@ class OpenCodeHome(HostHome):
 
     def __init__(self, root: Path, model_url: str, binary: Path | None = None, *, seeded: bool = True) -> None:
         super().__init__(root, binary or opencode(), model_url)
-        if seeded:
-            _copy_dependencies(installed_dependencies(self.binary), self.home / ".config" / "opencode")
+        source = installed_dependencies(self.binary) if seeded else None
+        if source is not None:
+            _copy_dependencies(source, self.home / ".config" / "opencode")
         config = {
             "$schema": "https://opencode.ai/config.json",
             "provider": {
@@ -82,21 +83,31 @@ class OpenCodeHome(HostHome):
         return [r[0] for r in self.query("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created")]
 
 
-def installed_dependencies(binary: Path) -> Path:
+_UNINSTALLABLE: list[str] = []  # why the install failed in this process (then each home installs its own)
+
+
+def installed_dependencies(binary: Path) -> Path | None:
     """The config folder's dependencies as OpenCode's own first start installs them: once per machine and
-    version (a lock keeps parallel workers from installing twice), in the hosts' cache."""
+    version (a lock keeps parallel workers from installing twice), in the hosts' cache. None when that
+    install failed (the registry unreachable): each home then does what OpenCode does without them."""
     done = cache_dir() / f"opencode-config-{OPENCODE_VERSION}"
     if (done / "node_modules" / "@opencode-ai" / "plugin" / "package.json").exists():
         return done
+    if _UNINSTALLABLE:
+        return None
     done.parent.mkdir(parents=True, exist_ok=True)
     with open(done.parent / f".opencode-config-{OPENCODE_VERSION}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            _install_dependencies(binary, done)
+            why = _install_dependencies(binary, done)
+            if why:
+                _UNINSTALLABLE.append(why)
+                print(f"OpenCode's dependencies not prepared once per machine: {why}")
+                return None
     return done
 
 
-def _install_dependencies(binary: Path, done: Path) -> None:
+def _install_dependencies(binary: Path, done: Path) -> str:
     from tests.support.fake_model import FakeModel  # the one run that installs them needs a model
 
     with tempfile.TemporaryDirectory(dir=done.parent) as scratch, FakeModel("chat", default="ok") as model:
@@ -108,13 +119,14 @@ def _install_dependencies(binary: Path, done: Path) -> None:
         res = home.prompt("hello")
         installed = home.home / ".config" / "opencode"
         if res.returncode != 0 or not (installed / "node_modules" / "@opencode-ai" / "plugin").is_dir():
-            raise RuntimeError(f"OpenCode's first start installed no dependencies: {res.stderr[-2000:]}")
+            return f"its first start installed nothing (exit {res.returncode}): {res.stderr[-1000:]}"
         staged = Path(scratch) / "staged"
         staged.mkdir()
         for name in DEPENDENCIES:
             if (installed / name).exists():
                 os.rename(installed / name, staged / name)
         os.rename(staged, done)  # whole or absent: a worker never copies a half-built folder
+    return ""
 
 
 def _copy_dependencies(source: Path, config: Path) -> None:
