@@ -104,7 +104,14 @@ def test_a_person_typing_into_a_watched_worker_is_recorded_within_3_s(world: dic
         tui.wait_for(r"shift\+tab to cycle")  # the prompt line is up (no dialog in the way)
         tui.type("set up the project")
         wait_until(lambda: model.seen("set up the project"), timeout=60, what="the first prompt at the model")
-        transcript = next((h.home / ".claude" / "projects").rglob(f"{tid}.jsonl"))
+        transcript = wait_until(
+            lambda: next((h.home / ".claude" / "projects").rglob(f"{tid}.jsonl"), None), what="the transcript"
+        )
+        assert transcript is not None
+        # Claude Code can send the request before its transcript write lands: the adoption starts at the
+        # transcript's end, so the first prompt is on disk first (else it is new to the monitor, and a
+        # person's: recorded too, rightly, and this test's count is off by one)
+        wait_until(lambda: "set up the project" in transcript.read_text(), timeout=30, what="the first prompt on disk")
         adopted = gw.continue_thread("claude", tid, session_key=WORKER)
         assert adopted["linked"], adopted
         assert gw.watch(MANAGER, WORKER)
