@@ -22,9 +22,22 @@ COMMAND_MODULES = ("demo", "servers", "sessions", "settings_cmd", "tokens", "too
 LAZY = {
     **dict.fromkeys(("adopt", "link", "pair", "threads", "tick", "upstream-results"), "upstream"),
     **dict.fromkeys(
-        ("cursors", "drain", "inbound", "lifecycle", "log", "prune", "put", "send", "sessions", "status"), "sessions"
+        (
+            "cursors",
+            "drain",
+            "inbound",
+            "lifecycle",
+            "log",
+            "prune",
+            "put",
+            "send",
+            "sessions",
+            "status",
+            "unwatch",
+            "watch",
+        ),
+        "sessions",
     ),
-    **dict.fromkeys(("unwatch", "watch"), "sessions"),
     **dict.fromkeys(("doctor", "hook", "install", "uninstall"), "hooks"),
     **dict.fromkeys(("mcp", "node", "serve"), "servers"),
     "demo": "demo",

@@ -63,8 +63,9 @@ async def client_gone(scope: Scope, receive: Receive) -> bool:
     probe = (scope.get("extensions") or {}).get(PEER_CLOSED)
     if probe is not None and probe():
         return True
-    # Without a probe (another server): let the event loop take in a close the kernel already has
-    # (reading the EOF, closing the transport and reporting it are three turns of the loop).
+    # Then what the server has seen (all there is under a server without the probe): let the event loop
+    # take in a close the kernel already has (reading the EOF, closing the transport and reporting it are
+    # three turns of the loop).
     for _ in range(3):
         await anyio.lowlevel.checkpoint()
     with anyio.CancelScope() as cancelled:
