@@ -362,6 +362,9 @@ def test_a_busy_codex_tui_session_is_steered_within_its_running_turn(tmp_path: P
             while not c.pushed() and time.monotonic() < deadline:
                 time.sleep(0.2)
 
+        # Codex asks for a title alongside the turn, and under load that request can come first: it never
+        # takes the turn's script (it would hold the notice back in the wrong request)
+        model.respond = lambda r: Reply.say("A title") if "Generate a concise" in json.dumps(r) else None
         model.script(Reply.call("exec_command", {"cmd": "cat notes.txt"}, before=meanwhile), Reply.say("done"))
         c.tui.type("run the checks")
         wait_for(lambda: bool(notice), 90, f"the turn never reached the model: {c.tui.screen[-800:]!r}")
