@@ -138,6 +138,7 @@ def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(
             "quick_start": True,
             "budget_ms": 300.0,
             "tools_listed": {"runs": 20, "p50_ms": 130.0, "p95_ms": 200.0},
+            "cpu_p50_ms": 110.0,
             "within": True,
             **floor,
             "ratio_to_floor_p50": 6.5,
@@ -149,6 +150,7 @@ def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(
             "quick_start": False,
             "budget_ms": 300.0,
             "tools_listed": {"runs": 20, "p50_ms": 900.0, "p95_ms": 1000.0},
+            "cpu_p50_ms": 950.0,
             "within": False,
             **floor,
             "ratio_to_floor_p50": 45.0,
@@ -165,8 +167,8 @@ def test_hook_and_mcp_lines_become_one_table_each_with_the_floor_and_the_ratios(
     assert "| p95 ≤ 50 ms | **no** |" in md
     assert "Load average 3.1 on 2 cores" in md
     assert "The gateway's own CPU time per HTTP hook event: 2.50 ms" in md
-    assert "| codex | yes | 130.0 | 200.0 | 20.0 | 40.0 | 6.50× | 5.00× | p95 ≤ 300 ms | yes |" in md
-    assert "| codex | no | 900.0 | 1,000.0 | 20.0 | 40.0 | 45.00× | 25.00× | – | – |" in md  # the old path
+    assert "| codex | yes | 130.0 | 200.0 | 20.0 | 40.0 | 6.50× | 5.00× | 110.0 | p95 ≤ 300 ms | yes |" in md
+    assert "| codex | no | 900.0 | 1,000.0 | 20.0 | 40.0 | 45.00× | 25.00× | 950.0 | – | – |" in md  # the old path
 
 
 def test_merge_rewrites_the_sections_run_and_keeps_the_others(report: ModuleType, tmp_path: Path) -> None:

@@ -88,11 +88,15 @@ class Hooks:
 
 
 def _ended(hooks: Hooks, outcome: str) -> list[dict[str, Any]]:
-    state, events = wait_until(
-        lambda: found if (found := hooks.child())[0] and found[0]["state"] == "ended" else None,
-        timeout=30,
-        what="the child ended",
-    )
+    """The child's end once it is all recorded: its state is stored first and its ``session_ended``
+    recorded after, in a second transaction, so a look between the two sees the state alone."""
+
+    def ended() -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        state, events = hooks.child()
+        done = state is not None and state["state"] == "ended"
+        return (state, events) if done and any(e["kind"] == "session_ended" for e in events) else None
+
+    state, events = wait_until(ended, timeout=30, what="the child ended, its session_ended recorded")
     assert state["outcome"] == outcome, state
     return events
 

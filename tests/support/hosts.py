@@ -15,6 +15,7 @@ of the real user's configuration is read or written: every run gets its own ``HO
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -42,6 +43,9 @@ def cache_dir() -> Path:
     return Path(base) / "sessionwatch-hosts"
 
 
+# Each finder checks the binary's version by running it (a second of CPU for OpenCode and Pi): once per
+# test process, not once per test.
+@functools.cache
 def claude_binary() -> tuple[Path | None, str]:
     """(the bundled Claude Code binary, "") or (None, why not)."""
     try:
@@ -87,16 +91,19 @@ def _npm_binary(label: str, package: str, version: str, bin_name: str, env_var: 
     return binary, ""
 
 
+@functools.cache
 def codex_binary() -> tuple[Path | None, str]:
     """(Codex CLI at the pinned version, installing it into the cache on first use, "") or (None, why)."""
     return _npm_binary("Codex CLI", "@openai/codex", CODEX_VERSION, "codex", "SESSIONWATCH_TEST_CODEX")
 
 
+@functools.cache
 def opencode_binary() -> tuple[Path | None, str]:
     """(OpenCode at the pinned version, from npm into the cache on first use, "") or (None, why)."""
     return _npm_binary("OpenCode", "opencode-ai", OPENCODE_VERSION, "opencode", "SESSIONWATCH_TEST_OPENCODE")
 
 
+@functools.cache
 def pi_binary() -> tuple[Path | None, str]:
     """(Pi at the pinned version, from npm into the cache on first use, "") or (None, why)."""
     return _npm_binary("Pi", "@mariozechner/pi-coding-agent", PI_VERSION, "pi", "SESSIONWATCH_TEST_PI")

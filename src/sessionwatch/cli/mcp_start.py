@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mcp.server import Server
 
+    from ..mcpserver.binding import SessionBinding
+    from ..mcpserver.routing import RoutedBinding
+
 GLOBAL_VALUES = {"--store": "store", "--gateway": "gateway", "--token": "token", "--log-level": "log_level"}
 MCP_VALUES = {"--session": "session", "--agent": "agent", "--notice-poll": "notice_poll", "--transport": "transport"}
 LEVELS = ("debug", "info", "warning", "error")
@@ -149,24 +152,26 @@ def serve(
     notice_poll: float,
     host: str | None = None,
 ) -> None:
-    """Serve on stdio, answering the handshake while the SDK loads and the store opens (a failed start
-    raises, as the store or the session did). ``SESSIONWATCH_MCP_QUICKSTART=0``: wait for the SDK.
+    """Serve on stdio, answering the handshake while the store opens, and loading the SDK only for a
+    request the handshake table does not cover (a failed start raises, as the store or the session did).
+    ``SESSIONWATCH_MCP_QUICKSTART=0``: load the SDK at once and answer everything with it.
     ``session_key`` None: the host that started the server names the session in its calls (a late
     binding; ``agent_id`` is then the agent of that key); with ``host``, the host started it for all its
     sessions, each call naming its own (``agent_id``: the agent of their keys)."""
     from ..mcpserver.quickstart import serve_stdio
 
-    def build() -> Server:
+    def prepare() -> SessionBinding | RoutedBinding:
+        """What happens at start-up whatever the client asks: the store opened, the session bound and
+        made, the pusher started (none of it needs the MCP SDK)."""
         from ..hooks.push import serving_channel, start_pusher
         from ..mcpserver.binding import SessionBinding
-        from ..mcpserver.server import build_server
         from .backend import Backend
 
         backend = Backend.open(store=store, gateway=gateway, token=token, timers=True)
         if host is not None:
             from ..mcpserver.routing import RoutedBinding
 
-            return build_server(RoutedBinding(backend, host, agent_id), poll_interval=notice_poll)
+            return RoutedBinding(backend, host, agent_id)
         channel = serving_channel()
         if session_key is None:
             binding = SessionBinding(backend, None, late=channel, late_agent=agent_id)
@@ -181,6 +186,11 @@ def serve(
             backend,
             channel,
         )
+        return binding
+
+    def make(binding: SessionBinding | RoutedBinding) -> Server:
+        from ..mcpserver.server import build_server  # the MCP SDK: loaded only once a request needs it
+
         return build_server(binding, poll_interval=notice_poll)
 
-    serve_stdio(session_key, build, quick=os.environ.get("SESSIONWATCH_MCP_QUICKSTART", "1") != "0")
+    serve_stdio(session_key, prepare, make, quick=os.environ.get("SESSIONWATCH_MCP_QUICKSTART", "1") != "0")

@@ -167,7 +167,7 @@ def mcp_cmd(
             raise click.BadParameter(str(exc), param_hint="--allowed-host") from None
         limits = limits_of(header_timeout, body_timeout, max_connections)
         token_limits = token_limits_of(max_token_streams, max_token_connections, admin_reserve, revocation_poll)
-    if transport == "stdio":  # the same start as the fast path: the handshake is answered while the SDK loads
+    if transport == "stdio":  # the same start as the fast path: the opening answered, the SDK loaded when needed
         from .mcp_start import serve
 
         serve(

@@ -22,9 +22,10 @@ import anyio
 from mcp.server.stdio import stdio_server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from .handshake import TABLE, VERSION_META, stamp_version
+from .handshake import LISTEN_ACK, SUBSCRIPTION_ID, TABLE, VERSION_META, stamp_version
 
 PLACEHOLDER_KEY = "agent:capture:main"
+LIST_CHANGES = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")  # what a listen may ask
 CLIENT = {"name": "sessionwatch-capture", "version": "1"}
 
 
@@ -46,12 +47,12 @@ class _Lines:
 class _Collect:
     def __init__(self, expected: int) -> None:
         self.lines: list[str] = []
-        self.expected = expected  # answers (lines with an id) to wait for
+        self.expected = expected  # answers to wait for: lines with an id, and a listen's acknowledgement
         self.done = anyio.Event()
 
     async def write(self, text: str) -> None:
         self.lines.append(text)
-        if sum(1 for line in self.lines if '"id"' in line) >= self.expected:
+        if sum(1 for line in self.lines if '"id"' in line or LISTEN_ACK in line) >= self.expected:
             self.done.set()
 
     async def flush(self) -> None:
@@ -59,7 +60,8 @@ class _Collect:
 
 
 def exchange(messages: list[dict[str, Any]], session_key: str = PLACEHOLDER_KEY) -> list[dict[str, Any]]:
-    """Send ``messages`` to a fresh SDK server bound to ``session_key``; its answers, in order."""
+    """Send ``messages`` to a fresh SDK server bound to ``session_key``; its answers, in order (a
+    ``subscriptions/listen`` is answered by its acknowledgement; its stream stays open)."""
     from ..engine import Gateway
     from .binding import SessionBinding
     from .server import build_server
@@ -100,12 +102,19 @@ def _meta(version: str) -> dict[str, Any]:
 
 
 def capture() -> dict[str, Any]:
-    answers: dict[str, dict[str, Any]] = {"initialize": {}, "server/discover": {}, "tools/list": {}, "ping": {}}
+    answers: dict[str, dict[str, Any]] = {
+        "initialize": {},
+        "server/discover": {},
+        "tools/list": {},
+        "resources/list": {},
+        "ping": {},
+        "subscriptions/listen": {},
+    }
 
     def keep(method: str, version: str, response: dict[str, Any]) -> None:
         body = {k: v for k, v in response.items() if k not in ("jsonrpc", "id")}
         result = body.get("result")
-        for filled in ("instructions", "tools"):  # filled in at run time (handshake.Handshake)
+        for filled in ("instructions", "tools", "resources"):  # filled in at run time (handshake.Handshake)
             if isinstance(result, dict) and filled in result:
                 result[filled] = None
         stamp_version(body, None)
@@ -119,25 +128,35 @@ def capture() -> dict[str, Any]:
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
                 {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
                 {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+                {"jsonrpc": "2.0", "id": 4, "method": "resources/list"},
             ]
         )
         by_id = {r.get("id"): r for r in got}
         keep("initialize", v, by_id[1])
         keep("tools/list", v, by_id[2])
         keep("ping", v, by_id[3])
+        keep("resources/list", v, by_id[4])
     for v in MODERN_PROTOCOL_VERSIONS:
+        listen = {"_meta": _meta(v), "notifications": dict.fromkeys(LIST_CHANGES, True)}
         got = exchange(
             [
                 {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": _meta(v)}},
                 {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": _meta(v)}},
+                {"jsonrpc": "2.0", "id": 3, "method": "subscriptions/listen", "params": listen},
+                {"jsonrpc": "2.0", "id": 4, "method": "resources/list", "params": {"_meta": _meta(v)}},
             ]
         )
         by_id = {r.get("id"): r for r in got}
         keep("server/discover", v, by_id[1])
         keep("tools/list", v, by_id[2])
+        keep("resources/list", v, by_id[4])
+        (ack,) = [r for r in got if r.get("method") == LISTEN_ACK]
+        ack = {k: v for k, v in ack.items() if k != "jsonrpc"}
+        ack["params"]["_meta"][SUBSCRIPTION_ID] = None  # the listen's own id, filled in at run time
+        answers["subscriptions/listen"][v] = ack
     # An answer that is an error (ping on the modern wire) is the SDK's to give: keep only results.
     for method in answers:
-        answers[method] = {v: a for v, a in answers[method].items() if "result" in a}
+        answers[method] = {v: a for v, a in answers[method].items() if "result" in a or "params" in a}
     return {"mcp": dist_version("mcp"), "answers": answers}
 
 

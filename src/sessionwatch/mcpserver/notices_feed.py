@@ -34,13 +34,13 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from ..repeats import RepeatedFailures
 from .binding import SessionBinding
 from .routing import RoutedBinding
-from .texts import notices_uri
+from .texts import NOTICES_MIME, notices_resource_json, notices_uri
 
 log = logging.getLogger("sessionwatch.mcp")
 failure_log = RepeatedFailures(log)  # a failure repeated per request is logged once, then counted
 
 DEFAULT_POLL_INTERVAL = 1.0
-MIME = "application/json"
+MIME = NOTICES_MIME
 
 
 class NoticeFeed:
@@ -70,15 +70,9 @@ class NoticeFeed:
         return notices_uri(key) if key else "sessionwatch://sessions/unbound/notices"
 
     def resource(self) -> types.Resource:
-        return types.Resource(
-            uri=self.uri,
-            name="notices",
-            mime_type=MIME,
-            title=f"Pending notices of {self.binding.session_key}",
-            description="System events queued for this session and not yet delivered. Reading "
-            "is a peek: notices are delivered (and acknowledged) with tool results. "
-            "Subscribe to be told when the list changes.",
-        )
+        """The resource as listed (only while the server knows its session)."""
+        assert self.binding.session_key is not None
+        return types.Resource.model_validate(notices_resource_json(self.binding.session_key))
 
     def peek(self) -> list[dict[str, Any]]:
         """The pending entries; raises when the store or gateway cannot be read (never an empty success)."""

@@ -1,10 +1,12 @@
-"""MCP over stdio that answers the handshake before the MCP SDK has loaded.
+"""MCP over stdio that answers the handshake without the MCP SDK, and loads the SDK only when needed.
 
 A host starts ``sessionwatch mcp`` and asks ``initialize`` (or ``server/discover``) and ``tools/list``
 at once; Codex and Claude Code do not wait long for a server that is slow to list its tools, and the
-SDK alone takes half a second or more to import. So the process answers those requests itself
-(``handshake.Handshake``, the SDK's own answers captured into ``handshake.json``) while a thread
-imports the SDK and opens the store. Then it hands over: the SDK server is fed the client's
+SDK alone takes half a second or more to import (about a second of CPU on a busy machine). So the
+process answers those requests itself (``handshake.Handshake``, the SDK's own answers captured into
+``handshake.json``) while a thread opens the store and binds the session (``prepare``). The SDK server
+(``make``) is built only when a request arrives that the table does not cover: a session whose model
+never calls a tool never loads it. Then it hands over: the SDK server is fed the client's
 ``initialize`` again under a private id (its answer is dropped: the client already has the same one),
 then every message it has not been answered yet, in the order they came, then the live stream.
 Anything the table does not cover simply waits for the SDK, so the worst case is the old start-up.
@@ -12,6 +14,7 @@ Anything the table does not cover simply waits for the SDK, so the worst case is
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -19,7 +22,7 @@ import queue
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar
 
 from .handshake import Handshake
 
@@ -29,6 +32,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("sessionwatch.mcp")
 
 REPLAY_ID = "sessionwatch-quickstart-initialize"  # the id the SDK's replayed initialize runs under
+
+
+P = TypeVar("P")
+
+
+@dataclass
+class _Prepared(Generic[P]):
+    value: P
 
 
 @dataclass
@@ -41,7 +52,7 @@ class _Failed:
     error: BaseException
 
 
-_Item = bytes | None | _Ready | _Failed  # a line from the client, EOF, or the loader's outcome
+_Item = bytes | None | _Prepared[Any] | _Ready | _Failed  # a line from the client, EOF, or a loader's outcome
 
 
 def _claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
@@ -114,10 +125,14 @@ class _Sink:
         pass
 
 
-def serve_stdio(session_key: str | None, build: Callable[[], Server], *, quick: bool = True) -> None:
-    """Blocking: serve the server ``build()`` returns over this process's stdin/stdout, bound to
-    ``session_key`` (None: bound late). ``build`` runs on a thread while the handshake is answered from the table
-    (``quick=False``: nothing is answered before the SDK is ready). Raises what ``build`` raised."""
+def serve_stdio(
+    session_key: str | None, prepare: Callable[[], P], make: Callable[[P], Server], *, quick: bool = True
+) -> None:
+    """Blocking: serve over this process's stdin/stdout, bound to ``session_key`` (None: bound late).
+    ``prepare()`` runs on a thread at once (the store, the session: what must happen at start-up) while
+    the handshake is answered from the table; ``make(prepared)`` builds the SDK server once a request
+    needs it (``quick=False``: at once, and nothing is answered before it is ready). Raises what either
+    raised. Ends when the client closes its end, after the SDK (if loaded) answered what it was sent."""
     wire_in, wire_out = _claim_stdio()
     wire = _Wire(wire_out)
     inbox: queue.Queue[_Item] = queue.Queue()
@@ -130,42 +145,86 @@ def serve_stdio(session_key: str | None, build: Callable[[], Server], *, quick: 
             log.debug("stdin closed: %s", exc)
         inbox.put(None)
 
-    def load() -> None:
-        try:
-            inbox.put(_Ready(build()))
-        except BaseException as exc:  # noqa: BLE001 - handed to the serving thread, which raises it
-            inbox.put(_Failed(exc))
+    def in_thread(name: str, fn: Callable[[], _Item]) -> None:
+        def run() -> None:
+            try:
+                inbox.put(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the serving thread, which raises it
+                inbox.put(_Failed(exc))
+
+        threading.Thread(target=run, name=name, daemon=True).start()
 
     threading.Thread(target=read, name="sessionwatch-mcp-stdin", daemon=True).start()
-    loader = threading.Thread(target=load, name="sessionwatch-mcp-load", daemon=True)
-    loader.start()
+    in_thread("sessionwatch-mcp-prepare", lambda: _Prepared(prepare()))
 
     handshake = Handshake(session_key)
     held: list[bytes] = []  # for the SDK, in arrival order
+    waiting: list[bytes] = []  # for the table, once the session is bound (Handshake.waits)
+    prepared: _Prepared[P] | None = None
+    needed = not quick  # a request the table does not answer came: the SDK must load
+    loading = False
     eof = False
     while True:
+        if needed and prepared is not None and not loading:
+            loading = True
+            in_thread("sessionwatch-mcp-load", functools.partial(_load, make, prepared.value))
+        if eof and prepared is not None and not needed:
+            log.debug("client gone; the MCP SDK was never needed")
+            return
         item = inbox.get()
+        if isinstance(item, _Prepared):
+            prepared = item
+            handshake.bind(functools.partial(_key_of, item.value))
+            for line in waiting:  # asked before the session was bound, in the order they came
+                if not _answer(handshake, line, wire, held):
+                    held.append(line)
+                    needed = True
+            waiting.clear()
+            continue
         if isinstance(item, _Ready):
             server = item.server
             break
         if isinstance(item, _Failed):
             raise item.error
-        if item is None:  # the client closed its end: the SDK still answers what it sent, then stops
+        if item is None:  # the client closed its end: the SDK (if needed) still answers what it sent
             eof = True
             continue
-        answer = handshake.answer(_parse(item)) if quick else None
-        if answer is None:
-            held.append(item)
-            continue
-        wire.send(json.dumps(answer, ensure_ascii=False).encode("utf-8"))
         message = _parse(item)
-        if isinstance(message, dict) and message.get("method") == "initialize":
-            # The SDK's session must see initialize too; its answer (the same) is dropped.
-            held.append(json.dumps({**message, "id": REPLAY_ID}).encode("utf-8"))
+        if quick and handshake.waits(message):
+            waiting.append(item)
+            continue
+        if quick and _answer(handshake, item, wire, held):
+            continue
+        held.append(item)
+        if not isinstance(message, dict) or "id" in message or "method" not in message:
+            needed = True  # a request (or a malformed line): the SDK's to answer; a notification waits
     log.debug("MCP SDK ready; %d message(s) handed over", len(held))
     if eof:
         inbox.put(None)
     _run_sdk(server, _Source(held, inbox), _Sink(wire))
+
+
+def _answer(handshake: Handshake, line: bytes, wire: _Wire, held: list[bytes]) -> bool:
+    """Answer ``line`` from the table if it can be; False leaves it to the SDK."""
+    message = _parse(line)
+    answer = handshake.answer(message)
+    if answer is None:
+        return False
+    wire.send(json.dumps(answer, ensure_ascii=False).encode("utf-8"))
+    if isinstance(message, dict) and message.get("method") == "initialize":
+        # The SDK's session must see initialize too; its answer (the same) is dropped.
+        held.append(json.dumps({**message, "id": REPLAY_ID}).encode("utf-8"))
+    return True
+
+
+def _key_of(binding: Any) -> str | None:
+    """The bound session's key now (a binding's key can change: a late binding learns it)."""
+    key = getattr(binding, "session_key", None)
+    return key if isinstance(key, str) else None
+
+
+def _load(make: Callable[[P], Server], prepared: P) -> _Ready:
+    return _Ready(make(prepared))
 
 
 def _run_sdk(server: Server, source: _Source, sink: _Sink) -> None:

@@ -1,7 +1,7 @@
-"""What the MCP face says about itself, with no MCP SDK import: the server's instructions, the URI of the
-bound session's notices resource and the published tools as JSON. The quick start (``quickstart.py``)
-answers the handshake with them before the SDK has loaded; the SDK server (``server.py``) publishes the
-same."""
+"""What the MCP face says about itself, with no MCP SDK import: the server's instructions, the bound
+session's notices resource (its URI, and as ``resources/list`` carries it) and the published tools as
+JSON. The quick start (``quickstart.py``) answers the handshake with them before the SDK has loaded (or
+without ever loading it); the SDK server (``server.py``) publishes the same."""
 
 from __future__ import annotations
 
@@ -23,6 +23,21 @@ INSTRUCTIONS = (
 def notices_uri(session_key: str) -> str:
     """``sessionwatch://sessions/<key>/notices``; the key is percent-encoded except ':' and '@'."""
     return f"sessionwatch://sessions/{quote(session_key, safe=':@')}/notices"
+
+
+NOTICES_MIME = "application/json"
+
+
+def notices_resource_json(session_key: str) -> dict[str, Any]:
+    """The bound session's notices resource as ``resources/list`` carries it."""
+    return {
+        "uri": notices_uri(session_key),
+        "name": "notices",
+        "title": f"Pending notices of {session_key}",
+        "description": "System events queued for this session and not yet delivered. Reading is a peek: "
+        "notices are delivered (and acknowledged) with tool results. Subscribe to be told when the list changes.",
+        "mimeType": NOTICES_MIME,
+    }
 
 
 # A server bound late (the host names the session only in each call): no key, no resource yet.
