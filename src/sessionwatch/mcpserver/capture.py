@@ -151,7 +151,7 @@ def capture() -> dict[str, Any]:
         keep("tools/list", v, by_id[2])
         keep("resources/list", v, by_id[4])
         (ack,) = [r for r in got if r.get("method") == LISTEN_ACK]
-        ack = {k: v for k, v in ack.items() if k != "jsonrpc"}
+        ack = {field: value for field, value in ack.items() if field != "jsonrpc"}
         ack["params"]["_meta"][SUBSCRIPTION_ID] = None  # the listen's own id, filled in at run time
         answers["subscriptions/listen"][v] = ack
     # An answer that is an error (ping on the modern wire) is the SDK's to give: keep only results.
