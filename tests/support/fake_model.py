@@ -63,8 +63,9 @@ class FakeModel:
         self.wire = wire
         self.default = default
         self.requests: list[dict[str, Any]] = []  # model requests only (not count_tokens)
-        # A host's own structured calls beside the conversation (Claude Code forces a tool for them, on a
-        # slow run for instance): answered without taking a scripted reply, and not in ``requests``.
+        # A host's own calls beside the conversation (Claude Code forces a tool for them, on a slow run for
+        # instance; Codex asks for a thread title beside a TUI's turn): answered without taking a scripted
+        # reply, and not in ``requests``.
         self.side_requests: list[dict[str, Any]] = []
         self.paths: list[str] = []  # every request path, in order
         self._script: list[Reply] = []
@@ -248,6 +249,11 @@ class FakeModel:
                     self._sse_data(_chat_chunks(reply))
                     return
                 if path.endswith("/responses") and body is not None:
+                    if _codex_title_call(body):  # not the agent's conversation: answered, kept apart
+                        with model._lock:
+                            model.side_requests.append(body)
+                        self._sse(_openai_events(Reply.say("A title")))
+                        return
                     model._record(path, body)
                     reply = model._next(body)
                     if reply.status != 200:
@@ -292,6 +298,12 @@ def _side_call(request: dict[str, Any]) -> bool:
     # tools, but none of an agent's (every agent, subagents too, can read files): a schema-only call
     names = {t.get("name") for t in request.get("tools") or [] if isinstance(t, dict)}
     return bool(names) and not names & {"Read", "Bash"}
+
+
+def _codex_title_call(request: dict[str, Any]) -> bool:
+    """Codex's request for a thread's title ("Generate a concise ..."), sent beside a TUI's turn and, on a
+    busy machine, sometimes before it."""
+    return "Generate a concise" in json.dumps(request)
 
 
 def _chat_chunks(reply: Reply) -> list[dict[str, Any]]:
