@@ -24,6 +24,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2 * (os.cpu_count() or 1)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """With workers, and no ``--dist`` given, share the tests by work stealing. The default ("load") hands
+    out consecutive runs of tests, so near the end one worker could be left alone with a run of real-host tests
+    (six minutes of them, the other workers done); a worker out of tests now takes half of the longest queue."""
+    if config.getoption("numprocesses", None) and config.getoption("dist", "no") == "no":
+        config.option.dist = "worksteal"
+
+
 def _backends() -> list[str]:
     backends = ["sqlite"]
     if os.environ.get("SESSIONWATCH_TEST_PG", "1") != "0":
