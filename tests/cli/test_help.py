@@ -54,12 +54,13 @@ def test_each_command_loads_only_its_own_module() -> None:
 
 
 def test_a_session_command_starts_without_the_servers_kit(tmp_path: Path) -> None:
-    """What every shell call and hook-adjacent command pays at start: no uvicorn, no HTTP app."""
+    """What every shell call and hook-adjacent command pays at start: no uvicorn, no HTTP app, and for JSON
+    output (what scripts and hosts ask for) no rich either."""
     code = (
         "import sys; sys.argv = ['sessionwatch', '--store', sys.argv[1], 'sessions', '--json']\n"
         "from sessionwatch.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "kit = ('uvicorn', 'starlette', 'sessionwatch.serving', 'sessionwatch.http')\n"
+        "kit = ('uvicorn', 'starlette', 'sessionwatch.serving', 'sessionwatch.http', 'rich')\n"
         "loaded = [m for m in kit if m in sys.modules]\n"
         "print('LOADED', loaded, file=sys.stderr)"
     )

@@ -1,4 +1,7 @@
-"""Human output with rich, machine output as JSON; errors to stderr with a stable exit code."""
+"""Human output with rich, machine output as JSON; errors to stderr with a stable exit code.
+
+rich is imported where a table or console is made, not at the top: a command asked for JSON (as scripts,
+hosts and the tests ask) never loads it, which is about a sixth of such a command's start-up."""
 
 from __future__ import annotations
 
@@ -6,11 +9,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 from ..keys import shown_text
 from ..notices import format_timestamp
@@ -27,11 +31,15 @@ def _width(stream: Any) -> int | None:
 
 
 def console() -> Console:
+    from rich.console import Console
+
     # Built per call so tests and redirected output see the current sys.stdout; no colour when piped.
     return Console(file=sys.stdout, highlight=False, emoji=False, soft_wrap=True, width=_width(sys.stdout))
 
 
 def err_console() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, highlight=False, emoji=False, soft_wrap=True, width=_width(sys.stderr))
 
 
@@ -56,6 +64,8 @@ def ts(ms: Any) -> str:
 def cell(value: Any) -> Text:
     """Cell text is data, never rich markup (a key or summary may contain '[...]'), and a key stored with
     characters that hide or reorder text shows them escaped (``keys.shown_text``)."""
+    from rich.text import Text
+
     if value is None:
         return Text("")
     if isinstance(value, (dict, list)):
@@ -64,6 +74,9 @@ def cell(value: Any) -> Text:
 
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(title=Text(shown_text(title)) if title else None, title_justify="left", show_lines=False)
     for c in columns:
         t.add_column(c, overflow="fold")
@@ -83,6 +96,9 @@ def record_table(title: str | None, items: Sequence[dict[str, Any]], columns: Se
 
 
 def kv_table(title: str | None, data: dict[str, Any]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(title=Text(shown_text(title)) if title else None, title_justify="left", show_header=False)
     t.add_column("field")
     t.add_column("value", overflow="fold")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from ..errors import InvalidArgument
 from ..keys import parse_key
@@ -14,6 +13,9 @@ from ..kinds import END_OUTCOMES, LIFECYCLE_STATES, REPORTED_STATES
 from .app import State, cli, command, pass_state
 from .interrupt import StopOnInterrupt
 from .output import console, emit, event_line, kv_table, print_jsonl, table, ts
+
+if TYPE_CHECKING:
+    from rich.console import Console  # rich loads only when a table is shown (output.py)
 
 KEY = click.argument("key", metavar="KEY")
 AGENT = click.option(

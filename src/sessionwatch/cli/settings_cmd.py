@@ -6,7 +6,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from ..errors import InvalidArgument
 from ..settings import DATA_SETTINGS, DAY_MS, Settings, check_value
@@ -14,6 +13,8 @@ from .app import State, cli, command, json_option, pass_state
 from .output import emit, table
 
 if TYPE_CHECKING:
+    from rich.console import Console  # rich loads only when a table is shown (output.py)
+
     from ..engine import Gateway
 
 REFRESH_NOTE = (

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from ..errors import InvalidArgument
 from ..tokens import random_token
@@ -20,6 +19,8 @@ from .app import CONTEXT, State, cli, command, json_option, pass_state
 from .output import emit, record_table, ts
 
 if TYPE_CHECKING:
+    from rich.console import Console  # rich loads only when a table is shown (output.py)
+
     from ..engine import Gateway
 
 
