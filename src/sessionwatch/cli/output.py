@@ -1,7 +1,7 @@
 """Human output with rich, machine output as JSON; errors to stderr with a stable exit code.
 
-rich is imported where a table or console is made, not at the top: a command asked for JSON (as scripts,
-hosts and the tests ask) never loads it, about a quarter of such a command's CPU at start."""
+rich is imported where a table or console is made, not at the top: a command asked for JSON (as scripts
+and hosts ask) never loads it, about a quarter of such a command's CPU at start."""
 
 from __future__ import annotations
 
