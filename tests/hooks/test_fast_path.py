@@ -108,3 +108,14 @@ def test_the_gateway_quick_path_s_url_reading_matches_what_it_stands_for() -> No
         assert gateway_quick.split(url) == want, url
     for url in ("http://u:p@host/", "http://host:port/", "http://host/?q=1", "http://host/#f", "https://host/"):
         assert gateway_quick.split(url) is None, url  # the full run's, which says why
+
+
+def test_the_nudge_looks_as_long_by_default_whichever_way_the_hook_runs() -> None:
+    """The fast path, click's command and the run agree on the nudge's default wait (the fast path keeps
+    its own copy so as not to load the engine): a host installed either way finds a late row the same."""
+    from sessionwatch.cli import fast
+    from sessionwatch.cli.hooks import hook_cmd
+    from sessionwatch.hooks.run import NUDGE_RETRY_MS
+
+    (option,) = [p for p in hook_cmd.params if p.name == "nudge_wait"]
+    assert fast.NUDGE_WAIT_MS == option.default == NUDGE_RETRY_MS <= fast.MAX_NUDGE_WAIT_MS

@@ -133,6 +133,21 @@ def test_a_write_waits_for_the_run_its_host_fired_before_it(tmp_path: Path) -> N
     wait_until(lambda: host.state(1) == "idle", timeout=60, what="the start written after the dead run's turn")
 
 
+def test_a_run_the_host_takes_no_answer_from_lets_the_host_go_on_and_still_writes_in_turn(tmp_path: Path) -> None:
+    """A permission request fired while the prompt before it is still being written (its ticket out and
+    unserved, as on a busy machine): once the hook's budget is spent the host has its answer, and the
+    request is written after the prompt, not in its place (where the prompt's ``working`` would be
+    dropped as late)."""
+    host = Host(tmp_path)
+    host.fire(0, "SessionStart", source="startup")
+    wait_until(lambda: host.state(0) == "idle", timeout=60, what="the session started")
+    earlier = _ticket_in(tmp_path / "state" / "sessionwatch", _thread(0))  # the prompt, still writing
+    host.fire(0, "PermissionRequest", tool_name="Bash", tool_input={"command": "ls"})  # returned: answered
+    assert host.state(0) == "idle"  # not written in the prompt's place
+    earlier.served()
+    wait_until(lambda: host.state(0) == "waiting", timeout=60, what="the request written after its turn came")
+
+
 def _ticket_in(state: Path, thread: str) -> order.Ticket:
     import sessionwatch.hooks.order as module
 

@@ -6,7 +6,12 @@ test_codex_persons.py).
 
 The worker's thread is adopted after its first prompt, so what the monitor counts starts there; the
 gateway runs its monitor at the default interval (60 s) and a local store has none, so only the hook's
-nudge can be this fast.
+nudge can be this fast. The 3 s are counted from the moment the host's own row of the prompt is on disk
+(the earliest anyone reading its transcript could know): on an idle machine that is within a fraction of
+a second of Enter; on a busy one the host itself may take seconds to write it, which is not ours to win.
+And they are 3 s of a machine that gives the hook's processes a core: on a machine the suite shares with
+busy loops, the bound stretches by the slowdown measured in the same test (``tests/support/load.py``; 1.0
+on an idle machine). Every figure is printed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from sessionwatch import Gateway
 from tests.support.commands import SESSIONWATCH
 from tests.support.fake_model import FakeModel
 from tests.support.hosts import ClaudeHome, HostHome, host_home
+from tests.support.load import slowdown
 from tests.support.tui import Tui, prepare_claude
 from tests.support.waiting import wait_until
 
@@ -97,6 +103,49 @@ def _humans(gw: Gateway) -> list[dict[str, Any]]:
     return [e for e in page["events"] if e["kind"] == "human_direct_message"]
 
 
+def _gateway_log(h: HostHome) -> Path:
+    return h.root / "gateway.log"
+
+
+def _recorded_after_written(
+    gw: Gateway, tui: Tui, transcript: Path, mode: str, gateway_log: Path
+) -> list[dict[str, Any]]:
+    """A person types a prompt into ``tui``: it is recorded within RECORDED_WITHIN_S of its row reaching the
+    host's transcript, times the machine's slowdown (the larger of the one measured just before Enter and
+    the one just after), both watched from the moment Enter was pressed, every 50 ms."""
+    before = slowdown()
+    tui.type("stop, ship it on Friday instead")
+    typed_at = time.monotonic()
+    written_at: float | None = None
+    while True:
+        now = time.monotonic()
+        if written_at is None and b"ship it on Friday" in transcript.read_bytes():
+            written_at = now
+        events = _humans(gw)
+        if events:
+            break
+        if now - typed_at > 30:
+            log = gateway_log.read_text()[-3000:] if gateway_log.exists() else "(no gateway)"
+            hooks = gateway_log.parent / "state" / "sessionwatch" / "hooks.log"
+            hooks_log = hooks.read_text()[-3000:] if hooks.exists() else "(none)"
+            raise AssertionError(
+                f"{mode}: the person's prompt not recorded within 30 s of Enter (row on disk after "
+                f"{None if written_at is None else round(written_at - typed_at, 2)} s); gateway log: {log}; "
+                f"hooks log: {hooks_log}"
+            )
+        time.sleep(0.05)
+    if written_at is None:  # recorded in the same poll that would have seen the row
+        written_at = now
+    took = now - written_at
+    factor = max(before, slowdown())
+    print(
+        f"{mode}: row on disk {written_at - typed_at:.2f} s after Enter, recorded {took:.2f} s after that "
+        f"(machine slowdown {factor:.2f}x)"
+    )
+    assert took <= RECORDED_WITHIN_S * factor, f"recorded {took:.2f} s after the host wrote the row ({factor:.2f}x)"
+    return events
+
+
 def test_a_person_typing_into_a_watched_worker_is_recorded_within_3_s(world: dict[str, Any]) -> None:
     h, gw, model = world["h"], world["gw"], world["model"]
     tid = str(uuid.uuid4())
@@ -116,12 +165,7 @@ def test_a_person_typing_into_a_watched_worker_is_recorded_within_3_s(world: dic
         assert adopted["linked"], adopted
         assert gw.watch(MANAGER, WORKER)
 
-        typed_at = time.monotonic()
-        tui.type("stop, ship it on Friday instead")
-        events = wait_until(lambda: _humans(gw), timeout=30, interval=0.05, what="the person's prompt recorded")
-        took = time.monotonic() - typed_at
-        print(f"{world['mode']}: recorded {took:.2f} s after the person pressed Enter")
-        assert took <= RECORDED_WITHIN_S, f"recorded after {took:.2f} s"
+        events = _recorded_after_written(gw, tui, transcript, world["mode"], _gateway_log(h))
         assert [e["actorType"] for e in events] == ["human"]
         rows = [json.loads(line) for line in transcript.read_text().splitlines()]
         assert any(r.get("promptSource") == "typed" for r in rows)  # what the TUI writes for a person
@@ -227,12 +271,7 @@ def test_a_person_typing_into_a_watched_codex_tui_is_recorded_within_3_s(codex_w
         assert adopted["linked"], adopted
         assert gw.watch(MANAGER, WORKER)
 
-        typed_at = time.monotonic()
-        tui.type("stop, ship it on Friday instead")
-        events = wait_until(lambda: _humans(gw), timeout=30, interval=0.05, what="the person's prompt recorded")
-        took = time.monotonic() - typed_at
-        print(f"{codex_world['mode']}: recorded {took:.2f} s after the person pressed Enter")
-        assert took <= RECORDED_WITHIN_S, f"recorded after {took:.2f} s"
+        events = _recorded_after_written(gw, tui, rollout, codex_world["mode"], _gateway_log(h))
         assert [e["actorType"] for e in events] == ["human"]
         assert b'"turn_trigger":"user"' in rollout.read_bytes()  # what the TUI writes for a person's turn
 

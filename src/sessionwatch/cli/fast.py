@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 from ..hosts.registry import NAMES as HOSTS  # the rooms' names (light: their cards only)
 
@@ -29,6 +30,7 @@ HOOK_FLAGS = {"--no-nudge": "no_nudge", "--foreground-nudge": "foreground_nudge"
 HELP = ("--help", "-h")
 LEVELS = ("debug", "info", "warning", "error")
 MAX_NUDGE_WAIT_MS = 10_000
+NUDGE_WAIT_MS = 10_000  # twin: hooks.run.NUDGE_RETRY_MS (not imported: the engine's side)
 ORDER_INPUT_BYTES = 1 << 16  # a larger hook input is not parsed again for its session id (hooks/order.py)
 
 
@@ -174,15 +176,26 @@ def _run(inv: Invocation) -> None:
 
     # The session's writes in the order the host fired its events (hooks/order.py): the ticket is taken
     # here, before a fork, and the writes below wait for the runs that took one before.
-    turn = _ticket(opts, given.raw)
+    turn, event = _ticket(opts, given.raw)
     wait_s = order.FOREGROUND_WAIT_S
     if verdict == quick.WRITES and hasattr(os, "fork") and _detached():
         opts = {**opts, "no_deliver": "1"}  # in the detached child: write, never print (nobody reads it)
         wait_s = order.DETACHED_WAIT_S
     elif verdict == quick.WRITES and hasattr(os, "fork"):
         return  # the parent: the host has its (empty) answer now
-    if turn is not None:
-        turn.wait_turn(wait_s)
+    foreground = wait_s == order.FOREGROUND_WAIT_S
+    detachable = foreground and _only_writes(opts, event) and "foreground_nudge" not in opts and hasattr(os, "fork")
+    started_ms = int(time.time() * 1000)
+    if turn is not None and not turn.wait_turn(wait_s) and detachable:
+        # An event the host takes no answer from (a permission request, a session's end, a subagent's
+        # start or stop) whose predecessor is still writing on a busy machine: the host has waited its
+        # budget, so it gets its (empty) answer now, and a detached child keeps the order, up to the
+        # detached wait in all. Written now instead, the predecessor's older report would be dropped as
+        # late (a prompt's ``working`` lost behind the permission request that followed it).
+        if not _detached(started_ms):
+            return
+        opts = {**opts, "no_deliver": "1"}
+        turn.wait_turn(order.DETACHED_WAIT_S - wait_s)
     try:
         _full_run(inv, opts, given)
     finally:
@@ -190,18 +203,30 @@ def _run(inv: Invocation) -> None:
             turn.served()
 
 
-def _ticket(opts: dict[str, str], raw: bytes) -> Ticket | None:
+def _ticket(opts: dict[str, str], raw: bytes) -> tuple[Ticket | None, object]:
     """The run's place in its host session's order of writes, or None (no session id to order by; an
-    input too large to read twice for it: a tool's output, whose heartbeat may go out of turn)."""
+    input too large to read twice for it: a tool's output, whose heartbeat may go out of turn); and the
+    input's event name."""
     from ..hooks import order
 
     if len(raw) > ORDER_INPUT_BYTES:
-        return None
+        return None, None
     try:
         data = json.loads(raw or b"{}")
     except (ValueError, RecursionError):
-        return None
-    return order.ticket(opts.get("host") or "", data.get("session_id") if isinstance(data, dict) else None)
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    return order.ticket(opts.get("host") or "", data.get("session_id")), data.get("hook_event_name")
+
+
+def _only_writes(opts: dict[str, str], event: object) -> bool:
+    """True when the host takes no answer from this run: its event is one the host's hook only reports
+    (``HookAdapter.observes``), so the run can finish after the host has gone on."""
+    from ..hosts import identity
+
+    room = identity.ROOMS.get(opts.get("host") or "")
+    return room is not None and isinstance(event, str) and event in room.hook.observes
 
 
 def _full_run(inv: Invocation, opts: dict[str, str], given: Input) -> None:
@@ -220,7 +245,7 @@ def _full_run(inv: Invocation, opts: dict[str, str], given: Input) -> None:
         gateway=gateway,
         token=opts.get("token", os.environ.get("SESSIONWATCH_TOKEN")) or None,
         nudge="no_nudge" not in opts,
-        nudge_retry_ms=int(opts.get("nudge_wait", "2000")),
+        nudge_retry_ms=int(opts.get("nudge_wait", NUDGE_WAIT_MS)),
         foreground_nudge="foreground_nudge" in opts,
         deliver="no_deliver" not in opts,
         acknowledge=_numbers(opts.get("acknowledge", "")),
@@ -236,13 +261,13 @@ def _numbers(text: str) -> tuple[int, ...]:
     return tuple(int(i) for i in text.split(",") if i)
 
 
-def _detached() -> bool:
+def _detached(started_ms: int | None = None) -> bool:
     """Fork: True in a child detached from the host (its own session, the null device for its streams,
     which the host waits on), False in the parent, which answers now. No fork possible: True (the run
     then writes in the foreground, which is only slower)."""
     from ..hooks.host_process import remember_host
 
-    remember_host()  # the host's pid and the hook's start, while the host is still this process's parent
+    remember_host(started_ms)  # the host's pid and the hook's start, while the host is still this process's parent
     try:
         sys.stdout.flush()
         pid = os.fork()

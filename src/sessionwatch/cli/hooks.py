@@ -28,10 +28,10 @@ HOST = click.argument("host", metavar="HOST", type=click.Choice(HOSTS))
 @click.option(
     "--nudge-wait",
     type=click.IntRange(0, 10_000),
-    default=2000,
+    default=10_000,
     show_default=True,
     metavar="MS",
-    help="How long the nudge keeps looking for the prompt's transcript row.",
+    help="How long the nudge keeps looking for the prompt's transcript row (the host writes it after the hook).",
 )
 @click.option(
     "--foreground-nudge", is_flag=True, help="Nudge before exiting instead of in a detached child (slower answer)."

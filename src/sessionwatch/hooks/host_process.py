@@ -30,12 +30,13 @@ def _stat(pid: int) -> tuple[str, int] | None:
         return None
 
 
-def remember_host() -> None:
-    """Keep the host's pid and this moment for a child that runs on after this process has exited."""
+def remember_host(at_ms: int | None = None) -> None:
+    """Keep the host's pid and the hook's start (``at_ms``, else this moment) for a child that runs on after
+    this process has exited."""
     import time
 
     os.environ[PID_ENV] = str(host_pid())
-    os.environ[AT_ENV] = str(int(time.time() * 1000))
+    os.environ[AT_ENV] = str(at_ms if at_ms is not None else int(time.time() * 1000))
 
 
 def hook_started_at() -> int | None:

@@ -6,7 +6,8 @@ then write first, and the store keeps the newer state and drops the older report
 ``idle`` lost behind the ``SessionEnd`` that followed it within milliseconds, a prompt's ``working``
 behind an immediate permission request. So every run that writes takes a ticket, in the order the host
 fired the events (before it forks), and writes only once the runs holding the tickets before it have
-written (or have had their time).
+written (or have had their time). A run the host waits on waits only its budget; if it only reports (the
+host takes no answer from its event), it then lets the host go on and waits on in a detached child.
 
 A file per host session in the state folder (``hooks/<digest>.order``) holds two numbers under ``flock``:
 the next ticket and the highest one served. Best-effort throughout: no state folder, no session id, a
@@ -22,7 +23,8 @@ import time
 
 from ..hosts.state_folder import state_path
 
-DETACHED_WAIT_S = 10.0  # a detached child waits this long at most (nobody waits for it)
+DETACHED_WAIT_S = 30.0  # a detached child waits this long at most: nobody waits for it, and on a busy
+# machine the runs before it may all be loading the engine at once (only a dead one costs the whole wait)
 FOREGROUND_WAIT_S = 2.0  # a run the host waits for: the hook's budget
 POLL_S = 0.01
 

@@ -37,7 +37,8 @@ T = TypeVar("T")
 
 SESSION_ENV = host_sessions.SESSION_ENV
 AGENT_ENV = host_sessions.AGENT_ENV
-NUDGE_RETRY_MS = 2000  # how long the nudge keeps looking for the prompt's row
+NUDGE_RETRY_MS = 10_000  # how long the nudge keeps looking for the prompt's row: the host writes it after
+# the hook returned, seconds later on a busy machine; a miss waits for the monitor's tick (60 s)
 MAX_INPUT_BYTES = 1 << 20  # the hosts' JSON is a few KiB; more is not a hook input we can use
 _DISCARD_CHUNK = 1 << 16
 
