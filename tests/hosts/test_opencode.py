@@ -164,6 +164,14 @@ def test_a_person_typing_in_the_tui_is_recorded_and_opencode_run_in_the_same_ses
         (sid,) = w.h.sessions()
         key = w.key(sid)
         assert w.gw.watch(MANAGER, key)
+
+        # the first turn over before the person types again (on a busy machine a prompt typed while the TUI
+        # was still answering did not always reach OpenCode's database)
+        def first_turn_over() -> bool:
+            worked = any(e["kind"] == "session_working" for e in w.events(key))
+            return worked and w.gw.get_session(key).get("lifecycle", {}).get("state") == "idle"
+
+        wait_until(first_turn_over, timeout=60, what="the first turn over")
         typed_at = time.monotonic()
         tui.type(second)
         # A person's prompt found while nobody watched stays pending until someone does, so the first
