@@ -19,9 +19,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers per core. Many tests spend their time waiting on processes they started
-    (gateways, the real hosts, a fake model), so two per core keep the cores busy; more only add contention."""
-    return 2 * (os.cpu_count() or 1)
+    """``-n auto``: three workers per core. Many tests spend their time waiting on processes they started
+    (gateways, the real hosts, a fake model), so more workers than cores keep the cores busy; on a 2-core
+    machine with one core busy with other work the suite took 10:07 with three per core against 10:58 with
+    two (the same day: the suite gets a larger share of a shared machine)."""
+    return 3 * (os.cpu_count() or 1)
 
 
 @pytest.hookimpl(tryfirst=True)
