@@ -111,11 +111,11 @@ def test_the_gateway_quick_path_s_url_reading_matches_what_it_stands_for() -> No
 
 
 def test_the_nudge_looks_as_long_by_default_whichever_way_the_hook_runs() -> None:
-    """The fast path, click's command and the run agree on the nudge's default wait (the fast path keeps
-    its own copy so as not to load the engine): a host installed either way finds a late row the same."""
+    """Click's command and the run (whose default the fast path passes on) agree on the nudge's default
+    wait, within what the fast path accepts: a host installed either way finds a late row the same."""
     from sessionwatch.cli import fast
     from sessionwatch.cli.hooks import hook_cmd
     from sessionwatch.hooks.run import NUDGE_RETRY_MS
 
     (option,) = [p for p in hook_cmd.params if p.name == "nudge_wait"]
-    assert fast.NUDGE_WAIT_MS == option.default == NUDGE_RETRY_MS <= fast.MAX_NUDGE_WAIT_MS
+    assert option.default == NUDGE_RETRY_MS <= fast.MAX_NUDGE_WAIT_MS

@@ -30,7 +30,6 @@ HOOK_FLAGS = {"--no-nudge": "no_nudge", "--foreground-nudge": "foreground_nudge"
 HELP = ("--help", "-h")
 LEVELS = ("debug", "info", "warning", "error")
 MAX_NUDGE_WAIT_MS = 10_000
-NUDGE_WAIT_MS = 10_000  # twin: hooks.run.NUDGE_RETRY_MS (not imported: the engine's side)
 ORDER_INPUT_BYTES = 1 << 16  # a larger hook input is not parsed again for its session id (hooks/order.py)
 
 
@@ -230,7 +229,7 @@ def _only_writes(opts: dict[str, str], event: object) -> bool:
 
 
 def _full_run(inv: Invocation, opts: dict[str, str], given: Input) -> None:
-    from ..hooks.run import log, main, setup_logging
+    from ..hooks.run import NUDGE_RETRY_MS, log, main, setup_logging
 
     level = opts.get("log_level", "warning")
     setup_logging(opts.get("log_file"), "info" if level == "warning" else level)
@@ -245,7 +244,7 @@ def _full_run(inv: Invocation, opts: dict[str, str], given: Input) -> None:
         gateway=gateway,
         token=opts.get("token", os.environ.get("SESSIONWATCH_TOKEN")) or None,
         nudge="no_nudge" not in opts,
-        nudge_retry_ms=int(opts.get("nudge_wait", NUDGE_WAIT_MS)),
+        nudge_retry_ms=int(opts["nudge_wait"]) if "nudge_wait" in opts else NUDGE_RETRY_MS,
         foreground_nudge="foreground_nudge" in opts,
         deliver="no_deliver" not in opts,
         acknowledge=_numbers(opts.get("acknowledge", "")),
